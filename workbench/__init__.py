@@ -1,0 +1,50 @@
+"""Workbench: a Jupyter-first interactive scheduling workbench for tensor operators.
+
+The public API (see DESIGN.md)::
+
+    import workbench as wb
+    from workbench import T
+
+Names are imported lazily on first use so that ``import workbench`` stays fast (Numba
+and pandas load only when a backend or a measurement needs them).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_PUBLIC = {
+    "T": "workbench.script",
+    "prim_func": "workbench.script",
+    "from_source": "workbench.script",
+    "DSLError": "workbench.script",
+    "PrimFunc": "workbench.ir",
+    "Schedule": "workbench.schedule",
+    "ScheduleError": "workbench.schedule",
+    "Trace": "workbench.schedule",
+    "build": "workbench.backends",
+    "Kernel": "workbench.backends",
+    "KernelArgumentError": "workbench.backends",
+    "measure": "workbench.measure",
+    "machine_peaks": "workbench.measure",
+    "MeasureResult": "workbench.measure",
+    "ops": "workbench.ops",
+    "analysis": "workbench.ir.analysis",
+}
+
+
+def __getattr__(name: str):
+    module_name = _PUBLIC.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if module_name.endswith("." + name) else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_PUBLIC))
