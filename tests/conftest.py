@@ -1,0 +1,42 @@
+"""Shared pytest set-up.
+
+Order matters here: Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it is first imported, so
+the variable is set before anything below (or any test module) can import numba. CI has no GPU;
+the CUDA backend's tests run under Numba's CUDA simulator.
+"""
+
+import os
+
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# Headless: matplotlib must never try to open a window.
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+def _session_cache_dir() -> None:
+    """Point ``WORKBENCH_CACHE_DIR`` at a fresh temp dir for this test session.
+
+    Tests must neither read kernels a user compiled nor leave theirs behind. A value already
+    set (by the user, or inherited by a pytest-xdist worker from the controller) is kept; the
+    process that created the directory removes it at exit.
+    """
+    if "WORKBENCH_CACHE_DIR" in os.environ:
+        return
+    path = tempfile.mkdtemp(prefix="workbench-test-cache-")
+    os.environ["WORKBENCH_CACHE_DIR"] = path
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+
+
+_session_cache_dir()
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A seeded random generator: tests use random non-zero inputs, reproducibly."""
+    return np.random.default_rng(0)

@@ -1,0 +1,213 @@
+"""DSL errors: one test per reason, checking the class, the message and the caret."""
+
+import inspect
+
+import pytest
+
+import workbench as wb
+from workbench import T
+from workbench.script import DSLError
+from workbench.script.parser import Parser
+
+HEAD = '''@T.prim_func
+def f(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32"),
+      I: T.Buffer((8, 8), "int32"), D: T.Buffer((8, 8), "float64")):
+'''
+
+
+def block(line: str, remap: str = "vi, vj = T.axis.remap('SS', [i, j])") -> str:
+    return ("    for i, j in T.grid(8, 8):\n"
+            "        with T.block('B'):\n"
+            f"            {remap}\n"
+            f"            {line}\n")
+
+
+def parse_error(body: str) -> DSLError:
+    with pytest.raises(DSLError) as info:
+        wb.from_source(HEAD + body, filename="case.py")
+    return info.value
+
+
+def caret_column(err: DSLError) -> int:
+    """1-based column of the first caret in the rendered message."""
+    last = str(err).splitlines()[-1]
+    return last.index("^") - last.index("|") - 1
+
+
+def check(err: DSLError, kind: str, message: str, lineno: int, snippet: str) -> None:
+    assert isinstance(err, wb.DSLError) and isinstance(err, Exception)
+    assert err.kind == kind
+    assert err.message == message
+    assert err.filename == "case.py" and err.lineno == lineno
+    assert err.source_line.index(snippet) + 1 == err.col
+    assert caret_column(err) == err.col
+    assert f"--> case.py:{lineno}:{err.col}" in str(err)
+    assert f"{lineno} | {err.source_line}" in str(err)
+
+
+def test_while_is_unsupported():
+    err = parse_error("    while True:\n        pass\n")
+    check(err, "unsupported", "while loops are not supported in the DSL; use for ... in "
+          "T.serial(n)", 4, "while")
+
+
+def test_try_is_unsupported():
+    err = parse_error("    try:\n        pass\n    except Exception:\n        pass\n")
+    check(err, "unsupported", "try statements are not supported in the DSL", 4, "try")
+
+
+def test_list_comprehension_is_unsupported():
+    err = parse_error(block("B[vi, vj] = [x for x in A]"))
+    check(err, "unsupported", "a list comprehension is not supported in a DSL expression", 7,
+          "[x for")
+
+
+def test_unknown_function():
+    err = parse_error(block("B[vi, vj] = foo(A[vi, vj])"))
+    check(err, "unsupported", "unknown function 'foo': DSL functions are spelled T.name "
+          "(T.exp, T.max, T.Cast, ...)", 7, "foo")
+
+
+def test_unknown_name_suggests_close_match():
+    err = parse_error(block("B[vi, vj] = A[vi, vjj]"))
+    check(err, "unknown-name", "unknown name 'vjj' (did you mean 'vj'?)", 7, "vjj")
+
+
+def test_unknown_buffer_suggests_a_buffer():
+    err = parse_error(block("B[vi, vj] = AA[vi, vj]"))
+    check(err, "unknown-name", "unknown name 'AA' (did you mean 'A'?)", 7, "AA")
+
+
+def test_wrong_number_of_indices():
+    err = parse_error(block("B[vi, vj] = A[vi]"))
+    check(err, "index-count", "buffer 'A' has 2 dimensions (8, 8) but is indexed with 1 index",
+          7, "A[vi]")
+
+
+def test_remap_letters_and_loops_disagree():
+    err = parse_error(block("B[vi, vj] = A[vi, vj]", "vi, vj = T.axis.remap('SSR', [i, j])"))
+    check(err, "shape", "T.axis.remap('SSR', ...) has 3 kind letters, 2 loop variables and 2 "
+          "names; they must agree", 6, "T.axis.remap")
+
+
+def test_loop_extent_not_int():
+    err = parse_error("    for i in T.serial(2.5):\n        pass\n")
+    check(err, "shape", "a loop extent must be an int, got 2.5", 4, "2.5")
+
+
+def test_grid_names_and_extents_disagree():
+    err = parse_error("    for i, j in T.grid(8, 8, 8):\n        pass\n")
+    check(err, "shape", "T.grid has 3 extents but the loop names 2 variables", 4, "i, j")
+
+
+def test_iter_var_extent_disagrees_with_loop():
+    err = parse_error(block("B[vi, 0] = A[vi, 0]", "vi = T.axis.spatial(4, i)"))
+    check(err, "shape", "block iter var 'vi' has extent 4 but is bound to loop 'i' of extent 8",
+          6, "i)")
+
+
+def test_int_load_into_float_buffer_needs_cast():
+    err = parse_error(block("B[vi, vj] = I[vi, vj]"))
+    check(err, "dtype", "dtype mismatch: storing an int32 value into 'B' (float32); use "
+          "T.Cast(\"float32\", ...)", 7, "I[vi")
+
+
+def test_float32_plus_float64():
+    err = parse_error(block("B[vi, vj] = A[vi, vj] + D[vi, vj]"))
+    check(err, "dtype", "dtype mismatch in '+': float32 and float64 (use T.Cast to convert one "
+          "side)", 7, "A[vi, vj] +")
+
+
+def test_float_literal_in_index():
+    err = parse_error(block("B[vi, vj] = A[vi * 0.5, vj]"))
+    check(err, "dtype", "dtype mismatch: float literal 0.5 used with an int32 expression", 7,
+          "vi * 0.5")
+
+
+def test_unknown_dtype():
+    err = parse_error(block("B[vi, vj] = T.Cast('float33', I[vi, vj])"))
+    check(err, "dtype", "unknown dtype 'float33' (did you mean 'float32'?)", 7, "'float33'")
+
+
+def test_unknown_dtype_in_signature():
+    with pytest.raises(DSLError) as info:
+        wb.from_source('@T.prim_func\ndef f(A: T.Buffer((4,), "flaot32")):\n    pass\n')
+    assert info.value.message == "unknown dtype 'flaot32' (did you mean 'float32'?)"
+    assert (info.value.lineno, info.value.col) == (2, 25)
+
+
+def test_unknown_intrinsic():
+    err = parse_error(block("B[vi, vj] = T.expp(A[vi, vj])"))
+    check(err, "intrinsic", "unknown intrinsic or T function 'T.expp' (did you mean 'T.exp'?)",
+          7, "T.expp")
+
+
+def test_intrinsic_arity():
+    err = parse_error(block("B[vi, vj] = T.exp(A[vi, vj], 2.0)"))
+    check(err, "intrinsic", "T.exp takes 1 positional argument, got 2", 7, "T.exp")
+    err = parse_error(block("B[vi, vj] = T.pow(A[vi, vj])"))
+    check(err, "intrinsic", "T.pow takes 2 arguments, got 1", 7, "T.pow")
+
+
+def test_intrinsic_of_int_needs_cast():
+    err = parse_error(block("B[vi, vj] = T.exp(I[vi, vj])"))
+    check(err, "dtype", "T.exp needs a float argument, got int32 (use T.Cast)", 7, "T.exp")
+
+
+def test_reduction_without_init():
+    err = parse_error(block("B[vi, 0] = B[vi, 0] + A[vi, vk]", "vi, vk = T.axis.remap('SR', [i, j])"))
+    check(err, "missing-init", "block 'B' reduces over vk into 'B' but has no `with T.init():` "
+          "to initialise it", 5, "T.block('B')")
+
+
+def test_syntax_error():
+    err = parse_error("    for i in T.serial(8)\n        pass\n")
+    assert err.kind == "syntax" and err.message == "invalid Python syntax: expected ':'"
+    assert (err.lineno, err.col) == (4, 25)
+
+
+def test_local_variable_assignment():
+    err = parse_error("    x = 1\n")
+    check(err, "unsupported", "only buffer stores (C[i] = ...), T.axis.* bindings and "
+          "T.alloc_buffer(...) can be assigned in the DSL", 4, "x = 1")
+
+
+def test_buffer_used_as_value():
+    err = parse_error(block("B[vi, vj] = A"))
+    check(err, "unsupported", "buffer 'A' used as a value; index it, as in A[i, i]", 7, "A")
+
+
+def test_internal_failure_becomes_dsl_error(monkeypatch):
+    def broken(self, node):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(Parser, "stmt_If", broken)
+    err = parse_error("    if 1 < 2:\n        pass\n")
+    check(err, "internal", "cannot parse this statement (KeyError: 'boom')", 4, "if")
+    assert err.__cause__ is None and err.__suppress_context__
+
+
+def test_prim_func_error_points_at_the_real_file_and_line():
+    with pytest.raises(DSLError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+            for i in T.serial(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(8, i)
+                    C[vi] = C[vi] + Q[vi]  # noqa: F821
+    err = info.value
+    lines, start = inspect.getsourcelines(test_prim_func_error_points_at_the_real_file_and_line)
+    expected_line = start + next(n for n, line in enumerate(lines) if "+ Q[vi]" in line)
+    assert err.filename == __file__
+    assert err.lineno == expected_line
+    assert err.source_line.strip() == "C[vi] = C[vi] + Q[vi]  # noqa: F821"
+    assert err.col == err.source_line.index("Q") + 1  # the indentation removed is added back
+    assert str(err).splitlines()[0] == "unknown name 'Q' (the buffers are 'A', 'C')"
+    assert caret_column(err) == err.col
+
+
+def test_function_without_source():
+    namespace = {"T": T}
+    exec('def f(A: T.Buffer((4,), "float32")):\n    pass\n', namespace)
+    with pytest.raises(DSLError, match="cannot read the source of 'f'"):
+        T.prim_func(namespace["f"])

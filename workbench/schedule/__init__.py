@@ -1,0 +1,81 @@
+"""Schedules: primitives that rewrite a PrimFunc's loops, with handles and a replayable trace.
+
+Example
+-------
+>>> from workbench.schedule import Schedule
+>>> sch = Schedule(matmul)
+>>> i, j, k = sch.get_loops(sch.get_block("C"))
+>>> io, ii = sch.split(i, factors=[None, 4])
+>>> print(sch.trace)
+b0 = sch.get_block("C")
+l1, l2, l3 = sch.get_loops(b0)
+l4, l5 = sch.split(l1, factors=[None, 4])
+"""
+
+from workbench.schedule.errors import (
+    BlockNotFoundError,
+    DependentLoopBoundError,
+    DuplicateLoopError,
+    ForeignHandleError,
+    InvalidAnnotationError,
+    InvalidArgumentError,
+    LoopNotFoundError,
+    LoopsNotAdjacentError,
+    LoopsNotInSameNestError,
+    MultipleNoneFactorsError,
+    NonConstantExtentError,
+    NonDividingFactorError,
+    NonPositiveFactorError,
+    NothingToUndoError,
+    NotInnermostLoopError,
+    NotPerfectlyNestedError,
+    ReductionLoopError,
+    RemovedHandleError,
+    ScheduleError,
+    WrongFactorProductError,
+    WrongHandleKindError,
+)
+from workbench.schedule.handles import BlockRV, LoopRV
+from workbench.schedule.legality import Legality, LegalityTable
+from workbench.schedule.schedule import Schedule
+from workbench.schedule.trace import (
+    INSTRUCTIONS,
+    Instruction,
+    Trace,
+    TraceError,
+    register_instruction,
+)
+
+__all__ = [
+    "Schedule",
+    "Trace",
+    "TraceError",
+    "Instruction",
+    "INSTRUCTIONS",
+    "register_instruction",
+    "BlockRV",
+    "LoopRV",
+    "Legality",
+    "LegalityTable",
+    "ScheduleError",
+    "BlockNotFoundError",
+    "DependentLoopBoundError",
+    "DuplicateLoopError",
+    "ForeignHandleError",
+    "InvalidAnnotationError",
+    "InvalidArgumentError",
+    "LoopNotFoundError",
+    "LoopsNotAdjacentError",
+    "LoopsNotInSameNestError",
+    "MultipleNoneFactorsError",
+    "NonConstantExtentError",
+    "NonDividingFactorError",
+    "NonPositiveFactorError",
+    "NotInnermostLoopError",
+    "NothingToUndoError",
+    "NotPerfectlyNestedError",
+    "ReductionLoopError",
+    "RemovedHandleError",
+    "WrongFactorProductError",
+    "WrongHandleKindError",
+]

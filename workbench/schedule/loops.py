@@ -1,0 +1,575 @@
+"""Loop primitives: ``split``, ``fuse``, ``reorder``.
+
+Each is a pure function ``func -> func`` taking loops by their loop-variable names (unique
+in a function) and returning the new function (and the names of the new loops). The
+``Schedule`` methods of the same names resolve handles and call these.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.ir import (
+    LT,
+    For,
+    ForKind,
+    IntImm,
+    PrimExpr,
+    PrimFunc,
+    Stmt,
+    Var,
+    const_value,
+    substitute,
+)
+from workbench.schedule.errors import (
+    DependentLoopBoundError,
+    DuplicateLoopError,
+    InvalidArgumentError,
+    LoopsNotAdjacentError,
+    LoopsNotInSameNestError,
+    MultipleNoneFactorsError,
+    NonConstantExtentError,
+    NonDividingFactorError,
+    NonPositiveFactorError,
+    NotPerfectlyNestedError,
+    WrongFactorProductError,
+)
+from workbench.schedule.handles import LoopRV
+from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
+from workbench.schedule.tree import (
+    add_predicate,
+    describe_stmt,
+    enclosing_loops,
+    find_loop,
+    fresh_name,
+    is_zero,
+    loop_ranges,
+    prove,
+    replace_loop,
+    simplify_realizes,
+    used_names,
+    uses_var,
+)
+
+# ---------------------------------------------------------------------------------------
+# split
+# ---------------------------------------------------------------------------------------
+
+
+def normalize_factors(primitive: str, factors: object) -> list[int | None]:
+    """Check the factors' types (ints or None, at least two) and return them as a list."""
+    if isinstance(factors, (str, bytes)) or not isinstance(factors, Sequence):
+        raise InvalidArgumentError(
+            primitive, "factors", "a list of ints with at most one None", factors
+        )
+    result: list[int | None] = []
+    for factor in factors:
+        if factor is None:
+            result.append(None)
+            continue
+        if isinstance(factor, bool):
+            raise InvalidArgumentError(
+                primitive, "factors", "a list of ints with at most one None", factors
+            )
+        value = const_value(factor) if isinstance(factor, IntImm) else None
+        if value is None:
+            try:
+                value = operator.index(factor)
+            except TypeError:
+                raise InvalidArgumentError(
+                    primitive, "factors", "a list of ints with at most one None", factors
+                ) from None
+        result.append(int(value))
+    if len(result) < 2:
+        raise InvalidArgumentError(primitive, "factors", "a list of at least two factors", factors)
+    return result
+
+
+def split(
+    func: PrimFunc, loop: str, *, factors: Sequence[int | None], disable_predication: bool = False
+) -> tuple[PrimFunc, list[str]]:
+    """Split a loop into ``len(factors)`` nested loops, outermost first.
+
+    One factor may be ``None``: it is inferred as ``ceil(extent / product(others))``. When
+    the factors multiply to more than the extent, the blocks inside get a guard in their
+    predicate (``T.where``), as in TVM.
+
+    Before (``split(func, "i", factors=[None, 32])`` on a loop of 100)::
+
+        for i in range(100):
+            with T.block("B"):
+                vi = T.axis.spatial(100, i)
+                B[vi] = A[vi] * 2.0
+
+    After::
+
+        for i_0 in range(4):
+            for i_1 in range(32):
+                with T.block("B"):
+                    vi = T.axis.spatial(100, i_0 * 32 + i_1)
+                    T.where(i_0 * 32 + i_1 < 100)
+                    B[vi] = A[vi] * 2.0
+
+    Parameters
+    ----------
+    func : PrimFunc
+    loop : str
+        The loop variable's name.
+    factors : list of int or None
+        Extents of the new loops, outermost first; at most one ``None``.
+    disable_predication : bool
+        Refuse (``NonDividingFactorError``) instead of adding a guard when the factors do
+        not divide the extent.
+
+    Returns
+    -------
+    (PrimFunc, list of str)
+        The new function and the new loops' names (``i_0, i_1, ...``).
+
+    Raises
+    ------
+    InvalidArgumentError, MultipleNoneFactorsError, NonPositiveFactorError,
+    NonConstantExtentError, WrongFactorProductError, NonDividingFactorError, LoopNotFoundError
+
+    Example
+    -------
+    >>> new_func, (outer, inner) = split(func, "i", factors=[None, 32])
+    >>> outer, inner
+    ('i_0', 'i_1')
+    """
+    primitive = "split"
+    given = normalize_factors(primitive, factors)
+    target, ancestors = find_loop(func, loop, primitive)
+    if given.count(None) > 1:
+        raise MultipleNoneFactorsError(primitive, loop, given, func, target)
+    if any(f is not None and f <= 0 for f in given):
+        raise NonPositiveFactorError(primitive, loop, given, func, target)
+    extent = const_value(target.extent)
+    if not isinstance(extent, int):
+        raise NonConstantExtentError(primitive, loop, target.extent, func, target)
+
+    known = 1
+    for f in given:
+        known *= f if f is not None else 1
+    sizes = [f if f is not None else -(-extent // known) for f in given]
+    product = known * (sizes[given.index(None)] if None in given else 1)
+    if product < extent:
+        raise WrongFactorProductError(primitive, loop, given, extent, func, target)
+    if product != extent and disable_predication:
+        raise NonDividingFactorError(primitive, loop, given, extent, func, target)
+
+    taken = used_names(func)
+    dtype = target.loop_var.dtype
+    new_vars = [Var(fresh_name(f"{loop}_{n}", taken), dtype) for n in range(len(sizes))]
+
+    # i = min + ((i_0 * f1 + i_1) * f2 + i_2) ...
+    index: PrimExpr = new_vars[0]
+    for var, size in zip(new_vars[1:], sizes[1:], strict=True):
+        index = index * IntImm(size, dtype) + var
+    value = index if is_zero(target.min) else target.min + index
+    body: Stmt = substitute(target.body, {target.loop_var: value})
+
+    # the loops around the body: the original's outer loops, then the new ones
+    new_loops = [
+        For(v, IntImm(0, dtype), IntImm(s, dtype), ForKind.SERIAL, body)
+        for v, s in zip(new_vars, sizes, strict=True)
+    ]
+    around = enclosing_loops(ancestors) + new_loops
+    if product != extent:
+        guard = LT(index, IntImm(extent, dtype))
+        if not prove(guard, loop_ranges(around)):
+            body = add_predicate(body, guard)
+    body = simplify_realizes(body, around)
+    for new_loop in reversed(new_loops):
+        body = new_loop.replace(body=body)
+    return replace_loop(func, loop, lambda _: body), [v.name for v in new_vars]
+
+
+# ---------------------------------------------------------------------------------------
+# fuse
+# ---------------------------------------------------------------------------------------
+
+
+def _check_unique(primitive: str, func: PrimFunc, loops: Sequence[str]) -> list[tuple[For, tuple]]:
+    found = []
+    seen: set[str] = set()
+    for name in loops:
+        loop, ancestors = find_loop(func, name, primitive)
+        if name in seen:
+            raise DuplicateLoopError(primitive, name, func, loop)
+        seen.add(name)
+        found.append((loop, ancestors))
+    return found
+
+
+def _is_inside(ancestors: tuple, name: str) -> bool:
+    return any(isinstance(a, For) and a.loop_var.name == name for a in ancestors)
+
+
+def _path_down(primitive: str, func: PrimFunc, outer: For, inner: str) -> list[For]:
+    """Loops strictly between ``outer`` and its descendant loop ``inner``, when every body on
+    the way is exactly one loop; else ``NotPerfectlyNestedError``."""
+    between: list[For] = []
+    node = outer
+    while True:
+        body = node.body
+        if not isinstance(body, For):
+            raise NotPerfectlyNestedError(
+                primitive, node.loop_var.name, describe_stmt(body), func, node
+            )
+        if body.loop_var.name == inner:
+            return between
+        between.append(body)
+        node = body
+
+
+def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
+    """Fuse directly nested loops (outermost first) into one loop.
+
+    Before (``fuse(func, "i", "j")``)::
+
+        for i in range(16):
+            for j in range(8):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj] * 2.0
+
+    After::
+
+        for i_j_fused in range(128):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i_j_fused // 8)
+                vj = T.axis.spatial(8, i_j_fused % 8)
+                B[vi, vj] = A[vi, vj] * 2.0
+
+    Parameters
+    ----------
+    func : PrimFunc
+    *loops : str
+        Two or more loop names, each loop the whole body of the one before.
+
+    Returns
+    -------
+    (PrimFunc, str)
+        The new function and the fused loop's name (``i_j_fused``).
+
+    Raises
+    ------
+    InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
+    LoopsNotAdjacentError, NotPerfectlyNestedError, NonConstantExtentError
+
+    Example
+    -------
+    >>> new_func, fused = fuse(func, "i", "j")
+    >>> fused
+    'i_j_fused'
+    """
+    primitive = "fuse"
+    if len(loops) < 2:
+        raise InvalidArgumentError(primitive, "loops", "two or more loops", loops)
+    found = _check_unique(primitive, func, loops)
+    for (outer, _), (inner, inner_anc) in zip(found, found[1:], strict=False):
+        outer_name, inner_name = outer.loop_var.name, inner.loop_var.name
+        if outer.body is inner or outer.body == inner:
+            continue
+        if _is_inside(inner_anc, outer_name):
+            between = _path_down(primitive, func, outer, inner_name)
+            raise LoopsNotAdjacentError(
+                primitive, outer_name, inner_name, [b.loop_var.name for b in between], func, inner
+            )
+        if _is_inside(_ancestors_of(found, outer), inner_name):
+            raise LoopsNotAdjacentError(primitive, outer_name, inner_name, [], func, inner)
+        raise LoopsNotInSameNestError(primitive, outer_name, inner_name, func, inner)
+
+    for loop, _ in found:
+        if not isinstance(const_value(loop.extent), int):
+            raise NonConstantExtentError(primitive, loop.loop_var.name, loop.extent, func, loop)
+
+    loop_list = [loop for loop, _ in found]
+    outer_loop, outer_anc = found[0]
+    extents = [const_value(loop.extent) for loop in loop_list]
+    total = 1
+    for e in extents:
+        total *= e
+    dtype = outer_loop.loop_var.dtype
+    fused = Var(fresh_name("_".join(loops) + "_fused", used_names(func)), dtype)
+
+    mapping: dict[Var, PrimExpr] = {}
+    stride = total
+    for position, (loop, extent) in enumerate(zip(loop_list, extents, strict=True)):
+        stride //= extent
+        if extent == 1:
+            value: PrimExpr = IntImm(0, dtype)
+        else:
+            value = fused if stride == 1 else fused // IntImm(stride, dtype)
+            if position > 0:
+                value = value % IntImm(extent, dtype)
+        mapping[loop.loop_var] = value if is_zero(loop.min) else loop.min + value
+
+    new_loop = For(
+        fused,
+        IntImm(0, dtype),
+        IntImm(total, dtype),
+        ForKind.SERIAL,
+        substitute(loop_list[-1].body, mapping),
+    )
+    outer = enclosing_loops(outer_anc)
+    new_loop = new_loop.replace(body=simplify_realizes(new_loop.body, outer + [new_loop]))
+    return replace_loop(func, loops[0], lambda _: new_loop), fused.name
+
+
+def _ancestors_of(found: list[tuple[For, tuple]], loop: For) -> tuple:
+    for candidate, ancestors in found:
+        if candidate is loop:
+            return ancestors
+    return ()
+
+
+# ---------------------------------------------------------------------------------------
+# reorder
+# ---------------------------------------------------------------------------------------
+
+
+def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
+    """Reorder loops of one nest so that they appear in the given order, outermost first.
+
+    The loops must lie on one chain of perfectly nested loops (each loop's body is exactly
+    the next loop, from the outermost given loop down to the innermost). Loops on that
+    chain that are not listed keep their positions, as in TVM.
+
+    Before (``reorder(func, "k", "i")``)::
+
+        for i in range(16):
+            for j in range(16):
+                for k in range(16):
+                    with T.block("C"): ...
+
+    After::
+
+        for k in range(16):
+            for j in range(16):
+                for i in range(16):
+                    with T.block("C"): ...
+
+    Parameters
+    ----------
+    func : PrimFunc
+    *loops : str
+        The loop names in their new order.
+
+    Returns
+    -------
+    PrimFunc
+
+    Raises
+    ------
+    InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
+    NotPerfectlyNestedError, DependentLoopBoundError
+
+    Example
+    -------
+    >>> new_func = reorder(func, "i_0", "j_0", "k", "i_1", "j_1")
+    """
+    primitive = "reorder"
+    if not loops:
+        raise InvalidArgumentError(primitive, "loops", "at least one loop", loops)
+    found = _check_unique(primitive, func, loops)
+    by_depth = sorted(found, key=lambda item: len(item[1]))
+    for (outer, _), (inner, inner_anc) in zip(by_depth, by_depth[1:], strict=False):
+        if not _is_inside(inner_anc, outer.loop_var.name):
+            raise LoopsNotInSameNestError(
+                primitive, outer.loop_var.name, inner.loop_var.name, func, inner
+            )
+
+    top, bottom = by_depth[0][0], by_depth[-1][0]
+    if top is bottom:
+        return func
+    chain = [top, *_path_down(primitive, func, top, bottom.loop_var.name), bottom]
+    listed = set(loops)
+    order = iter(loop for loop, _ in found)
+    new_chain = [next(order) if loop.loop_var.name in listed else loop for loop in chain]
+
+    for position, loop in enumerate(new_chain):
+        for inner in new_chain[position + 1 :]:
+            name = inner.loop_var.name
+            if uses_var(loop.min, name) or uses_var(loop.extent, name):
+                raise DependentLoopBoundError(primitive, loop.loop_var.name, name, func, loop)
+
+    body = bottom.body
+    for loop in reversed(new_chain):
+        body = loop.replace(body=body)
+    return replace_loop(func, top.loop_var.name, lambda _: body)
+
+
+# ---------------------------------------------------------------------------------------
+# Schedule methods: resolve handles, call the pure function, record the step
+# ---------------------------------------------------------------------------------------
+
+
+class LoopMethods:
+    """The ``split``/``fuse``/``reorder`` methods of ``Schedule``.
+
+    Mixed into ``Schedule``, which provides ``mod``, ``_name_of``, ``_resolve`` and
+    ``_commit`` (see ``workbench/schedule/README.md``).
+    """
+
+    def split(
+        self, loop: LoopRV, factors: Sequence[int | None], *, disable_predication: bool = False
+    ) -> list[LoopRV]:
+        """Split a loop into ``len(factors)`` nested loops (one factor may be None).
+
+        Non-dividing factors add a guard to the blocks inside (``T.where``).
+
+        Before (``sch.split(i, factors=[None, 32])``, ``i`` of extent 100)::
+
+            for i in range(100):
+                with T.block("B"):
+                    vi = T.axis.spatial(100, i)
+
+        After::
+
+            for i_0, i_1 in T.grid(4, 32):
+                with T.block("B"):
+                    vi = T.axis.spatial(100, i_0 * 32 + i_1)
+                    T.where(i_0 * 32 + i_1 < 100)
+
+        Raises ``MultipleNoneFactorsError``, ``NonPositiveFactorError``,
+        ``WrongFactorProductError``, ``NonDividingFactorError`` (with
+        ``disable_predication=True``), ``NonConstantExtentError``.
+        See ``workbench.schedule.loops.split``.
+
+        Example
+        -------
+        >>> io, ii = sch.split(i, factors=[None, 32])
+        """
+        name = self._name_of(loop, "split")
+        new_func, new_loops = split(
+            self.mod, name, factors=factors, disable_predication=disable_predication
+        )
+        attrs: dict[str, Any] = {"factors": normalize_factors("split", factors)}
+        if disable_predication:
+            attrs["disable_predication"] = True
+        return self._commit("split", (loop,), attrs, new_func, [("loop", n) for n in new_loops])
+
+    def fuse(self, *loops_: LoopRV) -> LoopRV:
+        """Fuse directly nested loops (outermost first) into one.
+
+        Before (``sch.fuse(i, j)``)::
+
+            for i, j in T.grid(16, 8):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+
+        After::
+
+            for i_j_fused in range(128):
+                with T.block("B"):
+                    vi = T.axis.spatial(16, i_j_fused // 8)
+                    vj = T.axis.spatial(8, i_j_fused % 8)
+
+        Raises ``LoopsNotAdjacentError``, ``NotPerfectlyNestedError``,
+        ``LoopsNotInSameNestError``, ``DuplicateLoopError``. See
+        ``workbench.schedule.loops.fuse``.
+
+        Example
+        -------
+        >>> ij = sch.fuse(i, j)
+        """
+        names = [self._name_of(loop, "fuse") for loop in loops_]
+        new_func, fused = fuse(self.mod, *names)
+        return self._commit("fuse", loops_, {}, new_func, [("loop", fused)])[0]
+
+    def reorder(self, *loops_: LoopRV) -> None:
+        """Put loops of one perfectly nested chain into the given order (outermost first).
+
+        Before (``sch.reorder(k, i)``)::
+
+            for i, j, k in T.grid(16, 16, 16):
+                with T.block("C"): ...
+
+        After::
+
+            for k, j, i in T.grid(16, 16, 16):
+                with T.block("C"): ...
+
+        Raises ``LoopsNotInSameNestError``, ``NotPerfectlyNestedError``,
+        ``DuplicateLoopError``, ``DependentLoopBoundError``. See
+        ``workbench.schedule.loops.reorder``.
+
+        Example
+        -------
+        >>> sch.reorder(io, jo, k, ii, ji)
+        """
+        names = [self._name_of(loop, "reorder") for loop in loops_]
+        new_func = reorder(self.mod, *names)
+        self._commit("reorder", loops_, {}, new_func, [])
+
+
+# ---------------------------------------------------------------------------------------
+# Trace registration and legality probes
+# ---------------------------------------------------------------------------------------
+
+
+def _is_factor_list(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) >= 2
+        and all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in value)
+    )
+
+
+FACTORS = AttrSpec("factors", _is_factor_list, "a list of at least two ints or None")
+DISABLE_PREDICATION = AttrSpec(
+    "disable_predication", lambda v: isinstance(v, bool), "a bool", default=False
+)
+
+
+def _loop_node(sch, loop: LoopRV) -> For:
+    return find_loop(sch.mod, sch.name(loop), "legal_primitives")[0]
+
+
+def _probe_split(sch, loop: LoopRV):
+    """Split by the smallest divisor above 1 (or 1 for a loop of one iteration)."""
+    extent = const_value(_loop_node(sch, loop).extent)
+    if not isinstance(extent, int):
+        return (loop,), {"factors": [None, 2]}
+    factor = next((d for d in range(2, extent + 1) if extent % d == 0), 1)
+    return (loop,), {"factors": [None, factor]}
+
+
+def _inner_loop(sch, loop: LoopRV, primitive: str) -> LoopRV:
+    """A handle to the loop that is the whole body of ``loop`` (else the primitive's error)."""
+    node = _loop_node(sch, loop)
+    if not isinstance(node.body, For):
+        raise NotPerfectlyNestedError(
+            primitive, node.loop_var.name, describe_stmt(node.body), sch.mod, node
+        )
+    return sch._handle_for_name("loop", node.body.loop_var.name)
+
+
+def _probe_fuse(sch, loop: LoopRV):
+    return (loop, _inner_loop(sch, loop, "fuse")), {}
+
+
+def _probe_reorder(sch, loop: LoopRV):
+    return (_inner_loop(sch, loop, "reorder"), loop), {}
+
+
+register_instruction(
+    InstructionKind(
+        "split",
+        ("loop",),
+        (FACTORS, DISABLE_PREDICATION),
+        outputs="loops",
+        applies_to=("loop",),
+        probe=_probe_split,
+    )
+)
+register_instruction(
+    InstructionKind("fuse", ("*loop",), outputs="loop", applies_to=("loop",), probe=_probe_fuse)
+)
+register_instruction(
+    InstructionKind("reorder", ("*loop",), applies_to=("loop",), probe=_probe_reorder)
+)

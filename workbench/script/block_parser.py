@@ -1,0 +1,262 @@
+"""Blocks of the DSL: ``with T.block(...)``, iteration variables, ``T.init()``, regions.
+
+A mixin of the parser (``workbench.script.parser.Parser``); the statement parser
+calls ``stmt_With`` for ``with T.block("name"):`` and ``with T.init():``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from workbench.ir.buffer import Buffer
+from workbench.ir.expr import Add, IntImm, PrimExpr, Sub, Var
+from workbench.ir.regions import block_access_regions
+from workbench.ir.stmt import (
+    TRUE,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    IterKind,
+    IterVar,
+    Range,
+    Stmt,
+    seq,
+)
+from workbench.script.expr_parser import ExprParser, subscript_items
+from workbench.script.namespace import DSLFunction
+
+
+@dataclass
+class Frame:
+    """A block being parsed (the root block included)."""
+
+    name: str
+    node: ast.AST | None
+    iter_vars: list[IterVar] = field(default_factory=list)
+    iter_values: list[PrimExpr] = field(default_factory=list)
+    predicate: PrimExpr = TRUE
+    reads: tuple[BufferRegion, ...] | None = None
+    writes: tuple[BufferRegion, ...] | None = None
+    init: Stmt | None = None
+    allocs: list[Buffer] = field(default_factory=list)
+    annotations: tuple = ()
+    stored: list[Buffer] = field(default_factory=list)
+    explicit: bool = True
+
+
+class BlockParser(ExprParser):
+    """Block half of the statement parser (needs its scopes, frames and ``parse_body``)."""
+
+    # ---- blocks -------------------------------------------------------------------------
+
+    def stmt_With(self, node: ast.With) -> Stmt | None:
+        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            raise self.error(node, "expected `with T.block(\"name\"):` or `with T.init():`",
+                             "unsupported")
+        call = node.items[0].context_expr
+        func = self.resolve(call.func) if isinstance(call, ast.Call) else None
+        name = func.dsl_name if isinstance(func, DSLFunction) else None
+        if name == "init":
+            return self.init(node, call)
+        if name != "block":
+            raise self.error(call, "expected `with T.block(\"name\"):` or `with T.init():`",
+                             "unsupported")
+        args = self.call_args(call, ("name",), 1, what="T.block")
+        block_name = self.static_str(args["name"], "a block name")
+        frame = Frame(block_name, node)
+        self.frames.append(frame)
+        self.scopes.append({})
+        stmts = self.parse_body(node.body)
+        self.scopes.pop()
+        self.frames.pop()
+        body = seq(*stmts)
+        reads, writes = frame.reads, frame.writes
+        if reads is None or writes is None:
+            inferred_reads, inferred_writes = block_access_regions(body, frame.init)
+            reads = inferred_reads if reads is None else reads
+            writes = inferred_writes if writes is None else writes
+        self.check_reduction(frame, node)
+        self.written.update(region.buffer for region in writes)
+        block = Block(block_name, tuple(frame.iter_vars), reads, writes, body, frame.init,
+                      tuple(frame.allocs), frame.annotations)
+        return BlockRealize(tuple(frame.iter_values), frame.predicate, block)
+
+    def init(self, node: ast.With, call: ast.Call) -> None:
+        if not self.in_block():
+            raise self.error(call, "T.init() must be inside a T.block", "unsupported")
+        if self.frame.init is not None:
+            raise self.error(call, "a block has one T.init()", "unsupported")
+        self.call_args(call, (), 0, what="T.init")
+        saved = len(self.frame.stored)
+        self.frame.init = seq(*self.parse_body(node.body))
+        del self.frame.stored[saved:]
+        return None
+
+    def check_reduction(self, frame: Frame, node: ast.With) -> None:
+        reduce_vars = [iv.var.name for iv in frame.iter_vars if iv.kind is IterKind.REDUCE]
+        if not reduce_vars or frame.init is not None:
+            return
+        for buffer in frame.stored:
+            if buffer not in self.written:
+                raise self.error(node.items[0].context_expr,
+                                 f"block {frame.name!r} reduces over {', '.join(reduce_vars)} "
+                                 f"into {buffer.name!r} but has no `with T.init():` to "
+                                 "initialise it", "missing-init")
+
+    def iter_vars(self, target: ast.expr, call: ast.Call, name: str) -> None:
+        if not self.in_block():
+            raise self.error(call, f"T.{name}(...) must be inside a T.block", "unsupported")
+        if name == "axis.remap":
+            return self.remap(target, call)
+        if not isinstance(target, ast.Name):
+            raise self.error(target, f"T.{name}(...) binds one name", "shape")
+        args = self.call_args(call, ("dom", "value"), 2, what=f"T.{name}")
+        dom = self.iter_domain(args["dom"])
+        value = self.strong(self.expr(args["value"]), args["value"])
+        kind = IterKind.SPATIAL if name == "axis.spatial" else IterKind.REDUCE
+        var = self.declare_var(target.id)
+        self.check_binding(var, dom, value, args["value"])
+        self.frame.iter_vars.append(IterVar(var, dom, kind))
+        self.frame.iter_values.append(value)
+        return None
+
+    def iter_domain(self, node: ast.expr) -> Range:
+        if isinstance(node, ast.Tuple):
+            if len(node.elts) != 2:
+                raise self.error(node, "an iter var domain is an extent or (start, stop)",
+                                 "shape")
+            start = self.static_int(node.elts[0], "a domain start")
+            stop = self.static_int(node.elts[1], "a domain stop")
+            return Range(IntImm(start), IntImm(stop - start))
+        return Range(IntImm(0), IntImm(self.static_int(node, "an iter var extent")))
+
+    def check_binding(self, var: Var, dom: Range, value: PrimExpr, node: ast.AST) -> None:
+        if not isinstance(value, Var) or value not in self.loop_domains:
+            return
+        start, extent = self.loop_domains[value]
+        if isinstance(extent, IntImm) and isinstance(dom.extent, IntImm) \
+                and extent.value != dom.extent.value:
+            raise self.error(node, f"block iter var {var.name!r} has extent {dom.extent.value} "
+                             f"but is bound to loop {value.name!r} of extent {extent.value}",
+                             "shape")
+
+    def remap(self, target: ast.expr, call: ast.Call) -> None:
+        args = self.call_args(call, ("kinds", "values"), 2, what="T.axis.remap")
+        kinds = self.static_str(args["kinds"], "the T.axis.remap kinds")
+        values_node = args["values"]
+        if not isinstance(values_node, (ast.List, ast.Tuple)):
+            raise self.error(values_node, "T.axis.remap takes a list of loop variables",
+                             "unsupported")
+        names = target_names(target)
+        if names is None:
+            raise self.error(target, "T.axis.remap must be assigned to names", "unsupported")
+        if not (len(kinds) == len(values_node.elts) == len(names)):
+            raise self.error(call, f"T.axis.remap({kinds!r}, ...) has {len(kinds)} kind letters, "
+                             f"{len(values_node.elts)} loop variables and {len(names)} names; "
+                             "they must agree", "shape")
+        values = []  # read every loop variable before any new name can shadow one
+        for letter, value_node in zip(kinds, values_node.elts, strict=True):
+            if letter not in "SR":
+                raise self.error(args["kinds"], f"unknown iter var kind {letter!r} (use 'S' "
+                                 "for spatial, 'R' for reduce)", "unsupported")
+            value = self.expr(value_node)
+            if not isinstance(value, Var) or value not in self.loop_domains:
+                raise self.error(value_node, f"T.axis.remap binds loop variables; "
+                                 f"{ast.unparse(value_node)!r} is not one (use "
+                                 "T.axis.spatial(extent, value))", "unsupported")
+            values.append(value)
+        for letter, name, value in zip(kinds, names, values, strict=True):
+            start, extent = self.loop_domains[value]
+            kind = IterKind.SPATIAL if letter == "S" else IterKind.REDUCE
+            var = self.declare_var(name)
+            self.frame.iter_vars.append(IterVar(var, Range(start, extent), kind))
+            self.frame.iter_values.append(value)
+        return None
+
+    # ---- regions and literals -----------------------------------------------------------
+
+    def regions(self, call: ast.Call) -> tuple[BufferRegion, ...]:
+        if call.keywords:
+            raise self.error(call, "T.reads/T.writes take buffer regions only", "unsupported")
+        nodes = call.args
+        if len(nodes) == 1 and isinstance(nodes[0], (ast.List, ast.Tuple)):
+            nodes = nodes[0].elts
+        return tuple(self.region(node) for node in nodes)
+
+    def region(self, node: ast.expr) -> BufferRegion:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            buffer = self.buffer_of(node)
+            return BufferRegion(buffer, tuple(Range.from_extent(n) for n in buffer.shape))
+        if not isinstance(node, ast.Subscript):
+            raise self.error(node, "expected a buffer region such as A[vi, 0:16]",
+                             "unsupported")
+        buffer = self.buffer_of(node.value)
+        items = subscript_items(node)
+        self.check_index_count(buffer, items, node)
+        ranges = []
+        for dim, item in enumerate(items):
+            if not isinstance(item, ast.Slice):
+                ranges.append(Range(self.index(item), IntImm(1)))
+                continue
+            if item.step is not None:
+                raise self.error(item, "a region slice has no step", "unsupported")
+            start = self.index(item.lower) if item.lower is not None else IntImm(0)
+            stop = self.index(item.upper) if item.upper is not None \
+                else IntImm(buffer.shape[dim])
+            ranges.append(Range(start, range_extent(start, stop)))
+        return BufferRegion(buffer, tuple(ranges))
+
+    def literal_items(self, node: ast.expr) -> tuple:
+        if not isinstance(node, ast.Dict):
+            raise self.error(node, "expected a dict literal such as {\"key\": 1}",
+                             "unsupported")
+        try:
+            value = ast.literal_eval(node)
+        except ValueError:
+            raise self.error(node, "annotation keys and values must be Python literals",
+                             "unsupported") from None
+        return tuple((key, hashable(item)) for key, item in value.items())
+
+
+def range_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
+    """The extent of ``start:stop``, recovering what the printer wrote.
+
+    ``stop`` written as ``start + e`` gives ``e``; two bounds that differ by a constant
+    (``vi - 1:vi + 2``) give that constant; anything else gives ``stop - start``.
+    """
+    if isinstance(stop, Add) and stop.a == start:
+        return stop.b
+    base_start, offset_start = split_offset(start)
+    base_stop, offset_stop = split_offset(stop)
+    if base_start == base_stop:
+        return IntImm(offset_stop - offset_start, stop.dtype)
+    return Sub(stop, start)
+
+
+def split_offset(expr: PrimExpr) -> tuple[PrimExpr | None, int]:
+    """Write ``expr`` as ``base + offset`` with a constant offset (base None for a constant)."""
+    if isinstance(expr, IntImm):
+        return None, expr.value
+    if isinstance(expr, Add) and isinstance(expr.b, IntImm):
+        base, offset = split_offset(expr.a)
+        return base, offset + expr.b.value
+    if isinstance(expr, Sub) and isinstance(expr.b, IntImm):
+        base, offset = split_offset(expr.a)
+        return base, offset - expr.b.value
+    return expr, 0
+
+def target_names(target: ast.expr) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)) and all(
+            isinstance(elt, ast.Name) for elt in target.elts):
+        return [elt.id for elt in target.elts]
+    return None
+
+def hashable(value):
+    if isinstance(value, list):
+        return tuple(hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, hashable(v)) for k, v in value.items())
+    return value
