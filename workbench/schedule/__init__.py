@@ -35,6 +35,10 @@ from workbench.schedule.errors import (
     WrongFactorProductError,
     WrongHandleKindError,
 )
+from workbench.schedule.errors_compute_location import *  # noqa: F403
+from workbench.schedule.errors_layout import *  # noqa: F403
+from workbench.schedule.errors_memory import *  # noqa: F403
+from workbench.schedule.errors_reduction import *  # noqa: F403
 from workbench.schedule.handles import BlockRV, LoopRV
 from workbench.schedule.legality import Legality, LegalityTable
 from workbench.schedule.schedule import Schedule
@@ -45,6 +49,8 @@ from workbench.schedule.trace import (
     TraceError,
     register_instruction,
 )
+
+from workbench.schedule import errors_compute_location, errors_layout, errors_memory, errors_reduction  # noqa: E402
 
 __all__ = [
     "Schedule",
@@ -78,4 +84,8 @@ __all__ = [
     "RemovedHandleError",
     "WrongFactorProductError",
     "WrongHandleKindError",
+    *errors_compute_location.__all__,
+    *errors_memory.__all__,
+    *errors_layout.__all__,
+    *errors_reduction.__all__,
 ]

@@ -14,6 +14,7 @@ from typing import Any
 
 from workbench.ir import Block, For, PrimFunc
 from workbench.schedule.annotations import AnnotationMethods
+from workbench.schedule.compute_location import ComputeLocationMethods
 from workbench.schedule.errors import (
     ForeignHandleError,
     InvalidArgumentError,
@@ -24,8 +25,11 @@ from workbench.schedule.errors import (
 )
 from workbench.schedule.handles import BlockRV, LoopRV, ScheduleHandle, make_handle, parse_ref
 from workbench.schedule.legality import LegalityTable, legal_primitives
+from workbench.schedule.layout import LayoutMethods
 from workbench.schedule.loops import LoopMethods
+from workbench.schedule.memory import MemoryMethods
 from workbench.schedule.queries import QueryMethods
+from workbench.schedule.reduction import ReductionMethods
 from workbench.schedule.trace import Instruction, Trace, TraceError, to_json_value
 from workbench.schedule.tree import block_names, find_block, find_loop, loop_names
 
@@ -43,7 +47,15 @@ class _State:
     next_id: int
 
 
-class Schedule(QueryMethods, LoopMethods, AnnotationMethods):
+class Schedule(
+    QueryMethods,
+    LoopMethods,
+    AnnotationMethods,
+    ComputeLocationMethods,
+    MemoryMethods,
+    LayoutMethods,
+    ReductionMethods,
+):
     """A PrimFunc under scheduling, as in TVM's ``tir.Schedule``.
 
     Parameters

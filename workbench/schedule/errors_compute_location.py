@@ -1,0 +1,7 @@
+"""ScheduleError subclasses raised by the compute location primitives."""
+
+from __future__ import annotations
+
+from workbench.schedule.errors import ScheduleError  # noqa: F401
+
+__all__: list[str] = []
