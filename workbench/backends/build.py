@@ -1,0 +1,144 @@
+"""``build``: from a PrimFunc (or a Schedule) to a callable ``Kernel``."""
+
+from __future__ import annotations
+
+import time
+
+from workbench.backends.codegen_python import generate_source
+from workbench.backends.kernel import Kernel
+from workbench.backends.lower import lower
+from workbench.ir import BufferStore, PrimFunc
+from workbench.ir.functor import collect
+
+TARGETS = ("numpy", "cpu")
+
+CPU_DEFAULTS = {"fastmath": True, "fast_exp": True, "boundscheck": False}
+"""Options of the ``cpu`` target.
+
+fastmath
+    Numba/LLVM fast-math flags. On by default: a reduction (``acc = acc + x``) vectorizes
+    only when LLVM may reassociate the additions, which changes rounding slightly (compare
+    with ``rtol`` ~1e-4 for float32). Turn off for bit-reproducible sequential sums.
+fast_exp
+    float32 ``exp`` (and ``sigmoid``) use ``runtime.fast_exp_f32``, a vectorizable
+    polynomial accurate to < 1e-6 relative, instead of libm's scalar ``expf``. On by
+    default: float32 kernels already accept that error, and a loop calling libm stays
+    scalar. float64 always uses ``np.exp``.
+boundscheck
+    Numba's index bounds checks (an ``IndexError`` instead of memory corruption), off by
+    default because they block vectorization; turn on to debug a schedule.
+"""
+
+NUMPY_DEFAULTS = {"whole_array": True}
+"""Options of the ``numpy`` target: ``whole_array=False`` runs every statement as loops."""
+
+
+def build(func_or_schedule, target: str = "numpy", **options) -> Kernel:
+    """Build a PrimFunc (or a Schedule's ``.mod``) into a callable ``Kernel``.
+
+    Parameters
+    ----------
+    func_or_schedule
+        A ``PrimFunc``, or anything with a ``.mod`` PrimFunc attribute (a ``Schedule``).
+    target
+        ``"numpy"``: the reference executor (any function, numpy whole-array evaluation
+        where possible, plain Python loops elsewhere). ``"cpu"``: Python source compiled
+        with ``numba.njit`` (see ``CPU_DEFAULTS`` for the options).
+    **options
+        Target options, part of the kernel cache key: ``fastmath``, ``fast_exp``,
+        ``boundscheck`` for ``cpu``; ``whole_array`` for ``numpy``.
+
+    Returns
+    -------
+    Kernel
+        Call it with one array per parameter; it writes outputs in place.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> from tests.ir_examples import matmul
+    >>> kernel = build(matmul(16, 16, 16), target="cpu")
+    >>> a, b = np.ones((16, 16), "float32"), np.ones((16, 16), "float32")
+    >>> c = np.empty((16, 16), "float32")
+    >>> kernel(a, b, c)
+    >>> float(c[0, 0])
+    16.0
+    """
+    func = getattr(func_or_schedule, "mod", func_or_schedule)
+    if not isinstance(func, PrimFunc):
+        raise TypeError(
+            f"build expects a PrimFunc or a Schedule, got {type(func_or_schedule).__name__}"
+        )
+    if target not in TARGETS:
+        raise ValueError(
+            f"build: unknown target {target!r}; choose one of {', '.join(map(repr, TARGETS))}"
+        )
+    defaults = CPU_DEFAULTS if target == "cpu" else NUMPY_DEFAULTS
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise TypeError(
+            f"build: unknown option(s) {', '.join(unknown)} for target {target!r}; "
+            f"known: {', '.join(defaults)}"
+        )
+    options = {**defaults, **options}
+    lowered = lower(func)
+    written = frozenset(
+        store.buffer.name for store in collect(lowered.body, lambda n: isinstance(n, BufferStore))
+    )
+    if target == "numpy":
+        return _build_numpy(func, lowered, options, written)
+    return _build_cpu(func, lowered, options, written)
+
+
+def lower_to_numba_source(func, **options) -> str:
+    """The Python (Numba) source the ``cpu`` target generates for ``func``.
+
+    Example
+    -------
+    >>> from tests.ir_examples import add_relu
+    >>> print(lower_to_numba_source(add_relu(8)).splitlines()[-1].strip())
+    C[i1] = max(T_add[i1], np.float32(0.0))
+    """
+    func = getattr(func, "mod", func)
+    unknown = sorted(set(options) - set(CPU_DEFAULTS))
+    if unknown:
+        raise TypeError(f"lower_to_numba_source: unknown option(s) {', '.join(unknown)}")
+    return generate_source(lower(func), target="cpu", **{**CPU_DEFAULTS, **options}).source
+
+
+def _build_numpy(func: PrimFunc, lowered: PrimFunc, options: dict, written) -> Kernel:
+    from workbench.backends.numpy_ref import ReferenceProgram
+
+    start = time.perf_counter()
+    program = ReferenceProgram(func, whole_array=options["whole_array"])
+    seconds = time.perf_counter() - start
+    source = "\n".join(program.sources) or "# every statement runs as whole numpy arrays\n"
+    return Kernel(
+        func,
+        lowered,
+        "numpy",
+        program,
+        options=options,
+        source=source,
+        written=written,
+        compile_seconds=seconds,
+    )
+
+
+def _build_cpu(func: PrimFunc, lowered: PrimFunc, options: dict, written) -> Kernel:
+    from workbench.backends.numba_cpu import compile_cpu
+
+    compiled, hit = compile_cpu(lowered, options)
+    seconds = 0.0 if hit == "memory" else compiled.compile_seconds
+    return Kernel(
+        func,
+        lowered,
+        "cpu",
+        compiled.dispatcher,
+        options=options,
+        source=compiled.generated.source,
+        written=written,
+        compile_seconds=seconds,
+        cache_hit=hit,
+        compiled=compiled,
+    )

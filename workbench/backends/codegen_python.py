@@ -1,0 +1,290 @@
+"""Generate readable Python source from a lowered PrimFunc.
+
+One generator serves two targets:
+
+* ``"cpu"``: a module with one ``@numba.njit`` function (``prange`` for parallel loops,
+  unsigned index arithmetic where safe, the vectorizable ``exp``), after two IR passes:
+  small ``unroll`` loops are text-unrolled (``unroll``) and loop-invariant guards are moved
+  out of innermost loops (``unswitch``);
+* ``"python"``: the same loops as plain Python over numpy arrays, run by the ``numpy``
+  reference executor for blocks its whole-array path cannot handle.
+
+The function is named after the PrimFunc and takes the buffers in parameter order, named
+after them. Each statement that came from a block is preceded by ``# block <name>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import keyword
+
+from workbench.backends.allocation import TOP, allocation_sites
+from workbench.backends.expr_printer import ExprPrinter, np_dtype_name
+from workbench.backends.lower import is_opaque_block
+from workbench.backends.unroll import unroll_small_loops
+from workbench.backends.unsigned import use_unsigned_indices
+from workbench.backends.unswitch import unswitch_innermost_loops
+from workbench.ir import (
+    BlockRealize,
+    Buffer,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IntImm,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+)
+from workbench.ir.functor import collect
+
+_RESERVED = {"np", "numba", "math", "rt", "u64", "prange", "range", "min", "max", "abs", "bool"}
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopInfo:
+    """Where a loop of the IR landed in the generated source (1-based, inclusive lines)."""
+
+    var: str
+    kind: ForKind
+    first_line: int
+    last_line: int
+    innermost: bool
+    extent: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratedSource:
+    """The generated module text and what the builder needs to know about it."""
+
+    source: str
+    func_name: str
+    param_names: tuple[str, ...]
+    loops: tuple[LoopInfo, ...]
+    parallel: bool
+    unsigned_indices: bool
+
+
+def python_identifier(name: str, taken: set[str]) -> str:
+    """``name`` made a valid Python identifier that is not a keyword or in ``taken``."""
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "_"
+    if text[0].isdigit():
+        text = "_" + text
+    while keyword.iskeyword(text) or text in _RESERVED or text in taken:
+        text += "_"
+    return text
+
+
+def generate_source(
+    lowered: PrimFunc,
+    *,
+    target: str = "cpu",
+    fastmath: bool = True,
+    fast_exp: bool = True,
+    boundscheck: bool = False,
+    cache: bool = True,
+) -> GeneratedSource:
+    """Python source for the lowered function ``lowered`` (see ``workbench.backends.lower``).
+
+    ``target`` is ``"cpu"`` (Numba) or ``"python"`` (plain Python, for the reference).
+    """
+    if target not in ("cpu", "python"):
+        raise ValueError(f"generate_source: unknown target {target!r} (expected 'cpu' or 'python')")
+    body = lowered.root_block.body
+    if target == "cpu":
+        body = unswitch_innermost_loops(unroll_small_loops(body))
+    func = lowered.replace(body=lowered.body.replace(block=lowered.root_block.replace(body=body)))
+    return _Generator(
+        func, target, fastmath, fast_exp and target == "cpu", boundscheck, cache
+    ).run()
+
+
+class _Generator:
+    def __init__(
+        self,
+        func: PrimFunc,
+        target: str,
+        fastmath: bool,
+        fast_exp: bool,
+        boundscheck: bool,
+        cache: bool,
+    ):
+        self.func = func
+        self.target = target
+        self.options = dict(fastmath=fastmath, boundscheck=boundscheck, cache=cache)
+        self.numba = target == "cpu"
+        self.unsigned = self.numba and use_unsigned_indices(func)
+        self.names = self._assign_names()
+        self.printer = ExprPrinter(self.names, unsigned_indices=self.unsigned, fast_exp=fast_exp)
+        self.sites = allocation_sites(func)
+        self.lines: list[str] = []
+        self.loops: list[LoopInfo] = []
+        self.loop_count = 0
+        self.parallel = False
+
+    def _assign_names(self) -> dict[str, str]:
+        taken: set[str] = set()
+        names: dict[str, str] = {}
+        self.func_name = python_identifier(self.func.name, taken)
+        taken.add(self.func_name)
+        buffers = list(self.func.params) + list(self.func.root_block.alloc_buffers)
+        for buf in buffers:
+            names[buf.name] = python_identifier(buf.name, taken)
+            taken.add(names[buf.name])
+        for loop in collect(self.func.root_block.body, lambda n: isinstance(n, For)):
+            name = loop.loop_var.name
+            if name not in names:
+                names[name] = python_identifier(name, taken)
+                taken.add(names[name])
+        return names
+
+    # -- module ---------------------------------------------------------------------
+
+    def run(self) -> GeneratedSource:
+        params = [self.names[b.name] for b in self.func.params]
+        body_lines = self._function_body()
+        header = self._header()
+        signature = f"def {self.func_name}({', '.join(params)}):"
+        decorator = self._decorator()
+        all_lines = header + decorator + [signature]
+        offset = len(all_lines)
+        loops = tuple(
+            dataclasses.replace(
+                loop, first_line=loop.first_line + offset, last_line=loop.last_line + offset
+            )
+            for loop in self.loops
+        )
+        source = "\n".join(all_lines + body_lines) + "\n"
+        return GeneratedSource(
+            source, self.func_name, tuple(params), loops, self.parallel, self.unsigned
+        )
+
+    def _header(self) -> list[str]:
+        target = "cpu (Numba njit)" if self.numba else "python (numpy reference, loop path)"
+        title = f"PrimFunc {self.func.name!r} generated by workbench for target {target}."
+        if self.unsigned:
+            lines = [
+                '"""' + title,
+                "",
+                "Loop variables and index constants are unsigned (u64) so that Numba omits",
+                "negative-index checks and LLVM can vectorize the loops.",
+                '"""',
+                "",
+            ]
+        else:
+            lines = ['"""' + title + '"""', ""]
+        groups = [
+            ["import math"] if self.printer.uses_math else [],
+            (["import numba"] if self.numba else [])
+            + ["import numpy as np"]
+            + (["from numpy import uint64 as u64"] if self.unsigned else []),
+            ["from workbench.backends import runtime as rt"] if self.printer.uses_runtime else [],
+        ]
+        for group in groups:
+            if group:
+                lines += group + [""]
+        lines.append("")
+        return lines
+
+    def _decorator(self) -> list[str]:
+        if not self.numba:
+            return []
+        o = self.options
+        return [
+            f"@numba.njit(cache={o['cache']}, parallel={self.parallel}, fastmath={o['fastmath']}, "
+            f'boundscheck={o["boundscheck"]}, error_model="numpy")'
+        ]
+
+    # -- statements -------------------------------------------------------------------
+
+    def _function_body(self) -> list[str]:
+        self._allocations(TOP, 1)
+        self._stmt(self.func.root_block.body, 1)
+        if not self.lines:
+            self._emit(1, "pass")
+        return self.lines
+
+    def _emit(self, depth: int, text: str):
+        self.lines.append("    " * depth + text)
+
+    def _allocations(self, site, depth: int):
+        for buf, where in self.sites.items():
+            if where == site:
+                self._emit(depth, self._allocation(buf))
+
+    def _allocation(self, buf: Buffer) -> str:
+        shape = repr(tuple(int(n) for n in buf.shape))
+        maker = "np.empty" if self.numba else "np.zeros"
+        scope = f"  # scope {buf.scope}" if buf.scope != "global" else ""
+        return f"{self.names[buf.name]} = {maker}({shape}, dtype={np_dtype_name(buf.dtype)}){scope}"
+
+    def _stmt(self, stmt: Stmt, depth: int):
+        method = getattr(self, "_stmt_" + type(stmt).__name__, None)
+        if method is None:
+            raise NotImplementedError(f"no Python code generation for {type(stmt).__name__}")
+        method(stmt, depth)
+
+    def _body(self, stmt: Stmt, depth: int):
+        before = len(self.lines)
+        self._stmt(stmt, depth)
+        if len(self.lines) == before or all(
+            line.strip().startswith("#") for line in self.lines[before:]
+        ):
+            self._emit(depth, "pass")
+
+    def _stmt_SeqStmt(self, stmt: SeqStmt, depth: int):
+        for sub in stmt.stmts:
+            self._stmt(sub, depth)
+
+    def _stmt_BlockRealize(self, stmt: BlockRealize, depth: int):
+        if not is_opaque_block(stmt):
+            raise ValueError(f"block {stmt.block.name!r} is not lowered: call lower(func) first")
+        self._emit(depth, f"# block {stmt.block.name}")
+        self._stmt(stmt.block.body, depth)
+
+    def _stmt_BufferStore(self, stmt: BufferStore, depth: int):
+        target = f"{self.names[stmt.buffer.name]}[{self.printer.indices(stmt.indices)}]"
+        self._emit(depth, f"{target} = {self.printer(stmt.value)}")
+
+    def _stmt_IfThenElse(self, stmt: IfThenElse, depth: int):
+        self._emit(depth, f"if {self.printer(stmt.condition)}:")
+        self._body(stmt.then_case, depth + 1)
+        if stmt.else_case is not None:
+            self._emit(depth, "else:")
+            self._body(stmt.else_case, depth + 1)
+
+    def _stmt_Evaluate(self, stmt: Evaluate, depth: int):
+        self._emit(depth, f"pass  # evaluate {self.printer(stmt.value)}")
+
+    def _stmt_For(self, stmt: For, depth: int):
+        number = self.loop_count
+        self.loop_count += 1
+        var = self.names[stmt.loop_var.name]
+        loop_range = self._range(stmt)
+        comment = {
+            ForKind.SERIAL: "",
+            ForKind.PARALLEL: "  # parallel",
+            ForKind.VECTORIZED: "  # vectorized: unit-stride innermost loop for LLVM",
+            ForKind.UNROLLED: "  # unroll: constant trip count, unrolled by LLVM",
+            ForKind.THREAD_BINDING: f"  # bound to {stmt.thread_binding}: serial on cpu",
+        }[stmt.kind]
+        loop_fn = "range"
+        if stmt.kind is ForKind.PARALLEL and self.numba:
+            loop_fn = "numba.prange"
+            self.parallel = True
+        first = len(self.lines) + 1
+        self._emit(depth, f"for {var} in {loop_fn}({loop_range}):{comment}")
+        self._allocations(number, depth + 1)
+        self._body(stmt.body, depth + 1)
+        innermost = not collect(stmt.body, lambda n: isinstance(n, For))
+        extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else None
+        self.loops.append(LoopInfo(var, stmt.kind, first, len(self.lines), innermost, extent))
+
+    def _range(self, stmt: For) -> str:
+        if isinstance(stmt.min, IntImm) and stmt.min.value == 0:
+            return self.printer(stmt.extent)
+        if isinstance(stmt.min, IntImm) and isinstance(stmt.extent, IntImm):
+            end = IntImm(stmt.min.value + stmt.extent.value, stmt.extent.dtype)
+            return f"{self.printer(stmt.min)}, {self.printer(end)}"
+        return f"{self.printer(stmt.min)}, {self.printer(stmt.min + stmt.extent)}"

@@ -1,0 +1,246 @@
+"""Print IR expressions as Python (Numba-compatible) source text.
+
+Used by the code generator of both the ``cpu`` target (Numba ``njit``) and the loop path of
+the ``numpy`` reference. Operator precedence follows Python's, so the text carries no more
+parentheses than it needs: ``C[i, j] + A[i, k] * B[k, j]``.
+
+Typing rules, chosen so that Numba keeps float32 arithmetic in float32 and vectorizes:
+
+* float constants are spelled in their dtype: ``np.float32(0.5)``; a bare ``0.5`` would
+  make Numba compute in float64;
+* with ``unsigned_indices`` every integer constant of an *index expression* (an integer
+  expression made of loop variables and constants only) is spelled ``u64(4)``, matching
+  loop variables that run over ``range(u64(n))``. Numba omits the negative-index
+  wraparound check for unsigned indices, which lets LLVM vectorize the loops; mixing
+  ``uint64`` with a signed integer would give float64, hence every constant is unsigned.
+"""
+
+from __future__ import annotations
+
+import math
+
+from workbench.ir import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    Sub,
+    Var,
+    is_float,
+    is_int,
+)
+from workbench.ir.functor import collect
+
+# Python precedence, low to high.
+_PREC_SELECT = 1
+_PREC_OR = 2
+_PREC_AND = 3
+_PREC_NOT = 4
+_PREC_COMPARE = 5
+_PREC_ADD = 6
+_PREC_MUL = 7
+_PREC_UNARY = 8
+_PREC_ATOM = 9
+
+_BINARY = {
+    Add: ("+", _PREC_ADD),
+    Sub: ("-", _PREC_ADD),
+    Mul: ("*", _PREC_MUL),
+    FloorDiv: ("//", _PREC_MUL),
+    FloorMod: ("%", _PREC_MUL),
+    EQ: ("==", _PREC_COMPARE),
+    NE: ("!=", _PREC_COMPARE),
+    LT: ("<", _PREC_COMPARE),
+    LE: ("<=", _PREC_COMPARE),
+    GT: (">", _PREC_COMPARE),
+    GE: (">=", _PREC_COMPARE),
+    And: ("and", _PREC_AND),
+    Or: ("or", _PREC_OR),
+}
+_ASSOCIATIVE_INT = (Add, Mul)  # re-association is exact for integers only
+
+
+def np_dtype_name(dtype: str) -> str:
+    """The numpy spelling of an IR dtype: ``np.float32``, ``np.bool_``."""
+    return "np.bool_" if dtype == "bool" else f"np.{dtype}"
+
+
+def is_index_expr(expr: PrimExpr) -> bool:
+    """An integer expression made only of variables, integer constants and integer arithmetic."""
+    if not is_int(expr.dtype) or expr.dtype == "bool":
+        return False
+    return not collect(expr, lambda n: isinstance(n, (BufferLoad, Call, Cast, FloatImm, Select)))
+
+
+class ExprPrinter:
+    """Python source for expressions.
+
+    Parameters
+    ----------
+    names
+        Python name of each variable and buffer name (sanitized identifiers).
+    unsigned_indices
+        Spell index constants as ``u64(c)`` (see the module docstring).
+    fast_exp
+        Use ``rt.fast_exp_f32`` for float32 ``exp`` (and ``sigmoid``).
+    """
+
+    def __init__(
+        self, names: dict[str, str], *, unsigned_indices: bool = False, fast_exp: bool = False
+    ):
+        self.names = names
+        self.unsigned_indices = unsigned_indices
+        self.fast_exp = fast_exp
+        self.uses_runtime = False
+        self.uses_math = False
+
+    def __call__(self, expr: PrimExpr) -> str:
+        return self.print(expr)
+
+    def print(self, expr: PrimExpr, index_context: bool = False) -> str:
+        text, _ = self._print(expr, index_context)
+        return text
+
+    # -- implementation: every _print returns (text, precedence) --------------------
+
+    def _print(self, expr: PrimExpr, index_context: bool) -> tuple[str, int]:
+        if not index_context and self.unsigned_indices and is_index_expr(expr):
+            index_context = True
+        method = getattr(self, "_print_" + type(expr).__name__, None)
+        if method is not None:
+            return method(expr, index_context)
+        op = _BINARY.get(type(expr))
+        if op is not None:
+            return self._binary(expr, op[0], op[1], index_context)
+        raise NotImplementedError(f"no Python code generation for {type(expr).__name__}")
+
+    def _wrap(
+        self, expr: PrimExpr, min_prec: int, index_context: bool, strict: bool = False
+    ) -> str:
+        text, prec = self._print(expr, index_context)
+        if prec < min_prec or (strict and prec == min_prec):
+            return f"({text})"
+        return text
+
+    def _binary(self, expr, symbol: str, prec: int, index_context: bool) -> tuple[str, int]:
+        # Python chains comparisons (a < b < c), so a comparison operand is always wrapped.
+        compare = prec == _PREC_COMPARE
+        exact_assoc = isinstance(expr, _ASSOCIATIVE_INT) and is_int(expr.dtype)
+        left = self._wrap(expr.a, prec, index_context, strict=compare)
+        right = self._wrap(expr.b, prec, index_context, strict=compare or not exact_assoc)
+        return f"{left} {symbol} {right}", prec
+
+    def _print_Var(self, expr: Var, index_context: bool):
+        return self.names.get(expr.name, expr.name), _PREC_ATOM
+
+    def _print_IntImm(self, expr: IntImm, index_context: bool):
+        if expr.dtype == "bool":
+            return ("True" if expr.value else "False"), _PREC_ATOM
+        if index_context and self.unsigned_indices:
+            return f"u64({expr.value})", _PREC_ATOM
+        if expr.value < 0:
+            return str(expr.value), _PREC_UNARY
+        return str(expr.value), _PREC_ATOM
+
+    def _print_FloatImm(self, expr: FloatImm, index_context: bool):
+        value = expr.value
+        if math.isnan(value):
+            literal = "np.nan"
+        elif math.isinf(value):
+            literal = "np.inf" if value > 0 else "-np.inf"
+        else:
+            literal = repr(float(value))
+        if expr.dtype == "float64" and not literal.startswith("-"):
+            return literal, _PREC_ATOM
+        return f"{np_dtype_name(expr.dtype)}({literal})", _PREC_ATOM
+
+    def _print_Cast(self, expr: Cast, index_context: bool):
+        inner = self.print(expr.value)
+        if expr.dtype == "bool":
+            return f"bool({inner})", _PREC_ATOM
+        return f"{np_dtype_name(expr.dtype)}({inner})", _PREC_ATOM
+
+    def _print_Div(self, expr: Div, index_context: bool):
+        if is_float(expr.dtype):
+            return self._binary(expr, "/", _PREC_MUL, index_context)
+        self.uses_runtime = True
+        a, b = self.print(expr.a, index_context), self.print(expr.b, index_context)
+        return f"rt.truncdiv({a}, {b})", _PREC_ATOM
+
+    def _print_Min(self, expr: Min, index_context: bool):
+        return (
+            f"min({self.print(expr.a, index_context)}, {self.print(expr.b, index_context)})",
+            _PREC_ATOM,
+        )
+
+    def _print_Max(self, expr: Max, index_context: bool):
+        return (
+            f"max({self.print(expr.a, index_context)}, {self.print(expr.b, index_context)})",
+            _PREC_ATOM,
+        )
+
+    def _print_Not(self, expr: Not, index_context: bool):
+        return f"not {self._wrap(expr.a, _PREC_NOT, index_context)}", _PREC_NOT
+
+    def _print_Select(self, expr: Select, index_context: bool):
+        true_text = self._wrap(expr.true_value, _PREC_SELECT, index_context, strict=True)
+        cond_text = self._wrap(expr.condition, _PREC_SELECT, index_context, strict=True)
+        false_text = self._wrap(expr.false_value, _PREC_SELECT, index_context)
+        return f"{true_text} if {cond_text} else {false_text}", _PREC_SELECT
+
+    def _print_BufferLoad(self, expr: BufferLoad, index_context: bool):
+        return f"{self.names[expr.buffer.name]}[{self.indices(expr.indices)}]", _PREC_ATOM
+
+    def indices(self, indices) -> str:
+        """The subscript text of ``indices`` (``()`` for a 0-d buffer)."""
+        if not indices:
+            return "()"
+        return ", ".join(self.print(index) for index in indices)
+
+    def _print_Call(self, expr: Call, index_context: bool):
+        args = [self.print(arg) for arg in expr.args]
+        dtype = expr.dtype
+        one = f"{np_dtype_name(dtype)}(1.0)"
+        op = expr.op
+        if op == "exp":
+            return self._exp(args[0], dtype), _PREC_ATOM
+        if op in ("log", "sqrt", "tanh"):
+            return f"np.{op}({args[0]})", _PREC_ATOM
+        if op == "abs":
+            return f"abs({args[0]})", _PREC_ATOM
+        if op == "rsqrt":
+            return f"{one} / np.sqrt({args[0]})", _PREC_MUL
+        if op == "sigmoid":
+            negated = "-" + self._wrap(expr.args[0], _PREC_UNARY, False)
+            return f"{one} / ({one} + {self._exp(negated, dtype)})", _PREC_MUL
+        if op == "erf":
+            self.uses_math = True
+            return f"{np_dtype_name(dtype)}(math.erf({args[0]}))", _PREC_ATOM
+        if op == "pow":
+            return f"{np_dtype_name(dtype)}(np.power({args[0]}, {args[1]}))", _PREC_ATOM
+        raise NotImplementedError(f"no Python code generation for intrinsic {op!r}")
+
+    def _exp(self, arg: str, dtype: str) -> str:
+        if self.fast_exp and dtype == "float32":
+            self.uses_runtime = True
+            return f"rt.fast_exp_f32({arg})"
+        return f"np.exp({arg})"

@@ -1,0 +1,157 @@
+"""The ``cpu`` target: generated Python source compiled with ``numba.njit``, with caches.
+
+Caching, two levels:
+
+* **in memory**: keyed by the lowered function (structural equality and hash) plus the
+  options; a second ``build`` of the same schedule in one process compiles nothing;
+* **on disk**: the generated module is written to the kernel cache directory
+  (``$WORKBENCH_CACHE_DIR``, else ``~/.cache/workbench/kernels``) under a file name made
+  from a sha256 digest of its source (stable across processes, unlike ``hash()``), and
+  imported with importlib. Its function is ``@numba.njit(cache=True)``, so Numba stores the
+  machine code next to it (``__pycache__``); a new process (a re-run notebook) loads it
+  instead of compiling. The file is never rewritten once it exists, since Numba's cache
+  checks the file's modification time.
+
+Compiling turns on LLVM's SLP vectorizer (``numba.config.SLP_VECTORIZE``, off by default in
+Numba) for the duration of the compile, then restores the previous value: without it, small
+constant-trip inner loops (unrolled tiles) stay scalar.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from workbench.backends.codegen_python import GeneratedSource, generate_source
+from workbench.ir import PrimFunc
+
+_MEMORY_CACHE: dict[tuple, CompiledKernel] = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+@dataclasses.dataclass
+class CompiledKernel:
+    """A compiled Numba function and what produced it."""
+
+    generated: GeneratedSource
+    dispatcher: object
+    signature: tuple
+    path: Path
+    compile_seconds: float
+    disk_cache_hit: bool
+
+
+def kernel_cache_dir() -> Path:
+    """The directory generated kernel modules are written to (created if missing)."""
+    directory = os.environ.get("WORKBENCH_CACHE_DIR") or os.path.join(
+        "~", ".cache", "workbench", "kernels"
+    )
+    path = Path(directory).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def source_digest(source: str) -> str:
+    """A stable digest of generated source (same text -> same name in every process)."""
+    import numba
+
+    text = f"numba {numba.__version__}\n{source}"
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def compile_cpu(lowered: PrimFunc, options: dict) -> tuple[CompiledKernel, str | None]:
+    """Compile lowered ``lowered`` with ``options``; return it and where it came from.
+
+    The second value is ``"memory"`` or ``"disk"`` for a cache hit, else None.
+    """
+    key = (lowered, tuple(sorted(options.items())))
+    with _COMPILE_LOCK:
+        cached = _MEMORY_CACHE.get(key)
+        if cached is not None:
+            return cached, "memory"
+        compiled = _compile(lowered, options, debug=False)
+        _MEMORY_CACHE[key] = compiled
+    return compiled, ("disk" if compiled.disk_cache_hit else None)
+
+
+def compile_twin(lowered: PrimFunc, options: dict, *, debug: bool) -> CompiledKernel:
+    """The same kernel compiled again without Numba's disk cache, for inspection.
+
+    Numba cannot show the LLVM IR or assembly of code it loaded from its disk cache, so
+    ``kernel.llvm``/``kernel.asm`` of a disk-cache hit use this twin. With ``debug=True``
+    the LLVM IR carries source line numbers: the vectorization report maps vector
+    instructions to loops with it. Debug info does not change LLVM's optimizations, and the
+    generated source has the same lines.
+    """
+    key = (lowered, tuple(sorted(options.items())), "debug" if debug else "inspect")
+    with _COMPILE_LOCK:
+        cached = _MEMORY_CACHE.get(key)
+        if cached is None:
+            with warnings.catch_warnings():
+                # parallel kernels: Numba cannot find source for its generated gufunc
+                warnings.filterwarnings("ignore", message="Could not find source")
+                cached = _compile(lowered, options, debug=debug, cache=False)
+            _MEMORY_CACHE[key] = cached
+    return cached
+
+
+def _compile(
+    lowered: PrimFunc, options: dict, *, debug: bool, cache: bool = True
+) -> CompiledKernel:
+    import numba
+    import numpy as np
+    from numba import types
+
+    generated = generate_source(lowered, target="cpu", cache=cache, **options)
+    source = generated.source
+    if debug:
+        source = source.replace("@numba.njit(", "@numba.njit(debug=True, ", 1)
+    module = _import_generated(source, generated.func_name)
+    dispatcher = getattr(module, generated.func_name)
+    signature = tuple(
+        types.Array(numba.from_dtype(np.dtype(p.dtype)), p.ndim, "C") for p in lowered.params
+    )
+    previous = numba.config.SLP_VECTORIZE
+    numba.config.SLP_VECTORIZE = 1
+    start = time.perf_counter()
+    try:
+        dispatcher.compile(signature)
+    finally:
+        numba.config.SLP_VECTORIZE = previous
+    seconds = time.perf_counter() - start
+    hits = sum(dispatcher.stats.cache_hits.values())
+    return CompiledKernel(
+        generated, dispatcher, signature, Path(module.__file__), seconds, hits > 0
+    )
+
+
+def _import_generated(source: str, func_name: str):
+    """Write ``source`` to the cache directory (once) and import it as a module."""
+    digest = source_digest(source)
+    module_name = f"workbench_kernel_{func_name}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    path = kernel_cache_dir() / f"{module_name}.py"
+    if not path.exists():
+        # write then rename: a concurrent process never sees a half-written module
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
