@@ -1,0 +1,155 @@
+"""Convolutions: conv2d in NCHW and NHWC layouts, depthwise conv2d (NCHW).
+
+Padding is a separate block, ``"pad_temp"``, that copies the input into a zero-bordered
+intermediate (as TVM's topi does), so the convolution block itself never tests bounds.
+Stride and dilation appear in the convolution's index expressions. The factories run
+``simplify_stmt`` on the result, so stride 1 / dilation 1 / padding 0 leave no ``* 1``,
+``- 0`` or always-true bound tests behind.
+"""
+
+from __future__ import annotations
+
+from workbench import T
+from workbench.ir.arith import simplify_stmt
+from workbench.ir.function import PrimFunc
+
+
+def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0,
+                     dilation: int = 1) -> int:
+    """Output extent of a convolution or pooling window along one axis.
+
+    Example
+    -------
+    >>> conv_output_size(8, 3, stride=1, padding=1), conv_output_size(8, 3, stride=2)
+    (8, 3)
+    """
+    out = (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+    if out <= 0:
+        raise ValueError(f"a window of {kernel} (dilation {dilation}) does not fit an input of "
+                         f"{size} with padding {padding}")
+    return out
+
+
+def _check_conv(stride: int, padding: int, dilation: int) -> None:
+    if stride < 1 or dilation < 1 or padding < 0:
+        raise ValueError(f"conv2d needs stride >= 1, dilation >= 1 and padding >= 0; got "
+                         f"stride={stride}, padding={padding}, dilation={dilation}")
+
+
+def conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 4, R: int = 3,
+                S: int = 3, stride: int = 1, padding: int = 1, dilation: int = 1,
+                dtype: str = "float32") -> PrimFunc:
+    """2-D convolution, NCHW data and KCRS (OIHW) weights; blocks ``pad_temp``, ``conv2d_nchw``.
+
+    ``conv[n, k, y, x] = sum_{c, ry, rx} pad[n, c, y*stride + ry*dilation,
+    x*stride + rx*dilation] * weight[k, c, ry, rx]``.
+
+    Example
+    -------
+    >>> f = conv2d_nchw(1, 3, 8, 8, 4, 3, 3, stride=2, padding=1)
+    >>> f.params[-1].shape
+    (1, 4, 4, 4)
+    """
+    _check_conv(stride, padding, dilation)
+    P = conv_output_size(H, R, stride, padding, dilation)
+    Q = conv_output_size(W, S, stride, padding, dilation)
+    HP, WP = H + 2 * padding, W + 2 * padding
+
+    @T.prim_func
+    def conv2d_nchw(data: T.Buffer((N, C, H, W), dtype), weight: T.Buffer((K, C, R, S), dtype),
+                    conv: T.Buffer((N, K, P, Q), dtype)):
+        pad_temp = T.alloc_buffer((N, C, HP, WP), dtype)
+        for i0, i1, i2, i3 in T.grid(N, C, HP, WP):
+            with T.block("pad_temp"):
+                v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
+                pad_temp[v0, v1, v2, v3] = T.if_then_else(
+                    padding <= v2 and v2 < H + padding and padding <= v3 and v3 < W + padding,
+                    data[v0, v1, v2 - padding, v3 - padding], 0.0)
+        for n, k, y, x, rc, ry, rx in T.grid(N, K, P, Q, C, R, S):
+            with T.block("conv2d_nchw"):
+                vn, vk, vy, vx, vrc, vry, vrx = T.axis.remap("SSSSRRR", [n, k, y, x, rc, ry, rx])
+                with T.init():
+                    conv[vn, vk, vy, vx] = 0.0
+                conv[vn, vk, vy, vx] = conv[vn, vk, vy, vx] + pad_temp[
+                    vn, vrc, vy * stride + vry * dilation, vx * stride + vrx * dilation
+                ] * weight[vk, vrc, vry, vrx]
+
+    return simplify_stmt(conv2d_nchw)
+
+
+def conv2d_nhwc(N: int = 1, H: int = 8, W: int = 8, C: int = 4, K: int = 4, R: int = 3,
+                S: int = 3, stride: int = 1, padding: int = 1, dilation: int = 1,
+                dtype: str = "float32") -> PrimFunc:
+    """2-D convolution, NHWC data and RSCK (HWIO) weights; blocks ``pad_temp``, ``conv2d_nhwc``.
+
+    Example
+    -------
+    >>> [b.shape for b in conv2d_nhwc(1, 8, 8, 3, 4, 3, 3).params]
+    [(1, 8, 8, 3), (3, 3, 3, 4), (1, 8, 8, 4)]
+    """
+    _check_conv(stride, padding, dilation)
+    P = conv_output_size(H, R, stride, padding, dilation)
+    Q = conv_output_size(W, S, stride, padding, dilation)
+    HP, WP = H + 2 * padding, W + 2 * padding
+
+    @T.prim_func
+    def conv2d_nhwc(data: T.Buffer((N, H, W, C), dtype), weight: T.Buffer((R, S, C, K), dtype),
+                    conv: T.Buffer((N, P, Q, K), dtype)):
+        pad_temp = T.alloc_buffer((N, HP, WP, C), dtype)
+        for i0, i1, i2, i3 in T.grid(N, HP, WP, C):
+            with T.block("pad_temp"):
+                v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
+                pad_temp[v0, v1, v2, v3] = T.if_then_else(
+                    padding <= v1 and v1 < H + padding and padding <= v2 and v2 < W + padding,
+                    data[v0, v1 - padding, v2 - padding, v3], 0.0)
+        for n, y, x, k, ry, rx, rc in T.grid(N, P, Q, K, R, S, C):
+            with T.block("conv2d_nhwc"):
+                vn, vy, vx, vk, vry, vrx, vrc = T.axis.remap("SSSSRRR", [n, y, x, k, ry, rx, rc])
+                with T.init():
+                    conv[vn, vy, vx, vk] = 0.0
+                conv[vn, vy, vx, vk] = conv[vn, vy, vx, vk] + pad_temp[
+                    vn, vy * stride + vry * dilation, vx * stride + vrx * dilation, vrc
+                ] * weight[vry, vrx, vrc, vk]
+
+    return simplify_stmt(conv2d_nhwc)
+
+
+def depthwise_conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, R: int = 3,
+                          S: int = 3, stride: int = 1, padding: int = 1, dilation: int = 1,
+                          dtype: str = "float32") -> PrimFunc:
+    """Depthwise 2-D convolution (channel multiplier 1): weights ``(C, 1, R, S)``.
+
+    Blocks ``pad_temp`` and ``depthwise_conv2d_nchw``; each output channel reads only its
+    own input channel.
+
+    Example
+    -------
+    >>> [b.shape for b in depthwise_conv2d_nchw(1, 4, 8, 8, 3, 3).params]
+    [(1, 4, 8, 8), (4, 1, 3, 3), (1, 4, 8, 8)]
+    """
+    _check_conv(stride, padding, dilation)
+    P = conv_output_size(H, R, stride, padding, dilation)
+    Q = conv_output_size(W, S, stride, padding, dilation)
+    HP, WP = H + 2 * padding, W + 2 * padding
+
+    @T.prim_func
+    def depthwise_conv2d_nchw(data: T.Buffer((N, C, H, W), dtype),
+                              weight: T.Buffer((C, 1, R, S), dtype),
+                              conv: T.Buffer((N, C, P, Q), dtype)):
+        pad_temp = T.alloc_buffer((N, C, HP, WP), dtype)
+        for i0, i1, i2, i3 in T.grid(N, C, HP, WP):
+            with T.block("pad_temp"):
+                v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
+                pad_temp[v0, v1, v2, v3] = T.if_then_else(
+                    padding <= v2 and v2 < H + padding and padding <= v3 and v3 < W + padding,
+                    data[v0, v1, v2 - padding, v3 - padding], 0.0)
+        for n, c, y, x, ry, rx in T.grid(N, C, P, Q, R, S):
+            with T.block("depthwise_conv2d_nchw"):
+                vn, vc, vy, vx, vry, vrx = T.axis.remap("SSSSRR", [n, c, y, x, ry, rx])
+                with T.init():
+                    conv[vn, vc, vy, vx] = 0.0
+                conv[vn, vc, vy, vx] = conv[vn, vc, vy, vx] + pad_temp[
+                    vn, vc, vy * stride + vry * dilation, vx * stride + vrx * dilation
+                ] * weight[vc, 0, vry, vrx]
+
+    return simplify_stmt(depthwise_conv2d_nchw)

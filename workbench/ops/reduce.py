@@ -1,0 +1,133 @@
+"""Reductions of a ``(M, N)`` input along one axis: sum, mean, max.
+
+``axis=1`` reduces each row (output ``(M,)``), ``axis=0`` each column (output ``(N,)``).
+The two axes are two small DSL bodies rather than one generic one: the DSL describes a
+loop nest literally, and the literal nest is what a reader of the IR should see.
+"""
+
+from __future__ import annotations
+
+from workbench import T
+from workbench.ir.function import PrimFunc
+
+
+def _check_axis(axis: int) -> None:
+    if axis not in (0, 1):
+        raise ValueError(f"axis must be 0 or 1 for a 2-D input, got {axis}")
+
+
+def reduce_sum(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32") -> PrimFunc:
+    """Sum along ``axis`` (block ``A_red``).
+
+    Example
+    -------
+    >>> reduce_sum(4, 8, axis=0).params[-1].shape
+    (8,)
+    """
+    _check_axis(axis)
+    if axis == 1:
+
+        @T.prim_func
+        def reduce_sum(A: T.Buffer((M, N), dtype), A_red: T.Buffer((M,), dtype)):
+            for i, k in T.grid(M, N):
+                with T.block("A_red"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    with T.init():
+                        A_red[vi] = 0.0
+                    A_red[vi] = A_red[vi] + A[vi, vk]
+
+        return reduce_sum
+
+    @T.prim_func
+    def reduce_sum(A: T.Buffer((M, N), dtype), A_red: T.Buffer((N,), dtype)):
+        for j, k in T.grid(N, M):
+            with T.block("A_red"):
+                vj, vk = T.axis.remap("SR", [j, k])
+                with T.init():
+                    A_red[vj] = 0.0
+                A_red[vj] = A_red[vj] + A[vk, vj]
+
+    return reduce_sum
+
+
+def reduce_max(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32") -> PrimFunc:
+    """Maximum along ``axis`` (block ``A_red``, initialised to ``-inf``).
+
+    Example
+    -------
+    >>> reduce_max(4, 8).params[-1].shape
+    (4,)
+    """
+    _check_axis(axis)
+    neg_inf = float("-inf")
+    if axis == 1:
+
+        @T.prim_func
+        def reduce_max(A: T.Buffer((M, N), dtype), A_red: T.Buffer((M,), dtype)):
+            for i, k in T.grid(M, N):
+                with T.block("A_red"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    with T.init():
+                        A_red[vi] = neg_inf
+                    A_red[vi] = T.max(A_red[vi], A[vi, vk])
+
+        return reduce_max
+
+    @T.prim_func
+    def reduce_max(A: T.Buffer((M, N), dtype), A_red: T.Buffer((N,), dtype)):
+        for j, k in T.grid(N, M):
+            with T.block("A_red"):
+                vj, vk = T.axis.remap("SR", [j, k])
+                with T.init():
+                    A_red[vj] = neg_inf
+                A_red[vj] = T.max(A_red[vj], A[vk, vj])
+
+    return reduce_max
+
+
+def reduce_mean(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32") -> PrimFunc:
+    """Mean along ``axis``: a sum block ``A_red`` then a divide block ``T_divide``.
+
+    Example
+    -------
+    >>> from workbench.ir.analysis import find_blocks
+    >>> [b.name for b in find_blocks(reduce_mean(4, 8))]
+    ['A_red', 'T_divide']
+    """
+    _check_axis(axis)
+    if axis == 1:
+        inv = 1.0 / N
+
+        @T.prim_func
+        def reduce_mean(A: T.Buffer((M, N), dtype), T_divide: T.Buffer((M,), dtype)):
+            A_red = T.alloc_buffer((M,), dtype)
+            for i, k in T.grid(M, N):
+                with T.block("A_red"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    with T.init():
+                        A_red[vi] = 0.0
+                    A_red[vi] = A_red[vi] + A[vi, vk]
+            for i1 in T.serial(M):
+                with T.block("T_divide"):
+                    vi1 = T.axis.spatial(M, i1)
+                    T_divide[vi1] = A_red[vi1] * inv
+
+        return reduce_mean
+
+    inv = 1.0 / M
+
+    @T.prim_func
+    def reduce_mean(A: T.Buffer((M, N), dtype), T_divide: T.Buffer((N,), dtype)):
+        A_red = T.alloc_buffer((N,), dtype)
+        for j, k in T.grid(N, M):
+            with T.block("A_red"):
+                vj, vk = T.axis.remap("SR", [j, k])
+                with T.init():
+                    A_red[vj] = 0.0
+                A_red[vj] = A_red[vj] + A[vk, vj]
+        for j1 in T.serial(N):
+            with T.block("T_divide"):
+                vj1 = T.axis.spatial(N, j1)
+                T_divide[vj1] = A_red[vj1] * inv
+
+    return reduce_mean
