@@ -40,3 +40,14 @@ _session_cache_dir()
 def rng() -> np.random.Generator:
     """A seeded random generator: tests use random non-zero inputs, reproducibly."""
     return np.random.default_rng(0)
+
+
+def pytest_addoption(parser):
+    """``pytest --regen-golden`` rewrites golden files (printed IR, generated source) instead of
+    comparing with them; review the change with ``git diff tests/``."""
+    parser.addoption(
+        "--regen-golden",
+        action="store_true",
+        default=False,
+        help="rewrite golden files from the current output",
+    )

@@ -14,18 +14,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # scheduled_examples
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # ir_examples
 
 
-def pytest_addoption(parser):
-    try:
-        parser.addoption(
-            "--regen-golden",
-            action="store_true",
-            default=False,
-            help="rewrite golden files from the current output",
-        )
-    except ValueError:  # already added by another conftest
-        pass
-
-
 @pytest.fixture
 def golden_backend(request):
     regen = request.config.getoption("--regen-golden", default=False)

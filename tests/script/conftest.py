@@ -12,14 +12,6 @@ import pytest
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 
 
-def pytest_addoption(parser):
-    try:
-        parser.addoption("--regen-golden", action="store_true", default=False,
-                         help="rewrite tests/golden/*.txt from the current output")
-    except ValueError:  # already added by another conftest
-        pass
-
-
 @pytest.fixture
 def golden(request):
     regen = request.config.getoption("--regen-golden", default=False)
