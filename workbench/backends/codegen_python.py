@@ -21,6 +21,7 @@ import keyword
 from workbench.backends.allocation import TOP, allocation_sites
 from workbench.backends.expr_printer import ExprPrinter, np_dtype_name
 from workbench.backends.lower import is_opaque_block
+from workbench.backends.promote import promote_accumulators
 from workbench.backends.unroll import unroll_small_loops
 from workbench.backends.unsigned import use_unsigned_indices
 from workbench.backends.unswitch import unswitch_innermost_loops
@@ -36,6 +37,7 @@ from workbench.ir import (
     PrimFunc,
     SeqStmt,
     Stmt,
+    Var,
 )
 from workbench.ir.functor import collect
 
@@ -83,21 +85,38 @@ def generate_source(
     fastmath: bool = True,
     fast_exp: bool = True,
     boundscheck: bool = False,
+    promote: bool = True,
     cache: bool = True,
 ) -> GeneratedSource:
     """Python source for the lowered function ``lowered`` (see ``workbench.backends.lower``).
 
     ``target`` is ``"cpu"`` (Numba) or ``"python"`` (plain Python, for the reference).
+    For ``cpu`` three IR passes run first: reduction outputs are promoted to local tiles
+    (``promote``, see ``workbench.backends.promote``), small ``unroll`` loops are
+    text-unrolled and loop-invariant guards are moved out of innermost loops.
     """
     if target not in ("cpu", "python"):
         raise ValueError(f"generate_source: unknown target {target!r} (expected 'cpu' or 'python')")
-    body = lowered.root_block.body
+    root = lowered.root_block
+    body = root.body
+    allocations = root.alloc_buffers
     if target == "cpu":
+        if promote:
+            body, tiles = promote_accumulators(body, _names_in(lowered))
+            allocations = allocations + tuple(tiles)
         body = unswitch_innermost_loops(unroll_small_loops(body))
-    func = lowered.replace(body=lowered.body.replace(block=lowered.root_block.replace(body=body)))
+    new_root = root.replace(body=body, alloc_buffers=allocations)
+    func = lowered.replace(body=lowered.body.replace(block=new_root))
     return _Generator(
         func, target, fastmath, fast_exp and target == "cpu", boundscheck, cache
     ).run()
+
+
+def _names_in(func: PrimFunc) -> set[str]:
+    """Every buffer and variable name of ``func`` (new names must avoid them)."""
+    names = {b.name for b in func.params} | {b.name for b in func.root_block.alloc_buffers}
+    names |= {v.name for v in collect(func.body, lambda n: isinstance(n, Var))}
+    return names
 
 
 class _Generator:

@@ -157,8 +157,9 @@ def _arith_simplify_stmt():
     return arith_simplify_stmt
 
 
-def simplify_stmt(stmt: Stmt) -> Stmt:
-    """Simplify every expression of ``stmt``, using the ranges of the loops around it.
+def simplify_stmt(stmt: Stmt, var_ranges: dict | None = None) -> Stmt:
+    """Simplify every expression of ``stmt``, using the ranges of the loops in it and
+    ``var_ranges`` (``{Var: (min, max)}``, inclusive) for variables of loops around it.
 
     Uses ``workbench.ir.arith.simplify_stmt`` (a no-op until that module exists). A guard
     whose condition simplifies to a constant is resolved: ``if True: s`` becomes ``s`` and
@@ -167,7 +168,7 @@ def simplify_stmt(stmt: Stmt) -> Stmt:
     arith_simplify_stmt = _arith_simplify_stmt()
     if arith_simplify_stmt is None:
         return stmt
-    return _ConstantGuardRemover().visit(arith_simplify_stmt(stmt))
+    return _ConstantGuardRemover().visit(arith_simplify_stmt(stmt, var_ranges))
 
 
 class _ConstantGuardRemover(IRMapper):

@@ -13,8 +13,12 @@ from numpy import uint64 as u64
 def matmul(A, B, C):
     for i in range(u64(16)):
         for j in range(u64(16)):
-            for k in range(u64(16)):
+            C_acc = np.empty((1,), dtype=np.float32)  # scope local
+            C_acc[u64(0)] = C[i, j]
+            # block C
+            C_acc[u64(0)] = np.float32(0.0)
+            C_acc[u64(0)] = C_acc[u64(0)] + A[i, u64(0)] * B[u64(0), j]
+            for k in range(u64(1), u64(16)):
                 # block C
-                if k == u64(0):
-                    C[i, j] = np.float32(0.0)
-                C[i, j] = C[i, j] + A[i, k] * B[k, j]
+                C_acc[u64(0)] = C_acc[u64(0)] + A[i, k] * B[k, j]
+            C[i, j] = C_acc[u64(0)]
