@@ -1,7 +1,585 @@
-"""Schedule primitives of the reduction family (see README.md for the file's shape)."""
+"""Reduction primitives: ``decompose_reduction`` and ``rfactor`` (TVM semantics).
+
+``decompose_reduction`` moves a reduction block's ``T.init()`` into a block of its own,
+placed before a loop of the block's nest; ``rfactor`` turns one reduction loop into a
+spatial axis of an intermediate buffer (partial results) followed by a final reduction
+over that axis. Both are pure functions ``func -> func`` taking blocks and loops by name;
+the ``Schedule`` methods of the same names resolve handles and call these.
+
+Choices that differ from TVM, and why:
+
+- ``decompose_reduction`` keeps the update block's name (TVM renames it ``C_update``):
+  a handle is a name here, and renaming would invalidate every handle to the block.
+- ``rfactor`` keeps the original loops (and their handles) around the new ``C_rf`` block
+  and gives the final reduction's loops fresh names (``i_1``, ``k_1_1``). The printed IR
+  is TVM's; with ``k_0`` still valid, ``sch.parallel(k_0)`` after ``sch.rfactor(k_0, 0)``
+  parallelises the partial sums directly.
+- When the block shares outer spatial loops with other blocks (after ``compute_at``),
+  ``rfactor`` puts both new nests inside the innermost shared loop instead of copying the
+  shared loops; the result is the same computation, and loops of the other blocks keep
+  their names.
+- Guards (``T.where``) of the final reduction keep the conditions of the original guard
+  with the dropped reduction loops at their minimum (where the rfactor block's init ran),
+  so a partial result that was never initialised is never read.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from workbench.ir import (
+    Block,
+    BlockRealize,
+    BufferLoad,
+    BufferStore,
+    For,
+    IRMapper,
+    IterKind,
+    IterVar,
+    PrimExpr,
+    PrimFunc,
+    Range,
+    Sub,
+    Var,
+    const_value,
+    seq,
+    substitute,
+)
+from workbench.ir.buffer import Buffer
+from workbench.ir.regions import block_access_regions
+from workbench.schedule.errors import InvalidArgumentError, NonConstantExtentError
+from workbench.schedule.errors_reduction import (
+    FactorAxisOutOfRangeError,
+    InitLoopInsideReductionError,
+    InitLoopNotAncestorError,
+    MissingInitError,
+    MixedIterLoopError,
+    NotReductionBlockError,
+    NotReductionLoopError,
+    SharedReductionLoopError,
+    UnboundLoopInReductionError,
+)
+from workbench.schedule.handles import BlockRV, LoopRV
+from workbench.schedule.reducers import check_reduction
+from workbench.schedule.reduction_nest import (
+    add_alloc,
+    binders,
+    block_and_nest,
+    copy_loops,
+    fresh_block_name,
+    insert_at_loop,
+    reduce_vars,
+    remake_predicate,
+    wrap,
+)
+from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
+from workbench.schedule.tree import (
+    child_blocks,
+    enclosing_loops,
+    find_block,
+    find_loop,
+    fresh_name,
+    outer_realizes,
+    replace_block,
+    simplify_realizes,
+    used_names,
+    uses_var,
+)
+
+# ---------------------------------------------------------------------------------------
+# decompose_reduction
+# ---------------------------------------------------------------------------------------
+
+
+def decompose_reduction(func: PrimFunc, block: str, loop: str) -> tuple[PrimFunc, str]:
+    """Move a reduction block's init into a new block ``<block>_init`` placed before ``loop``.
+
+    ``loop`` is one of the block's loops, outside every loop that binds a reduce variable
+    (it may be the outermost reduction loop itself). The init block gets its own copies
+    (``i_init``...) of the loops at and below ``loop`` that its spatial variables use; the
+    loops above are shared. The original block keeps its name and loses its init: it is
+    now a plain update, run after the init block has written the buffer.
+
+    Before (``decompose_reduction(func, "C", "i")``)::
+
+        for i, j, k in T.grid(16, 16, 16):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    After::
+
+        for i_init, j_init in T.grid(16, 16):
+            with T.block("C_init"):
+                vi_1, vj_1 = T.axis.remap("SS", [i_init, j_init])
+                C[vi_1, vj_1] = T.float32(0)
+        for i, j, k in T.grid(16, 16, 16):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    Parameters
+    ----------
+    func : PrimFunc
+    block : str
+        The reduction block's name.
+    loop : str
+        The loop before which the init block goes.
+
+    Returns
+    -------
+    (PrimFunc, str)
+        The new function and the init block's name.
+
+    Raises
+    ------
+    InitLoopNotAncestorError, NotReductionBlockError, MissingInitError,
+    InitLoopInsideReductionError, BlockNotFoundError, LoopNotFoundError
+
+    Example
+    -------
+    >>> new_func, init = decompose_reduction(matmul, "C", "k")
+    >>> init
+    'C_init'
+    """
+    primitive = "decompose_reduction"
+    target, realize, loops, _ = block_and_nest(func, block, primitive)
+    target_loop, _ = find_loop(func, loop, primitive)
+    names = [lp.loop_var.name for lp in loops]
+    if loop not in names:
+        raise InitLoopNotAncestorError(primitive, loop, block, names, func, target_loop)
+    if not reduce_vars(target):
+        why = "all its iteration variables are spatial, so it has nothing to initialise"
+        raise NotReductionBlockError(primitive, block, why, func, target)
+    if target.init is None:
+        raise MissingInitError(primitive, block, func, target)
+    position = names.index(loop)
+    for outer in loops[:position]:
+        _, reduce = binders(realize, outer)
+        if reduce:
+            raise InitLoopInsideReductionError(
+                primitive, loop, block, outer.loop_var.name, reduce[0], func, target_loop
+            )
+
+    # the init block: the spatial iteration variables, renamed, with their bindings
+    taken = used_names(func)
+    spatial = [
+        (iv, value)
+        for iv, value in zip(target.iter_vars, realize.iter_values, strict=True)
+        if iv.kind is IterKind.SPATIAL
+    ]
+    inner = loops[position:]
+    chosen = [lp for lp in inner if any(uses_var(v, lp.loop_var.name) for _, v in spatial)]
+    dropped = [lp for lp in inner if not any(lp is c for c in chosen)]
+    new_loops, loop_map = copy_loops(chosen, taken, "_init")
+    var_map = {iv.var: Var(fresh_name(iv.var.name, taken), iv.var.dtype) for iv, _ in spatial}
+    init_body = substitute(target.init, var_map)
+    reads, writes = block_access_regions(init_body)
+    init_block = Block(
+        fresh_block_name(func, f"{block}_init"),
+        tuple(iv.replace(var=var_map[iv.var]) for iv, _ in spatial),
+        reads,
+        writes,
+        init_body,
+        None,
+        (),
+        target.annotations,
+    )
+    outer = loops[:position]
+    predicate = remake_predicate(realize.predicate, dropped, loop_map, outer + new_loops)
+    init_realize = BlockRealize(
+        tuple(substitute(v, loop_map) for _, v in spatial), predicate, init_block
+    )
+    init_nest = simplify_realizes(wrap(init_realize, new_loops), outer)
+
+    # the update: the same block without its init; it now also reads what it writes
+    def drop_init(node: Block) -> Block:
+        read_buffers = {r.buffer for r in node.reads}
+        extra = tuple(w for w in node.writes if w.buffer not in read_buffers)
+        return node.replace(init=None, reads=extra + node.reads)
+
+    new_func = replace_block(func, block, drop_init)
+    new_func = insert_at_loop(new_func, loop, lambda node: seq(init_nest, node))
+    return new_func, init_block.name
+
+
+# ---------------------------------------------------------------------------------------
+# rfactor
+# ---------------------------------------------------------------------------------------
+
+
+def _rfactor_block(func: PrimFunc, primitive: str, rf_loop: For) -> tuple[Block, BlockRealize]:
+    """The one block under the rfactor loop (else the error saying why there is none)."""
+    name = rf_loop.loop_var.name
+    realizes = outer_realizes(rf_loop.body)
+    if not realizes:
+        raise NotReductionLoopError(primitive, name, "there is no block inside it", func, rf_loop)
+    if len(realizes) > 1:
+        first = realizes[0].block.name
+        others = [r.block.name for r in realizes[1:]]
+        raise SharedReductionLoopError(primitive, name, first, others, func, rf_loop)
+    return realizes[0].block, realizes[0]
+
+
+def _check_nest(
+    func: PrimFunc, primitive: str, rf_loop: For, realize: BlockRealize, loops: list[For]
+) -> int:
+    """Check the loops around the block; return the index of the outermost loop that holds
+    this block only (the loops above it are shared with other blocks)."""
+    block = realize.block
+    name = rf_loop.loop_var.name
+    spatial, reduce = binders(realize, rf_loop)
+    if spatial and reduce:
+        raise MixedIterLoopError(primitive, name, block.name, spatial, reduce, func, rf_loop)
+    if not reduce:
+        if spatial:
+            why = f"it binds the spatial variable(s) {', '.join(spatial)} of block {block.name!r}"
+        elif not reduce_vars(block):
+            why = f"block {block.name!r} has no reduce variable at all"
+        else:
+            why = f"it binds no iteration variable of block {block.name!r}"
+        raise NotReductionLoopError(primitive, name, why, func, rf_loop)
+
+    exclusive = next(
+        index
+        for index, loop in enumerate(loops)
+        if [r.block.name for r in outer_realizes(loop.body)] == [block.name]
+    )
+    seen_reduce = False
+    for index, loop in enumerate(loops):
+        spatial, reduce = binders(realize, loop)
+        loop_name = loop.loop_var.name
+        if spatial and reduce:
+            raise MixedIterLoopError(primitive, loop_name, block.name, spatial, reduce, func, loop)
+        if reduce and index < exclusive:
+            others = [b.name for b in child_blocks(loop) if b.name != block.name]
+            raise SharedReductionLoopError(primitive, loop_name, block.name, others, func, loop)
+        if not spatial and not reduce and seen_reduce and const_value(loop.extent) != 1:
+            raise UnboundLoopInReductionError(primitive, loop_name, block.name, func, loop)
+        seen_reduce = seen_reduce or bool(reduce)
+    return exclusive
+
+
+def rfactor(func: PrimFunc, loop: str, factor_axis: int) -> tuple[PrimFunc, str]:
+    """Turn reduction loop ``loop`` into a spatial axis of partial results.
+
+    The reduction block under ``loop`` becomes two blocks (TVM's structure):
+
+    - ``<block>_rf`` writes a new buffer ``<buffer>_rf``, the output buffer with one more
+      dimension of the loop's extent at position ``factor_axis``: the loop's variable is
+      now spatial there, the other reduction loops still reduce;
+    - the original block (same name) reduces ``<buffer>_rf`` over that new axis into the
+      output, under fresh copies of the spatial loops and of ``loop``.
+
+    The update must be ``C = C + x``, ``C = C * x``, ``C = T.max(C, x)`` or
+    ``C = T.min(C, x)`` and the init the operator's identity.
+
+    Before (``rfactor(func, "k_1", 0)``, after splitting ``k`` by 4)::
+
+        for i, k_0, k_1 in T.grid(8, 3, 4):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                vk = T.axis.reduce(12, k_0 * 4 + k_1)
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+
+    After::
+
+        B_rf = T.alloc_buffer((4, 8), "float32")
+        for i, k_0, k_1 in T.grid(8, 3, 4):
+            with T.block("B_rf"):
+                vk_1, vi, vk_0 = T.axis.remap("SSR", [k_1, i, k_0])
+                with T.init():
+                    B_rf[vk_1, vi] = T.float32(0)
+                B_rf[vk_1, vi] = B_rf[vk_1, vi] + A[vi, vk_0 * 4 + vk_1]
+        for i_1, k_1_1 in T.grid(8, 4):
+            with T.block("B"):
+                vk_1_1, vi_1 = T.axis.remap("RS", [k_1_1, i_1])
+                with T.init():
+                    B[vi_1] = T.float32(0)
+                B[vi_1] = B[vi_1] + B_rf[vk_1_1, vi_1]
+
+    Parameters
+    ----------
+    func : PrimFunc
+    loop : str
+        A loop binding (part of) a reduce variable, holding one block.
+    factor_axis : int
+        Where the new dimension goes in the ``_rf`` buffer, in ``[-(ndim + 1), ndim]``.
+
+    Returns
+    -------
+    (PrimFunc, str)
+        The new function and the rfactor block's name.
+
+    Raises
+    ------
+    NotReductionLoopError, MixedIterLoopError, SharedReductionLoopError,
+    UnboundLoopInReductionError, MissingInitError, MultipleStoresError,
+    NotReductionBlockError, NonAssociativeUpdateError, InitNotIdentityError,
+    FactorAxisOutOfRangeError, NonConstantExtentError, InvalidArgumentError
+
+    Example
+    -------
+    >>> new_func, rf_block = rfactor(func, "k_1", 0)
+    >>> rf_block
+    'B_rf'
+    """
+    primitive = "rfactor"
+    if isinstance(factor_axis, bool) or not isinstance(factor_axis, int):
+        raise InvalidArgumentError(primitive, "factor_axis", "an int", factor_axis)
+    rf_loop, _ = find_loop(func, loop, primitive)
+    block, realize = _rfactor_block(func, primitive, rf_loop)
+    _, _, loops, scope = block_and_nest(func, block.name, primitive)
+    exclusive = _check_nest(func, primitive, rf_loop, realize, loops)
+    update, reducer, rhs, init = check_reduction(func, primitive, block)
+    ndim = update.buffer.ndim
+    if not -(ndim + 1) <= factor_axis <= ndim:
+        raise FactorAxisOutOfRangeError(
+            primitive, loop, update.buffer.name, ndim, factor_axis, func, rf_loop
+        )
+    axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
+    extent = const_value(rf_loop.extent)
+    if not isinstance(extent, int):
+        raise NonConstantExtentError(primitive, loop, rf_loop.extent, func, rf_loop)
+
+    taken = used_names(func)
+    buffer = update.buffer
+    shape = buffer.shape[:axis] + (extent,) + buffer.shape[axis:]
+    rf_buffer = Buffer(fresh_name(f"{buffer.name}_rf", taken), shape, buffer.dtype, buffer.scope)
+    rf_block_name = fresh_block_name(func, f"{block.name}_rf")
+    nest = loops[exclusive:]
+
+    def rf_index(indices: tuple[PrimExpr, ...], var: Var) -> tuple[PrimExpr, ...]:
+        position = var if const_value(rf_loop.min) == 0 else Sub(var, rf_loop.min)
+        return indices[:axis] + (position,) + indices[axis:]
+
+    # -- the rfactor block, under the original loops ----------------------------------
+    rf_var = Var(fresh_name("v" + loop, taken), rf_loop.loop_var.dtype)
+    domain = Range(rf_loop.min, rf_loop.extent)
+    iter_vars = [IterVar(rf_var, domain, IterKind.SPATIAL)]
+    bindings: list[PrimExpr] = [rf_loop.loop_var]
+    loop_to_iter: dict[Var, PrimExpr] = {rf_loop.loop_var: rf_var}
+    old_to_new: dict[Var, PrimExpr] = {}
+    for iv, value in zip(block.iter_vars, realize.iter_values, strict=True):
+        if iv.kind is IterKind.SPATIAL or not uses_var(value, loop):
+            iter_vars.append(iv)
+            bindings.append(value)
+            continue
+        # a reduce variable using the rfactor loop: one new reduce variable per other loop
+        for other in loops:
+            if other.loop_var in loop_to_iter or not uses_var(value, other.loop_var.name):
+                continue
+            new = Var(fresh_name("v" + other.loop_var.name, taken), other.loop_var.dtype)
+            loop_to_iter[other.loop_var] = new
+            iter_vars.append(IterVar(new, Range(other.min, other.extent), IterKind.REDUCE))
+            bindings.append(other.loop_var)
+        old_to_new[iv.var] = substitute(value, loop_to_iter)
+    rf_indices = rf_index(update.indices, rf_var)
+    rf_update = BufferStore(
+        rf_buffer,
+        reducer.combine(BufferLoad(rf_buffer, rf_indices), substitute(rhs, old_to_new)),
+        rf_indices,
+    )
+    rf_init = BufferStore(rf_buffer, init.value, rf_indices)
+    reads, writes = block_access_regions(rf_update, rf_init)
+    rf_block = Block(
+        rf_block_name, tuple(iter_vars), reads, writes, rf_update, rf_init, (), block.annotations
+    )
+    rf_realize = BlockRealize(tuple(bindings), realize.predicate, rf_block)
+
+    # -- the final reduction over the new axis, under fresh copies of the loops ---------
+    kept = [lp for lp in nest if lp is rf_loop or not binders(realize, lp)[1]]
+    dropped = [lp for lp in nest if not any(lp is k for k in kept)]
+    wb_loops, loop_map = copy_loops(kept, taken, "")
+    wb_rf_var = Var(fresh_name("v" + loop_map[rf_loop.loop_var].name, taken), rf_var.dtype)
+    wb_iter_vars = [IterVar(wb_rf_var, domain, IterKind.REDUCE)]
+    wb_bindings: list[PrimExpr] = [loop_map[rf_loop.loop_var]]
+    var_map: dict[Var, PrimExpr] = {rf_var: wb_rf_var}
+    for iv, value in zip(block.iter_vars, realize.iter_values, strict=True):
+        if iv.kind is IterKind.SPATIAL:
+            new = Var(fresh_name(iv.var.name, taken), iv.var.dtype)
+            var_map[iv.var] = new
+            wb_iter_vars.append(iv.replace(var=new))
+            wb_bindings.append(substitute(value, loop_map))
+    out = tuple(substitute(index, var_map) for index in update.indices)
+    partial = BufferLoad(rf_buffer, tuple(substitute(index, var_map) for index in rf_indices))
+    wb_update = BufferStore(buffer, reducer.combine(BufferLoad(buffer, out), partial), out)
+    wb_init = BufferStore(buffer, init.value, out)
+    reads, writes = block_access_regions(wb_update, wb_init)
+    wb_block = Block(
+        block.name, tuple(wb_iter_vars), reads, writes, wb_update, wb_init, (), block.annotations
+    )
+    outer = loops[:exclusive]
+    predicate = remake_predicate(realize.predicate, dropped, loop_map, outer + wb_loops)
+    wb_realize = BlockRealize(tuple(wb_bindings), predicate, wb_block)
+    wb_nest = simplify_realizes(wrap(wb_realize, wb_loops), outer)
+
+    class _SwapRealize(IRMapper):
+        def visit_BlockRealize(self, node):
+            return rf_realize if node.block.name == block.name else node
+
+    top = nest[0]
+    new_func = insert_at_loop(
+        func, top.loop_var.name, lambda node: seq(_SwapRealize().visit(node), wb_nest)
+    )
+    return add_alloc(new_func, scope.name, rf_buffer), rf_block_name
+
+
+# ---------------------------------------------------------------------------------------
+# Schedule methods: resolve handles, call the pure function, record the step
+# ---------------------------------------------------------------------------------------
+
 
 class ReductionMethods:
-    """`Schedule` methods of the reduction family."""
+    """The ``decompose_reduction`` and ``rfactor`` methods of ``Schedule``.
+
+    Mixed into ``Schedule``, which provides ``mod``, ``_name_of`` and ``_commit`` (see
+    ``workbench/schedule/README.md``).
+    """
+
+    def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        """Move a reduction block's init into a new block ``<name>_init`` before ``loop``.
+
+        ``loop`` is a loop of the block outside all its reduction loops (the outermost
+        reduction loop itself is allowed). The block keeps its name and handle.
+
+        Before (``sch.decompose_reduction(C, k)``)::
+
+            for i, j, k in T.grid(16, 16, 16):
+                with T.block("C"):
+                    ...
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+        After::
+
+            for i, j in T.grid(16, 16):
+                with T.block("C_init"):
+                    vi_1, vj_1 = T.axis.remap("SS", [i, j])
+                    C[vi_1, vj_1] = T.float32(0)
+                for k in range(16):
+                    with T.block("C"):
+                        ...
+                        C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+        Raises ``InitLoopNotAncestorError``, ``InitLoopInsideReductionError``,
+        ``NotReductionBlockError``, ``MissingInitError``. See
+        ``workbench.schedule.reduction.decompose_reduction``.
+
+        Example
+        -------
+        >>> C_init = sch.decompose_reduction(sch.get_block("C"), k)
+        """
+        primitive = "decompose_reduction"
+        new_func, init = decompose_reduction(
+            self.mod,
+            self._name_of(block, primitive, "block", "block"),
+            self._name_of(loop, primitive),
+        )
+        return self._commit(primitive, (block, loop), {}, new_func, [("block", init)])[0]
+
+    def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
+        """Factor reduction loop ``loop`` out into a spatial axis of an ``_rf`` buffer.
+
+        Returns the new ``<block>_rf`` block computing the partial results; the original
+        block (same name) then reduces them. Loop handles stay with the ``_rf`` block.
+
+        Before (``sch.rfactor(k_1, factor_axis=0)``)::
+
+            for i, k_0, k_1 in T.grid(8, 3, 4):
+                with T.block("B"):
+                    ...
+                    B[vi] = B[vi] + A[vi, vk]
+
+        After::
+
+            B_rf = T.alloc_buffer((4, 8), "float32")
+            for i, k_0, k_1 in T.grid(8, 3, 4):
+                with T.block("B_rf"):
+                    ...
+                    B_rf[vk_1, vi] = B_rf[vk_1, vi] + A[vi, vk_0 * 4 + vk_1]
+            for i_1, k_1_1 in T.grid(8, 4):
+                with T.block("B"):
+                    ...
+                    B[vi_1] = B[vi_1] + B_rf[vk_1_1, vi_1]
+
+        Raises ``NotReductionLoopError``, ``MixedIterLoopError``,
+        ``SharedReductionLoopError``, ``UnboundLoopInReductionError``, ``MissingInitError``,
+        ``MultipleStoresError``, ``NotReductionBlockError``, ``NonAssociativeUpdateError``,
+        ``InitNotIdentityError``, ``FactorAxisOutOfRangeError``. See
+        ``workbench.schedule.reduction.rfactor``.
+
+        Example
+        -------
+        >>> ko, ki = sch.split(k, factors=[None, 4])
+        >>> rf = sch.rfactor(ki, factor_axis=0)
+        >>> sch.vectorize(sch.get_loops(rf)[-1])     # after a reorder putting ki innermost
+        """
+        new_func, rf_block = rfactor(self.mod, self._name_of(loop, "rfactor"), factor_axis)
+        attrs: dict[str, Any] = {"factor_axis": factor_axis}
+        return self._commit("rfactor", (loop,), attrs, new_func, [("block", rf_block)])[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Trace registration and legality probes
+# ---------------------------------------------------------------------------------------
+
+
+def _first_reduce_loop(sch, block: BlockRV) -> LoopRV:
+    """The outermost loop of ``block`` binding a reduce variable (else its first loop)."""
+    name = sch.name(block)
+    node, ancestors = find_block(sch.mod, name, "legal_primitives")
+    realize = ancestors[-1]
+    loops = enclosing_loops(ancestors)
+    if not loops:
+        why = "it has no loops"
+        raise NotReductionBlockError("decompose_reduction", name, why, sch.mod, node)
+    chosen = next((lp for lp in loops if binders(realize, lp)[1]), loops[0])
+    return sch._handle_for_name("loop", chosen.loop_var.name)
+
+
+def _probe_decompose(sch, handle: BlockRV | LoopRV):
+    if handle.kind == "block":
+        return (handle, _first_reduce_loop(sch, handle)), {}
+    node = find_loop(sch.mod, sch.name(handle), "legal_primitives")[0]
+    blocks = child_blocks(node)
+    if not blocks:
+        raise InitLoopNotAncestorError(
+            "decompose_reduction", node.loop_var.name, "(no block)", [], sch.mod, node
+        )
+    block = next((b for b in blocks if b.init is not None), blocks[0])
+    return (sch._handle_for_name("block", block.name), handle), {}
+
+
+def _probe_rfactor(sch, loop: LoopRV):
+    return (loop,), {"factor_axis": 0}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+register_instruction(
+    InstructionKind(
+        "decompose_reduction",
+        ("block", "loop"),
+        outputs="block",
+        applies_to=("block", "loop"),
+        probe=_probe_decompose,
+    )
+)
+register_instruction(
+    InstructionKind(
+        "rfactor",
+        ("loop",),
+        (AttrSpec("factor_axis", _is_int, "an int"),),
+        outputs="block",
+        applies_to=("loop",),
+        probe=_probe_rfactor,
+    )
+)
