@@ -43,6 +43,9 @@ class Frame:
     annotations: tuple = ()
     stored: list[Buffer] = field(default_factory=list)
     explicit: bool = True
+    # (iter var, its domain, bound loop var, AST node): checked when the block ends, since a
+    # later T.where may guard a loop that overshoots the domain (split with a non-divisor)
+    loop_bindings: list[tuple[Var, Range, Var, ast.AST]] = field(default_factory=list)
 
 
 class BlockParser(ExprParser):
@@ -77,6 +80,7 @@ class BlockParser(ExprParser):
             reads = inferred_reads if reads is None else reads
             writes = inferred_writes if writes is None else writes
         self.check_reduction(frame, node)
+        self.check_bindings(frame)
         self.written.update(region.buffer for region in writes)
         block = Block(block_name, tuple(frame.iter_vars), reads, writes, body, frame.init,
                       tuple(frame.allocs), frame.annotations)
@@ -132,14 +136,22 @@ class BlockParser(ExprParser):
         return Range(IntImm(0), IntImm(self.static_int(node, "an iter var extent")))
 
     def check_binding(self, var: Var, dom: Range, value: PrimExpr, node: ast.AST) -> None:
-        if not isinstance(value, Var) or value not in self.loop_domains:
+        if isinstance(value, Var) and value in self.loop_domains:
+            self.frame.loop_bindings.append((var, dom, value, node))
+
+    def check_bindings(self, frame: Frame) -> None:
+        """An iter var bound to a plain loop must not run past its domain, unless a
+        ``T.where`` guards the block. (A loop shorter than the domain is fine: compute_at
+        makes blocks that compute part of their domain.)"""
+        if frame.predicate != TRUE:
             return
-        start, extent = self.loop_domains[value]
-        if isinstance(extent, IntImm) and isinstance(dom.extent, IntImm) \
-                and extent.value != dom.extent.value:
-            raise self.error(node, f"block iter var {var.name!r} has extent {dom.extent.value} "
-                             f"but is bound to loop {value.name!r} of extent {extent.value}",
-                             "shape")
+        for var, dom, loop_var, node in frame.loop_bindings:
+            _, extent = self.loop_domains[loop_var]
+            if isinstance(extent, IntImm) and isinstance(dom.extent, IntImm) \
+                    and extent.value > dom.extent.value:
+                raise self.error(node, f"block iter var {var.name!r} has extent "
+                                 f"{dom.extent.value} but is bound to loop {loop_var.name!r} "
+                                 f"of extent {extent.value}", "shape")
 
     def remap(self, target: ast.expr, call: ast.Call) -> None:
         args = self.call_args(call, ("kinds", "values"), 2, what="T.axis.remap")

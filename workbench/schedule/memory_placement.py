@@ -1,0 +1,288 @@
+"""Where ``cache_read``/``cache_write`` put their copy block, and what it copies.
+
+The copy goes at the top level of the function, right before (cache_read) or after
+(cache_write) the loop nest holding the cached block. When another block that must stay
+ordered with the copy shares loops with that block (the producer of a cached read, a
+consumer or another writer of a cached write), the copy goes into the innermost statement
+sequence holding both, right next to the cached block's part of it (TVM's
+``CacheLocDetector``).
+
+The copy covers what the cached block touches while that statement runs once: its
+declared region with the loops inside the statement relaxed over their ranges and the
+loops outside kept symbolic (TVM's ``RelaxBufferRegion``). That is the whole buffer for a
+matmul operand cached at the top level, and one row per iteration when the copy sits
+inside a loop. For affine indices the region is exact; otherwise it is a sound
+over-approximation (guarded by ``T.where`` where it could leave the buffer), so a
+cache_write copy-out may then also copy elements the block did not write.
+"""
+
+from __future__ import annotations
+
+from workbench.ir import (
+    GE,
+    LT,
+    TRUE,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferLoad,
+    BufferRegion,
+    BufferStore,
+    For,
+    ForKind,
+    IntImm,
+    IRMapper,
+    IterKind,
+    IterVar,
+    PrimExpr,
+    PrimFunc,
+    Range,
+    SeqStmt,
+    Stmt,
+    Var,
+    collect,
+    const_value,
+    seq,
+    substitute,
+)
+from workbench.ir.arith import int_bounds, simplify
+from workbench.schedule.tree import (
+    block_names,
+    conjoin,
+    fresh_name,
+    prove,
+    replace_block,
+    used_names,
+    walk,
+)
+
+
+def blocks_touching(
+    func: PrimFunc, buffer: Buffer, block: Block, ancestors: tuple[Stmt, ...], reads: bool
+) -> list[tuple[Block, tuple[Stmt, ...]]]:
+    """Blocks other than ``block`` (and its enclosing and enclosed blocks, and the root)
+    that write ``buffer`` (or read it too, with ``reads``)."""
+    root = func.root_block
+    found = []
+    for stmt, anc in walk(func.body):
+        if not isinstance(stmt, Block) or stmt is root or stmt is block:
+            continue
+        if any(a is stmt for a in ancestors) or any(a is block for a in anc):
+            continue
+        regions = stmt.writes + (stmt.reads if reads else ())
+        if any(r.buffer == buffer for r in regions):
+            found.append((stmt, anc))
+    return found
+
+
+def _chain(ancestors: tuple[Stmt, ...], node: Stmt) -> list[Stmt]:
+    return [a for a in ancestors if not isinstance(a, SeqStmt)] + [node]
+
+
+def _anchor_depth(chain: list[Stmt], others: list[tuple[Block, tuple[Stmt, ...]]]) -> int:
+    """Index in ``chain`` of the statement the copy goes right before or after: the
+    top-level statement holding the block, or, when ``others`` share loops with it, its
+    part of the innermost sequence holding them all (see the module docstring)."""
+    depth = 2  # chain: [root realize, root block, <top-level statement>, ...]
+    for other, other_anc in others:
+        other_chain = _chain(other_anc, other)
+        n = 0
+        while n < min(len(chain), len(other_chain)) and chain[n] is other_chain[n]:
+            n += 1
+        depth = max(depth, n)
+    return depth
+
+
+class _Splice(IRMapper):
+    """Replace ``old`` (a block, by identity) with ``new`` and put ``copy`` next to
+    ``anchor``."""
+
+    def __init__(self, old: Block, new: Block, anchor: Stmt, copy: Stmt, after: bool):
+        self.old, self.new, self.anchor, self.copy, self.after = old, new, anchor, copy, after
+
+    def visit(self, node):
+        if node is self.old:
+            return self.new
+        if not isinstance(node, Stmt):
+            return node  # expressions, regions, buffers: nothing to do
+        result = super().visit(node)
+        if node is self.anchor:
+            return seq(result, self.copy) if self.after else seq(self.copy, result)
+        return result
+
+    def visit_SeqStmt(self, node: SeqStmt):
+        stmts = [self.visit(s) for s in node.stmts]
+        if all(a is b for a, b in zip(stmts, node.stmts, strict=True)):
+            return node
+        return seq(*stmts)
+
+
+def _ranges_of(stmt: Stmt, ranges: dict[Var, tuple[int, int]]) -> None:
+    """Add the constant ranges of a loop's variable or a block's iteration variables."""
+    if isinstance(stmt, For):
+        items = [(stmt.loop_var, stmt.min, stmt.extent)]
+    elif isinstance(stmt, Block):
+        items = [(iv.var, iv.dom.min, iv.dom.extent) for iv in stmt.iter_vars]
+    else:
+        return
+    for var, low, extent in items:
+        lo, ext = const_value(low), const_value(extent)
+        if isinstance(lo, int) and isinstance(ext, int) and ext > 0:
+            ranges[var] = (lo, lo + ext - 1)
+
+
+def copy_region(chain: list[Stmt], depth: int, region: BufferRegion) -> list[tuple[PrimExpr, int]]:
+    """``(start, extent)`` per dimension of what ``region`` (of the block ``chain[-1]``)
+    touches while the statement ``chain[depth]`` runs once.
+
+    The region is rewritten in terms of loop variables (substituting the bindings of the
+    blocks below ``depth``); loops below ``depth`` are relaxed over their ranges, loops
+    above stay symbolic (TVM's ``RelaxBufferRegion``). For each dimension with index ``e``,
+    ``start`` is ``e`` with the relaxed loops at their minimum plus the lowest constant
+    offset ``e`` reaches from there, which is exact for affine indices and a sound
+    over-approximation otherwise.
+    """
+    ranges: dict[Var, tuple[int, int]] = {}
+    for stmt in chain:
+        _ranges_of(stmt, ranges)
+    inner_loops = [s for s in chain[depth:] if isinstance(s, For)]
+    at_min = {loop.loop_var: loop.min for loop in inner_loops}
+    realizes = [s for s in chain[depth:] if isinstance(s, BlockRealize)]
+
+    result = []
+    for rng, size in zip(region.region, region.buffer.shape, strict=True):
+        first = rng.min
+        last = rng.min + rng.extent - IntImm(1)
+        for realize in reversed(realizes):
+            binding = {
+                iv.var: value
+                for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=True)
+            }
+            first, last = substitute(first, binding), substitute(last, binding)
+        base = simplify(substitute(first, at_min), ranges)
+        lo = int_bounds(simplify(first - base, ranges), ranges)[0]
+        hi = int_bounds(simplify(last - base, ranges), ranges)[1]
+        if lo is None or hi is None or hi - lo + 1 > size or hi < lo:
+            result.append((IntImm(0), size))  # unknown: the whole dimension
+            continue
+        result.append((simplify(base + IntImm(lo), ranges), hi - lo + 1))
+    return result
+
+
+def _copy_nest(
+    src: Buffer,
+    dst: Buffer,
+    extents: list[tuple[PrimExpr, int]],
+    name: str,
+    taken: set[str],
+    outer: dict[Var, tuple[int, int]],
+) -> Stmt:
+    """Loops ``ax0, ax1...`` over ``extents`` around a block ``name`` doing
+    ``dst[v] = src[v]``, with ``v = start + ax`` (guarded where it may leave the buffer)."""
+    loop_vars = [Var(fresh_name(f"ax{d}", taken)) for d in range(src.ndim)]
+    iter_vars = [Var(fresh_name(f"v{d}", taken)) for d in range(src.ndim)]
+    point = tuple(Range(v, IntImm(1)) for v in iter_vars)
+    indices = tuple(iter_vars)
+    block = Block(
+        name,
+        tuple(
+            IterVar(v, Range(IntImm(0), IntImm(size)), IterKind.SPATIAL)
+            for v, size in zip(iter_vars, src.shape, strict=True)
+        ),
+        (BufferRegion(src, point),),
+        (BufferRegion(dst, point),),
+        BufferStore(dst, BufferLoad(src, indices), indices),
+    )
+    ranges = dict(outer)
+    for var, (_, extent) in zip(loop_vars, extents, strict=True):
+        ranges[var] = (0, extent - 1)
+    bindings = []
+    predicate: PrimExpr = TRUE
+    for var, (start, _), size in zip(loop_vars, extents, src.shape, strict=True):
+        value = simplify(start + var, ranges)
+        bindings.append(value)
+        for cond in (GE(value, IntImm(0)), LT(value, IntImm(size))):
+            if not prove(cond, ranges):
+                predicate = conjoin(predicate, cond)
+    stmt: Stmt = BlockRealize(tuple(bindings), predicate, block)
+    for var, (_, extent) in reversed(list(zip(loop_vars, extents, strict=True))):
+        stmt = For(var, IntImm(0), IntImm(extent), ForKind.SERIAL, stmt)
+    return stmt
+
+
+def place_copy(
+    func: PrimFunc,
+    target: Block,
+    ancestors: tuple[Stmt, ...],
+    others: list[tuple[Block, tuple[Stmt, ...]]],
+    region: BufferRegion,
+    src: Buffer,
+    dst: Buffer,
+    name: str,
+    taken: set[str],
+) -> tuple[Stmt, Stmt]:
+    """``(anchor, copy nest)``: where the copy goes and the copy itself."""
+    chain = _chain(ancestors, target)
+    depth = _anchor_depth(chain, others)
+    outer: dict[Var, tuple[int, int]] = {}
+    for stmt in chain[:depth]:
+        _ranges_of(stmt, outer)
+    extents = copy_region(chain, depth, region)
+    return chain[depth], _copy_nest(src, dst, extents, name, taken, outer)
+
+
+def add_cache(
+    func: PrimFunc,
+    old: Block,
+    new: Block,
+    anchor: Stmt,
+    copy: Stmt,
+    cache: Buffer,
+    *,
+    after: bool,
+) -> PrimFunc:
+    body = _Splice(old, new, anchor, copy, after).visit(func.body)
+    root = body.block
+    root = root.replace(alloc_buffers=root.alloc_buffers + (cache,))
+    return func.replace(body=body.replace(block=root))
+
+
+def redirect_enclosing(
+    func: PrimFunc, ancestors: tuple[Stmt, ...], old: Buffer, cache: Buffer, fields: tuple[str, ...]
+) -> PrimFunc:
+    """Blocks around the cached block declare the cache in their ``fields`` regions where
+    they declared ``old`` (keeping ``old`` too while something else inside still uses it)."""
+
+    def still_used(block: Block, field: str) -> bool:
+        for node in collect(block.body, lambda n: isinstance(n, (Block, BufferLoad, BufferStore))):
+            if isinstance(node, Block):
+                if any(r.buffer == old for r in getattr(node, field)):
+                    return True
+            elif node.buffer == old and isinstance(node, BufferLoad) == (field == "reads"):
+                return True
+        return False
+
+    def rewrite(block: Block) -> Block:
+        changes = {}
+        for field in fields:
+            regions = []
+            for region in getattr(block, field):
+                if region.buffer == old:
+                    regions.append(region.replace(buffer=cache))
+                    if still_used(block, field):
+                        regions.append(region)
+                else:
+                    regions.append(region)
+            changes[field] = tuple(regions)
+        return block.replace(**changes)
+
+    root = func.root_block
+    for stmt in ancestors:
+        if isinstance(stmt, Block) and stmt is not root:
+            func = replace_block(func, stmt.name, rewrite)
+    return func
+
+
+def cache_name(func: PrimFunc, buffer: Buffer, scope: str) -> tuple[str, set[str]]:
+    taken = used_names(func) | set(block_names(func)) | {"root"}
+    return fresh_name(f"{buffer.name}_{scope}", taken), taken
