@@ -22,12 +22,14 @@ def test_reduction_loop_table():
         ("vectorize", False),
         ("unroll", True),
         ("annotate", True),
+        ("rfactor", True),
+        ("decompose_reduction", True),
     ]
     assert table["parallel"] == Legality(
         "parallel", False, "loop 'k' is a reduction loop", "ReductionLoopError"
     )
     assert table["fuse"].reason == "loop 'k' is not perfectly nested: its body is block 'B'"
-    assert table.legal() == ["split", "unroll", "annotate"]
+    assert table.legal() == ["split", "unroll", "annotate", "rfactor", "decompose_reduction"]
 
 
 def test_outer_spatial_loop_table():
@@ -39,7 +41,18 @@ def test_outer_spatial_loop_table():
 def test_block_table():
     sch = Schedule(matmul)
     table = sch.legal_primitives(sch.get_block("C"))
-    assert [(r.primitive, r.legal) for r in table] == [("annotate", True)]
+    assert [(r.primitive, r.legal, r.error) for r in table] == [
+        ("annotate", True, ""),
+        ("compute_at", False, "OutputBlockError"),
+        ("reverse_compute_at", False, "NoProducersError"),
+        ("compute_inline", False, "InlineReductionError"),
+        ("reverse_compute_inline", False, "InlineReductionError"),
+        ("cache_read", True, ""),
+        ("cache_write", True, ""),
+        ("set_scope", False, "ParameterScopeError"),
+        ("decompose_reduction", True, ""),
+        ("transform_layout", True, ""),
+    ]
 
 
 def test_probing_leaves_the_schedule_alone():
@@ -52,9 +65,9 @@ def test_table_forms():
     sch, k, table = table_of(row_sum, "B", 1)
     frame = table.to_frame()
     assert list(frame.columns) == ["primitive", "legal", "reason", "error"]
-    assert frame["legal"].tolist() == [True, False, False, False, False, True, True]
+    assert frame["legal"].tolist() == [True, False, False, False, False, True, True, True, True]
     text = str(table).splitlines()
     assert text[0].split() == ["primitive", "legal", "reason"]
     assert text[4].split()[:2] == ["parallel", "no"]
     html = table._repr_html_()
-    assert html.count("<tr>") == 8 and "reduction loop" in html
+    assert html.count("<tr>") == 10 and "reduction loop" in html

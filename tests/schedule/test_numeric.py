@@ -71,6 +71,10 @@ def test_cpu_target_matches(rng):
     assert_same(sch, rng, target="cpu")
 
 
+LOOP_PRIMITIVES = ("split", "fuse", "reorder", "parallel", "vectorize", "unroll")
+"""The loop primitives this test draws from (tests/property mixes in all the others)."""
+
+
 def random_schedule(func, block, seed, steps=4):
     """Apply ``steps`` random legal primitives (with random factors for split)."""
     chooser = random.Random(seed)
@@ -78,7 +82,7 @@ def random_schedule(func, block, seed, steps=4):
     for _ in range(steps):
         loops = sch.get_loops(sch.get_block(block))
         loop = chooser.choice(loops)
-        legal = [p for p in sch.legal_primitives(loop).legal() if p != "annotate"]
+        legal = [p for p in sch.legal_primitives(loop).legal() if p in LOOP_PRIMITIVES]
         primitive = chooser.choice(legal)
         if primitive == "split":
             sch.split(loop, factors=[None, chooser.choice([2, 3, 4, 5])])

@@ -50,6 +50,7 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.functor import IRMapper
+from workbench.backends.compact import compact_local_buffers
 
 
 def lower(func: PrimFunc, *, simplify: bool = True) -> PrimFunc:
@@ -87,7 +88,8 @@ def lower(func: PrimFunc, *, simplify: bool = True) -> PrimFunc:
         body = simplify_stmt(body)
     allocations = tuple(dict.fromkeys(root.alloc_buffers + tuple(flattener.allocations)))
     new_root = root.replace(body=body, init=None, alloc_buffers=allocations)
-    return func.replace(body=func.body.replace(block=new_root))
+    lowered = func.replace(body=func.body.replace(block=new_root))
+    return compact_local_buffers(lowered) if simplify else lowered
 
 
 def init_condition(realize: BlockRealize) -> PrimExpr:
