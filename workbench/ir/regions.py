@@ -11,14 +11,24 @@ from __future__ import annotations
 
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import Add, BufferLoad, IntImm, PrimExpr, Sub
-from workbench.ir.functor import IRVisitor
-from workbench.ir.stmt import BlockRealize, BufferRegion, BufferStore, Range, Stmt
+from workbench.ir.expr import Var
+from workbench.ir.functor import IRVisitor, collect, substitute
+from workbench.ir.stmt import BlockRealize, BufferRegion, BufferStore, For, Range, Stmt
+
+
+WHOLE = None
+"""An index standing for "anywhere in this dimension" (a nested block's relaxed access)."""
 
 
 class _AccessCollector(IRVisitor):
     def __init__(self):
-        self.reads: dict[Buffer, list[tuple[PrimExpr, ...]]] = {}
-        self.writes: dict[Buffer, list[tuple[PrimExpr, ...]]] = {}
+        self.reads: dict[Buffer, list[tuple[PrimExpr | None, ...]]] = {}
+        self.writes: dict[Buffer, list[tuple[PrimExpr | None, ...]]] = {}
+        self.inner_loop_vars: set[Var] = set()
+
+    def visit_For(self, node: For):
+        self.inner_loop_vars.add(node.loop_var)
+        self.generic_visit(node)
 
     def visit_BufferLoad(self, node: BufferLoad):
         self.reads.setdefault(node.buffer, []).append(node.indices)
@@ -29,11 +39,23 @@ class _AccessCollector(IRVisitor):
         self.generic_visit(node)
 
     def visit_BlockRealize(self, node: BlockRealize):
-        # a nested block reports its own regions (in its parent's terms via its bindings)
-        for region in node.block.reads:
-            self.reads.setdefault(region.buffer, []).append(tuple(r.min for r in region.region))
-        for region in node.block.writes:
-            self.writes.setdefault(region.buffer, []).append(tuple(r.min for r in region.region))
+        # A nested block reports its own regions, rewritten in the parent's terms through its
+        # bindings. A dimension that still depends on a loop inside the parent block (or
+        # spans more than one element) is relaxed to the whole dimension: conservative.
+        bindings = {iv.var: value for iv, value in zip(node.block.iter_vars, node.iter_values)}
+        for regions, target in ((node.block.reads, self.reads), (node.block.writes, self.writes)):
+            for region in regions:
+                target.setdefault(region.buffer, []).append(
+                    tuple(self._outer_index(r, bindings) for r in region.region)
+                )
+
+    def _outer_index(self, rng: Range, bindings: dict) -> PrimExpr | None:
+        if not (isinstance(rng.extent, IntImm) and rng.extent.value == 1):
+            return WHOLE
+        index = substitute(rng.min, bindings)
+        if collect(index, lambda n: isinstance(n, Var) and n in self.inner_loop_vars):
+            return WHOLE
+        return index
 
 
 def _split_offset(expr: PrimExpr) -> tuple[PrimExpr | None, int]:
@@ -49,7 +71,9 @@ def _split_offset(expr: PrimExpr) -> tuple[PrimExpr | None, int]:
     return expr, 0
 
 
-def _merge_dimension(indices: list[PrimExpr], extent: int) -> Range:
+def _merge_dimension(indices: list[PrimExpr | None], extent: int) -> Range:
+    if any(index is WHOLE for index in indices):
+        return Range(IntImm(0), IntImm(extent))
     parts = [_split_offset(index) for index in indices]
     bases = {base for base, _ in parts}
     if len(bases) != 1:
