@@ -43,3 +43,31 @@ def test_second_process_hits_numba_disk_cache(tmp_path):
     assert second["hit"] == "disk"
     assert sorted(p.name for p in tmp_path.glob("workbench_kernel_matmul_*.py")) == modules
     assert second["seconds"] < first["seconds"]
+
+
+def test_clear_memory_cache_forces_a_fresh_compile(tmp_path, monkeypatch):
+    import numpy as np
+
+    sys.path.insert(0, str(TESTS))
+    import ir_examples
+    from workbench.backends import build
+    from workbench.backends.numba_cpu import clear_memory_cache
+
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "first"))
+    func = ir_examples.add_relu(16)
+    build(func, target="cpu")
+    assert build(func, target="cpu").cache_hit == "memory"
+
+    assert clear_memory_cache() >= 1
+    assert not any(name.startswith("workbench_kernel_") for name in sys.modules)
+    # same directory: Numba's disk cache answers
+    assert build(func, target="cpu").cache_hit == "disk"
+
+    clear_memory_cache()
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "second"))
+    kernel = build(func, target="cpu")  # empty directory: a real compile
+    assert kernel.cache_hit is None and kernel.compile_seconds > 0
+    a, b = np.random.default_rng(0).standard_normal((2, 16)).astype("float32")
+    c = np.empty(16, "float32")
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, np.maximum(a + b, 0), rtol=1e-6)

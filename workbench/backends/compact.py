@@ -22,8 +22,18 @@ from __future__ import annotations
 
 from workbench.backends.allocation import TOP, allocation_sites
 from workbench.ir import (
-    Add, Buffer, BufferLoad, BufferRegion, BufferStore, For, IntImm, PrimExpr, PrimFunc,
-    Range, Sub, Var,
+    Add,
+    Buffer,
+    BufferLoad,
+    BufferRegion,
+    BufferStore,
+    For,
+    IntImm,
+    PrimExpr,
+    PrimFunc,
+    Range,
+    Sub,
+    Var,
 )
 from workbench.ir.arith import int_bounds, simplify
 from workbench.ir.functor import IRMapper, IRVisitor, collect
@@ -140,7 +150,7 @@ class _Rewriter(IRMapper):
 
     def _indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         result = []
-        for index, offset in zip(indices, self.offsets):
+        for index, offset in zip(indices, self.offsets, strict=True):
             if offset is None:
                 result.append(index)
                 continue

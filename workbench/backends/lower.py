@@ -33,6 +33,7 @@ generators from the lowered loops (the innermost loop enclosing every access), s
 
 from __future__ import annotations
 
+from workbench.backends.compact import compact_local_buffers
 from workbench.ir import (
     EQ,
     TRUE,
@@ -50,7 +51,6 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.functor import IRMapper
-from workbench.backends.compact import compact_local_buffers
 
 
 def lower(func: PrimFunc, *, simplify: bool = True) -> PrimFunc:
