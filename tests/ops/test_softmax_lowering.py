@@ -1,0 +1,156 @@
+"""The softmax lowering walk-through: every step computes softmax, on numpy and cpu."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import ops
+from workbench.ir import ForKind
+from workbench.ir.analysis import find_blocks
+from workbench.ir.functor import collect
+from workbench.ir.stmt import For
+from workbench.ops.softmax_lowering import (
+    LANES,
+    LoweringStep,
+    fused_layernorm_schedule,
+    fused_softmax_schedule,
+    online_softmax,
+    softmax_lowering_steps,
+)
+from workbench.schedule import MultipleStoresError
+
+M, N = 6, 48
+
+
+def reference_softmax(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def inputs(scale: float, seed: int = 0) -> np.ndarray:
+    """Random rows; a large ``scale`` makes ``exp(x)`` overflow float32 without the max."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((M, N)) * scale).astype(np.float32)
+
+
+def run(func_or_sch, target: str, x: np.ndarray, **options) -> np.ndarray:
+    out = np.full(x.shape, np.nan, np.float32)
+    wb.build(func_or_sch, target=target, **options)(x, out)
+    return out
+
+
+def loops_of(func) -> list[For]:
+    return collect(func, lambda node: isinstance(node, For))
+
+
+@pytest.fixture(scope="module")
+def steps() -> list[LoweringStep]:
+    return softmax_lowering_steps(M, N)
+
+
+def test_steps_titles_and_traces(steps):
+    assert [s.title for s in steps] == [
+        "1. three passes", "2. fused (compute_at)", "3. fused, parallel, vectorized",
+        "4. online softmax, fused"]
+    assert steps[0].trace is None
+    assert steps[0].func == ops.softmax(M, N)
+    assert all(s.trace and s.trace.startswith('b0 = sch.get_block("T_softmax_norm")')
+               for s in steps[1:])
+    assert "sch.rfactor(" in steps[2].trace and "sch.rfactor(" not in steps[1].trace
+    assert all(s.explanation.strip() for s in steps)
+    assert "not a schedule" in steps[3].explanation
+
+
+@pytest.mark.parametrize("target", ["numpy", "cpu"])
+@pytest.mark.parametrize("scale", [1.0, 60.0])
+def test_every_step_computes_softmax(steps, target, scale):
+    x = inputs(scale)
+    expected = reference_softmax(x)
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.exp(x)).any() or scale == 1.0  # the max subtraction is needed
+    for step in steps:
+        out = run(step.func, target, x)
+        np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-7, err_msg=step.title)
+
+
+@pytest.mark.parametrize("target", ["numpy", "cpu"])
+def test_online_softmax_alone(target):
+    x = inputs(30.0, seed=1)
+    np.testing.assert_allclose(run(online_softmax(M, N), target, x), reference_softmax(x),
+                               rtol=2e-5, atol=1e-7)
+    assert [b.name for b in find_blocks(online_softmax(M, N))] == [
+        "online_max_sum", "T_softmax_norm"]
+
+
+def test_fused_step_is_one_row_loop_with_local_row_values(steps):
+    func = steps[1].func
+    body = func.root_block.body
+    assert isinstance(body, For) and body.loop_var.name == "i2"
+    scopes = {b.name: b.scope for b in func.root_block.alloc_buffers}
+    assert scopes == {"T_softmax_maxelem": "local", "T_softmax_expsum": "local"}
+
+
+def test_vectorized_step_kinds(steps):
+    loops = loops_of(steps[2].func)
+    kinds = {lp.loop_var.name: lp.kind for lp in loops}
+    assert kinds["i2"] is ForKind.PARALLEL
+    vectorized = [name for name, kind in kinds.items() if kind is ForKind.VECTORIZED]
+    assert len(vectorized) == 3  # two rfactor-ed partial reductions and the normalise loop
+    extents = {lp.loop_var.name: lp.extent.value for lp in loops}
+    assert sorted(extents[name] for name in vectorized) == [LANES, LANES, N]
+
+
+def test_vectorized_step_really_vectorizes_on_cpu():
+    sch = fused_softmax_schedule(2, 256)
+    report = wb.build(sch, target="cpu").vectorization_report()
+    marked = [lp.loop_var.name for lp in loops_of(sch.mod) if lp.kind is ForKind.VECTORIZED]
+    for name in marked:
+        entry = report.loop(name)
+        assert entry.vectorized and entry.lanes >= 8, str(report)
+
+
+@pytest.mark.parametrize("rfactor", [False, True])
+@pytest.mark.parametrize("fast_exp", [False, True])
+def test_fused_schedule_variants(rfactor, fast_exp):
+    x = inputs(40.0, seed=2)
+    sch = fused_softmax_schedule(M, N, rfactor=rfactor)
+    out = run(sch, "cpu", x, fast_exp=fast_exp)
+    np.testing.assert_allclose(out, reference_softmax(x), rtol=2e-5, atol=1e-7)
+
+
+def test_trace_replays(steps):
+    sch = fused_softmax_schedule(M, N)
+    replayed = wb.Trace.from_json(sch.trace.to_json()).apply(ops.softmax(M, N))
+    assert replayed.mod == steps[2].func
+
+
+def test_online_reduction_cannot_be_rfactored():
+    sch = wb.Schedule(online_softmax(M, N))
+    blk = sch.get_block("online_max_sum")
+    _, k = sch.get_loops(blk)
+    _, k1 = sch.split(k, factors=[None, LANES])
+    before = sch.mod
+    with pytest.raises(MultipleStoresError):
+        sch.rfactor(k1, factor_axis=0)
+    assert sch.mod == before
+
+
+def test_row_length_must_fill_the_lanes():
+    with pytest.raises(ValueError, match="N=40 must be a multiple of 16"):
+        softmax_lowering_steps(4, 40)
+
+
+@pytest.mark.parametrize("target", ["numpy", "cpu"])
+def test_fused_layernorm(target):
+    rows, cols = 4, 128
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((rows, cols)) * 3 + 5).astype(np.float32)
+    gamma = rng.standard_normal(cols).astype(np.float32)
+    beta = rng.standard_normal(cols).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    wb.build(fused_layernorm_schedule(rows, cols), target=target)(x, gamma, beta, out)
+    expected = ops.reference.layernorm(x, gamma, beta, eps=1e-5)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)

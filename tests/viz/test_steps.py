@@ -1,0 +1,92 @@
+"""steps_table / show_steps on the softmax walk-through, with byte counts worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench import ops
+from workbench.ir.traffic import pass_traffic
+from workbench.ops.softmax_lowering import softmax_lowering_steps
+from workbench.viz.steps import global_access_bytes, show_steps, steps_html, steps_table, steps_text
+
+M, N = 4, 16  # A and the output are 256 bytes each, a row vector 16 bytes
+
+
+@pytest.fixture(scope="module")
+def steps():
+    return softmax_lowering_steps(M, N)
+
+
+def test_three_pass_traffic_by_hand():
+    # max:     reads A (256) and T_softmax_maxelem (16, the update reads it), writes it (16)
+    # exp-sum: reads A, maxelem, expsum (256 + 16 + 16), writes expsum (16)
+    # norm:    reads A, maxelem, expsum (256 + 16 + 16), writes the output (256)
+    assert [p.bytes for p in pass_traffic(ops.softmax(M, N))] == [288, 304, 544]
+
+
+def test_table_static_columns(steps):
+    table = steps_table(steps)
+    assert list(table.columns) == ["title", "blocks", "passes", "DRAM bytes", "access bytes",
+                                   "global access bytes", "flops"]
+    assert table["title"].tolist() == [s.title for s in steps]
+    assert table.index.tolist() == [1, 2, 3, 4]
+    assert table["passes"].tolist() == [3, 1, 1, 1]
+    # fused: one pass reading A (256) and writing the output (256); row values are local
+    assert table["DRAM bytes"].tolist() == [288 + 304 + 544, 512, 512, 512]
+    # blocks: 3; 3; 3 + 2 rfactor blocks + 4 decomposed inits; online + init + norm
+    assert table["blocks"].tolist() == [3, 3, 9, 3]
+    # flops: max 1, exp-sum 3 (sub, exp, add), norm 3 (sub, exp, div) per element = 448;
+    # step 3 adds two 16-lane final reductions per row (4 x 2 x 16 = 128);
+    # online: 9 per element in the reduction (2 max, 2 sub, 2 exp, mul, add + the max store)
+    assert table["flops"].tolist() == [448, 448, 576, 768]
+
+
+def test_global_access_bytes_by_hand(steps):
+    # three passes, per element: max 3 accesses (load max, load A, store max), exp-sum 4,
+    # norm 4 -> 64 x 11 x 4 B = 2816, plus two inits of 4 rows = 32
+    assert global_access_bytes(steps[0].func) == 2848
+    # fused: row values are local; A read by three blocks, the output written once
+    assert global_access_bytes(steps[1].func) == 64 * 4 * 4
+    assert global_access_bytes(steps[2].func) == 64 * 4 * 4
+    # online: A read by the online block (once, however often the text loads it) and norm
+    assert global_access_bytes(steps[3].func) == 64 * 3 * 4
+
+
+def test_fusion_moves_fewer_dram_bytes(steps):
+    table = steps_table(steps)
+    three, fused = table["DRAM bytes"].iloc[0], table["DRAM bytes"].iloc[1]
+    assert fused < three
+    assert three / fused == pytest.approx(1136 / 512)
+
+
+def test_table_measured(steps):
+    table = steps_table(steps, measure=True, shape=(M, N), budget_s=0.02)
+    assert {"max abs error", "time ms", "GB/s", "speedup"} <= set(table.columns)
+    assert (table["max abs error"] < 1e-6).all()
+    assert (table["time ms"] > 0).all()
+    assert table["speedup"].iloc[0] == 1.0
+    assert table["GB/s"].iloc[1] == pytest.approx(512 / (table["time ms"].iloc[1] * 1e-3) / 1e9)
+
+
+def test_table_shape_must_match(steps):
+    with pytest.raises(ValueError, match=r"shape=\(8, 16\) but the steps take A of shape \(4, 16\)"):
+        steps_table(steps, measure=True, shape=(8, 16))
+
+
+def test_text_and_html(steps):
+    text = steps_text(steps)
+    for step in steps:
+        assert f"=== {step.title} ===" in text
+    assert text.count("Schedule trace:") == 3
+    assert "sch.compute_at(" in text and "def online_softmax(" in text
+    html = steps_html(steps)
+    assert html.count("<h3>") == 4
+    assert "<code>compute_at</code>" in html  # the explanation's markdown is rendered
+    assert "<details><summary>schedule trace</summary>" in html
+
+
+def test_show_steps_prints_outside_a_notebook(steps, capsys):
+    show_steps(steps[:2])
+    out = capsys.readouterr().out
+    assert out.startswith("=== 1. three passes ===")
+    assert "=== 2. fused (compute_at) ===" in out
