@@ -1,0 +1,1 @@
+"""Visualisers: the roofline plot (``roofline``) and lowering-step tables (``steps``)."""
