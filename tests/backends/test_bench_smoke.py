@@ -15,7 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "RESULTS.md"
-SCRIPTS = ["bench_matmul_cpu.py", "bench_elementwise_cpu.py", "bench_compile.py"]
+SCRIPTS = [
+    "bench_matmul_cpu.py",
+    "bench_matmul_packed_cpu.py",
+    "bench_elementwise_cpu.py",
+    "bench_compile.py",
+]
 RATIO = re.compile(r"\d+\.\d\dx")
 
 

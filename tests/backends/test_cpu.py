@@ -59,7 +59,9 @@ def test_local_intermediate_in_parallel_loop(rng):
     kernel, (c,) = _compare(func, [a], [((8, 16), np.float32)])
     np.testing.assert_allclose(c, expected(a), rtol=1e-6)
     prange_line = kernel.source.index("numba.prange")
-    assert kernel.source.index("T_local = np.empty((16,), dtype=np.float32)") > prange_line
+    # a small local buffer is a stack array, allocated in the parallel body (one per thread)
+    assert 'T_local_stack = rt.stack_allocator((16,), "float32")' in kernel.source
+    assert kernel.source.index("T_local = T_local_stack()  # scope local, stack") > prange_line
 
 
 def test_branches(rng):

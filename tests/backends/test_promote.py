@@ -21,7 +21,8 @@ def _run(func, a, b, **options):
 
 def test_naive_matmul_gets_a_scalar_accumulator(rng):
     source = lower_to_numba_source(ir_examples.matmul(16, 16, 16))
-    assert "C_acc = np.empty((1,), dtype=np.float32)  # scope local" in source
+    assert 'C_acc_stack = rt.stack_allocator((1,), "float32")' in source
+    assert "C_acc = C_acc_stack()  # scope local, stack" in source
     assert "for k in range(u64(1), u64(16)):" in source  # init peeled off the k loop
     assert "if k == " not in source
     a, b = rng.random((16, 16), dtype=np.float32), rng.random((16, 16), dtype=np.float32)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import keyword
 
+import numpy as np
+
 from workbench.backends.allocation import TOP, allocation_sites
 from workbench.backends.expr_printer import ExprPrinter, np_dtype_name
 from workbench.backends.lower import is_opaque_block
@@ -40,6 +42,11 @@ from workbench.ir import (
     Var,
 )
 from workbench.ir.functor import collect
+
+STACK_MAX_BYTES = 16 * 1024
+"""``local``/``shared`` buffers up to this size live on the stack in ``cpu`` kernels
+(``runtime.stack_allocator``), larger ones come from ``np.empty``. A register tile or a
+promoted accumulator is a few KiB; worker threads' stacks are much larger than this."""
 
 _RESERVED = {"np", "numba", "math", "rt", "u64", "prange", "range", "min", "max", "abs", "bool"}
 
@@ -135,6 +142,7 @@ class _Generator:
         self.numba = target == "cpu"
         self.unsigned = self.numba and use_unsigned_indices(func)
         self.names = self._assign_names()
+        self.stack = self._stack_allocators()
         self.printer = ExprPrinter(self.names, unsigned_indices=self.unsigned, fast_exp=fast_exp)
         self.sites = allocation_sites(func)
         self.lines: list[str] = []
@@ -157,6 +165,24 @@ class _Generator:
                 names[name] = python_identifier(name, taken)
                 taken.add(names[name])
         return names
+
+    def _stack_allocators(self) -> dict[str, str]:
+        """Buffer name -> name of its module-level stack allocator, for the small
+        non-global intermediates of a ``cpu`` kernel (see ``STACK_MAX_BYTES``)."""
+        if not self.numba:
+            return {}
+        taken = set(self.names.values()) | {self.func_name}
+        allocators = {}
+        for buf in self.func.root_block.alloc_buffers:
+            if buf.scope == "global" or not all(isinstance(n, int) for n in buf.shape):
+                continue
+            elements = 1
+            for n in buf.shape:
+                elements *= n
+            if 0 < elements * np.dtype(buf.dtype).itemsize <= STACK_MAX_BYTES:
+                allocators[buf.name] = python_identifier(f"{self.names[buf.name]}_stack", taken)
+                taken.add(allocators[buf.name])
+        return allocators
 
     # -- module ---------------------------------------------------------------------
 
@@ -198,11 +224,22 @@ class _Generator:
             (["import numba"] if self.numba else [])
             + ["import numpy as np"]
             + (["from numpy import uint64 as u64"] if self.unsigned else []),
-            ["from workbench.backends import runtime as rt"] if self.printer.uses_runtime else [],
+            ["from workbench.backends import runtime as rt"]
+            if self.printer.uses_runtime or self.stack
+            else [],
         ]
         for group in groups:
             if group:
                 lines += group + [""]
+        if self.stack:
+            lines.append("# small local buffers live on the stack (LLVM keeps them in registers)")
+            for buf in self.func.root_block.alloc_buffers:
+                if buf.name in self.stack:
+                    shape = repr(tuple(int(n) for n in buf.shape))
+                    lines.append(
+                        f'{self.stack[buf.name]} = rt.stack_allocator({shape}, "{buf.dtype}")'
+                    )
+            lines.append("")
         lines.append("")
         return lines
 
@@ -233,6 +270,8 @@ class _Generator:
                 self._emit(depth, self._allocation(buf))
 
     def _allocation(self, buf: Buffer) -> str:
+        if buf.name in self.stack:
+            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {buf.scope}, stack"
         shape = repr(tuple(int(n) for n in buf.shape))
         maker = "np.empty" if self.numba else "np.zeros"
         scope = f"  # scope {buf.scope}" if buf.scope != "global" else ""

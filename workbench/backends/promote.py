@@ -28,6 +28,11 @@ proves it legal. A loop ``L`` is promoted for a buffer ``C`` it writes when
   ``i_0 * 4 + i_1 < 18``, which then also guards the copies), the same ones for every access;
 * the tile has at most ``MAX_ELEMENTS`` elements.
 
+When ``C`` is itself a non-global intermediate whose shape is exactly that tile, accessed at
+``(v_0, v_1, ...)`` (``cache_write(block, 0, "local")`` + ``reverse_compute_at`` under the
+tile loop, compacted by ``compact``), it is already a fresh local array: the loop is only
+peeled (below), with no second tile and no copies.
+
 A tile with no ``v`` (``C[i, j]`` in a naive ``i, j, k`` nest) becomes a one-element array:
 the scalar accumulator of a dot product. Loops are tried outermost first and a promoted
 loop is not searched again for the same buffer.
@@ -199,6 +204,10 @@ class _Promoter(IRMapper):
             elements *= n
         if elements > self.max_elements:
             return None
+        if _is_whole_local_tile(buffer, tile_vars, bases, shape):
+            # already a fresh local array holding exactly this tile (``cache_write`` to
+            # "local" + ``reverse_compute_at``, compacted): a copy would only double it
+            return peel_first_iteration(loop, self.ranges)
         tile = Buffer(self._fresh(f"{buffer.name}_acc"), shape, buffer.dtype, "local")
         self.buffers.append(tile)
         index_dtype = indices[0].dtype if indices else "int32"
@@ -250,6 +259,22 @@ class _Promoter(IRMapper):
         for v, extent in reversed([(v, tile.shape[n]) for n, v in enumerate(box)]):
             body = For(fresh[v], IntImm(0, v.dtype), IntImm(extent, v.dtype), ForKind.SERIAL, body)
         return body
+
+
+def _is_whole_local_tile(buffer: Buffer, tile_vars, bases, shape) -> bool:
+    """Whether ``buffer`` is a non-global intermediate that the loop's accesses cover
+    exactly, at indices ``(v_0, v_1, ...)``: then it is already what promotion would make.
+
+    Such a buffer (a ``cache_write(..., "local")`` accumulator placed with
+    ``reverse_compute_at`` and compacted to its tile by ``workbench.backends.compact``) is a
+    fresh ``np.empty`` allocated inside the loops around it, so nothing else can alias it
+    and LLVM keeps it in registers as it would keep the promoted copy.
+    """
+    if buffer.scope == "global" or None in tile_vars:
+        return False
+    if tuple(buffer.shape) != tuple(shape):
+        return False
+    return all(isinstance(b, IntImm) and b.value == 0 for b in bases)
 
 
 def peel_first_iteration(loop: For, outer_ranges: dict | None = None) -> Stmt:

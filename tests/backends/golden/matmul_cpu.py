@@ -8,12 +8,17 @@ import numba
 import numpy as np
 from numpy import uint64 as u64
 
+from workbench.backends import runtime as rt
+
+# small local buffers live on the stack (LLVM keeps them in registers)
+C_acc_stack = rt.stack_allocator((1,), "float32")
+
 
 @numba.njit(cache=True, parallel=False, fastmath=True, boundscheck=False, error_model="numpy")
 def matmul(A, B, C):
     for i in range(u64(16)):
         for j in range(u64(16)):
-            C_acc = np.empty((1,), dtype=np.float32)  # scope local
+            C_acc = C_acc_stack()  # scope local, stack
             C_acc[u64(0)] = C[i, j]
             # block C
             C_acc[u64(0)] = np.float32(0.0)
