@@ -14,6 +14,7 @@ from workbench.schedule import (
     LoopNotFoundError,
     LoopsNotAdjacentError,
     LoopsNotInSameNestError,
+    MixedLoopReorderError,
     MultipleNoneFactorsError,
     NonConstantExtentError,
     NonDividingFactorError,
@@ -103,6 +104,24 @@ def test_reorder_loop_bound_depends_on_outer_loop():
     sch, (i, j) = setup(triangle(), "B")
     err = raises_unchanged(sch, DependentLoopBoundError, sch.reorder, j, i)
     assert err.message == "the bounds of loop 'j' depend on loop 'i'"
+
+
+def test_reorder_of_fused_spatial_and_reduction_loop():
+    # found by the property tests: after fuse(i, j, k) and a split, swapping the two loops
+    # ran some updates of C[vi, vj] before its init (vk == 0) and lost them
+    sch, (i, j, k) = setup(matmul, "C")
+    fused = sch.fuse(sch.fuse(i, j), k)
+    outer, inner = sch.split(fused, factors=[None, 3])
+    err = raises_unchanged(sch, MixedLoopReorderError, sch.reorder, inner, outer)
+    assert err.message == (
+        "loop 'i_j_fused_k_fused_0' binds both spatial and reduction variables of block 'C'"
+    )
+    assert "init could run after some of its updates" in err.detail
+    assert err.block == "C"
+    # loops of one kind still reorder
+    sch2, (i, j, k) = setup(matmul, "C")
+    sch2.reorder(j, i)
+    assert [sch2.name(loop) for loop in sch2.get_loops(sch2.get_block("C"))] == ["j", "i", "k"]
 
 
 # --- loop kinds ----------------------------------------------------------------------------

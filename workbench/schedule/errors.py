@@ -320,6 +320,35 @@ class DependentLoopBoundError(ScheduleError):
         )
 
 
+class MixedLoopReorderError(ScheduleError):
+    """Reorder of a loop that binds both spatial and reduction variables of a block."""
+
+    def __init__(
+        self,
+        primitive: str,
+        loop: str,
+        block: str,
+        spatial: str,
+        reduce: str,
+        func: PrimFunc,
+        node: Node,
+    ):
+        super().__init__(
+            primitive,
+            loop,
+            f"loop {loop!r} binds both spatial and reduction variables of block {block!r}",
+            detail=f"it drives spatial {spatial!r} and reduction {reduce!r} at once (a fused "
+            "or split spatial-and-reduction loop); moving it would interleave the reduction "
+            "steps of different output elements, so an element's init could run after some "
+            "of its updates",
+            suggestion="reorder before fusing spatial and reduction loops, or fuse only loops "
+            "of one kind",
+            func=func,
+            node=node,
+        )
+        self.block = block
+
+
 # ---------------------------------------------------------------------------------------
 # Loop kinds
 # ---------------------------------------------------------------------------------------

@@ -13,14 +13,17 @@ from typing import Any
 
 from workbench.ir import (
     LT,
+    BlockRealize,
     For,
     ForKind,
     IntImm,
+    IterKind,
     PrimExpr,
     PrimFunc,
     Stmt,
     Var,
     const_value,
+    collect,
     substitute,
 )
 from workbench.schedule.errors import (
@@ -29,6 +32,7 @@ from workbench.schedule.errors import (
     InvalidArgumentError,
     LoopsNotAdjacentError,
     LoopsNotInSameNestError,
+    MixedLoopReorderError,
     MultipleNoneFactorsError,
     NonConstantExtentError,
     NonDividingFactorError,
@@ -366,7 +370,7 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
     Raises
     ------
     InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
-    NotPerfectlyNestedError, DependentLoopBoundError
+    NotPerfectlyNestedError, DependentLoopBoundError, MixedLoopReorderError
 
     Example
     -------
@@ -391,6 +395,9 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
     order = iter(loop for loop, _ in found)
     new_chain = [next(order) if loop.loop_var.name in listed else loop for loop in chain]
 
+    for old, new in zip(chain, new_chain, strict=True):
+        if old is not new:
+            _check_not_mixed(primitive, func, old)
     for position, loop in enumerate(new_chain):
         for inner in new_chain[position + 1 :]:
             name = inner.loop_var.name
@@ -401,6 +408,24 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
     for loop in reversed(new_chain):
         body = loop.replace(body=body)
     return replace_loop(func, top.loop_var.name, lambda _: body)
+
+
+def _check_not_mixed(primitive: str, func: PrimFunc, loop: For) -> None:
+    """Refuse to move a loop that drives both spatial and reduction variables of a block."""
+    name = loop.loop_var.name
+    for realize in collect(loop.body, lambda n: isinstance(n, BlockRealize)):
+        spatial = reduce = None
+        for iter_var, value in zip(realize.block.iter_vars, realize.iter_values, strict=True):
+            if not uses_var(value, name):
+                continue
+            if iter_var.kind is IterKind.REDUCE:
+                reduce = reduce or iter_var.var.name
+            else:
+                spatial = spatial or iter_var.var.name
+        if spatial and reduce:
+            raise MixedLoopReorderError(
+                primitive, name, realize.block.name, spatial, reduce, func, loop
+            )
 
 
 # ---------------------------------------------------------------------------------------
