@@ -52,3 +52,29 @@ def test_global_and_top_level_intermediates_keep_their_shape():
     sch.set_scope(sch.get_block("T_softmax_maxelem"), 0, "local")
     lowered = lower(sch.mod)
     assert {b.name: b.shape for b in lowered.root_block.alloc_buffers}["T_softmax_maxelem"] == (4,)
+
+
+def test_window_wider_than_the_buffer_keeps_the_dimension():
+    # found by the property tests: the padded copy reads data_local[..., ax2 - 1] for ax2 in
+    # [0, 9) under a Select, a window of 9 on a dimension of 7; shrinking it to 7 wrote past
+    # the end of the stack tile and the conv produced NaNs
+    func = ops.conv2d_nchw(N=1, C=3, H=7, W=7, K=4, R=3, S=3, stride=2, padding=1, dilation=1)
+    sch = wb.Schedule(func)
+    pad = sch.get_block("pad_temp")
+    conv = sch.get_block("conv2d_nchw")
+    n, k, y, *_ = sch.get_loops(conv)
+    sch.compute_at(pad, y)
+    local = sch.cache_read(pad, 0, "local")
+    sch.compute_at(local, sch.get_loops(pad)[3])
+    lowered = lower(sch.mod)
+    shapes = {b.name: b.shape for b in lowered.root_block.alloc_buffers}
+    assert shapes["data_local"][3] == 7  # the window of 9 does not fit: kept whole
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((1, 3, 7, 7)).astype(np.float32)
+    weight = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    want = np.empty((1, 4, 4, 4), np.float32)
+    wb.build(func, target="numpy")(data, weight, want)
+    for target in ("numpy", "cpu"):
+        got = np.full((1, 4, 4, 4), np.nan, np.float32)
+        wb.build(sch, target=target)(data, weight, got)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

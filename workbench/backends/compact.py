@@ -9,7 +9,8 @@ TVM's ``CompactBufferAllocation`` pass does the same job.
 The rule, per dimension: split each index into a part that depends only on loops *outside*
 the allocation loop and a part that depends only on loops *inside* it. When every access
 has the same outer part, the dimension shrinks to the range of the inner part and the
-index becomes ``inner - min(inner)``. Anything else (an index mixing both, a ``//`` of a
+index becomes ``inner - min(inner)``. A range that is not smaller than the dimension (a
+guarded or ``Select``-ed access may reach outside the buffer) keeps the dimension as it is. Anything else (an index mixing both, a ``//`` of a
 sum) keeps that dimension whole, which is always correct.
 
 Example
@@ -136,7 +137,13 @@ def _compact_one(func: PrimFunc, buf: Buffer, site: For) -> PrimFunc | None:
             continue
         low = min(lo for lo, _ in bounds)
         high = max(hi for _, hi in bounds)
-        new_shape.append(min(high - low + 1, full))
+        if high - low + 1 >= full:
+            # no smaller than the buffer (indices a guard or a Select keeps out of range
+            # can widen it): keep the dimension and its indices as they are
+            new_shape.append(full)
+            offsets.append(None)
+            continue
+        new_shape.append(high - low + 1)
         offsets.append(low)
     if tuple(new_shape) == tuple(buf.shape):
         return None
