@@ -13,10 +13,14 @@ from workbench.ir.functor import collect
 from workbench.ir.stmt import For
 from workbench.ops.softmax_lowering import (
     LANES,
+    LOWEST_FLOAT32,
+    ONLINE_LANES,
     LoweringStep,
     fused_layernorm_schedule,
     fused_softmax_schedule,
     online_softmax,
+    online_softmax_lanes,
+    online_softmax_lanes_schedule,
     softmax_lowering_steps,
 )
 from workbench.schedule import MultipleStoresError
@@ -54,7 +58,7 @@ def steps() -> list[LoweringStep]:
 def test_steps_titles_and_traces(steps):
     assert [s.title for s in steps] == [
         "1. three passes", "2. fused (compute_at)", "3. fused, parallel, vectorized",
-        "4. online softmax, fused"]
+        "4. online softmax, fused", "5. online softmax across lanes"]
     assert steps[0].trace is None
     assert steps[0].func == ops.softmax(M, N)
     assert all(s.trace and s.trace.startswith('b0 = sch.get_block("T_softmax_norm")')
@@ -62,6 +66,8 @@ def test_steps_titles_and_traces(steps):
     assert "sch.rfactor(" in steps[2].trace and "sch.rfactor(" not in steps[1].trace
     assert all(s.explanation.strip() for s in steps)
     assert "not a schedule" in steps[3].explanation
+    assert "not a schedule" in steps[4].explanation
+    assert steps[4].trace == str(online_softmax_lanes_schedule(M, N).trace)
 
 
 @pytest.mark.parametrize("target", ["numpy", "cpu"])
@@ -136,6 +142,71 @@ def test_online_reduction_cannot_be_rfactored():
     with pytest.raises(MultipleStoresError):
         sch.rfactor(k1, factor_axis=0)
     assert sch.mod == before
+
+
+@pytest.mark.parametrize("target", ["numpy", "cpu"])
+@pytest.mark.parametrize("lanes", [16, 64])
+def test_online_softmax_lanes_alone(target, lanes):
+    cols = 128
+    x = (np.random.default_rng(4).standard_normal((M, cols)) * 60).astype(np.float32)
+    out = np.full(x.shape, np.nan, np.float32)
+    wb.build(online_softmax_lanes(M, cols, lanes), target=target)(x, out)
+    np.testing.assert_allclose(out, reference_softmax(x), rtol=2e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("target", ["numpy", "cpu"])
+def test_online_softmax_lanes_row_max_in_one_lane(target):
+    """Every row's max sits in one lane, the other lanes far below it: their sums are
+    rescaled to (almost) nothing, and a lane whose max comes late rescales its own sum."""
+    x = inputs(1.0, seed=5)
+    x[:, 3] = 80.0                 # lane 3 holds the max of every row, in its first chunk
+    x[:, ONLINE_LANES + 5] = 79.0  # lane 5 sees its max in the second chunk
+    expected = reference_softmax(x)
+    out = run(online_softmax_lanes_schedule(M, N), target, x)
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-7)
+
+
+def test_online_softmax_lanes_blocks_and_init():
+    func = online_softmax_lanes(M, N)
+    assert [b.name for b in find_blocks(func)] == [
+        "lane_max_sum", "row_max", "row_sum", "T_softmax_norm"]
+    shapes = {b.name: tuple(b.shape) for b in func.root_block.alloc_buffers}
+    assert shapes == {"lane_max": (M, ONLINE_LANES), "lane_sum": (M, ONLINE_LANES),
+                      "row_max": (M,), "row_sum": (M,)}
+    assert f"T.float32({LOWEST_FLOAT32!r})" in func.script()  # not -inf: see LOWEST_FLOAT32
+    assert "inf" not in func.script()
+
+
+def test_online_lanes_step_kinds(steps):
+    func = steps[4].func
+    loops = loops_of(func)
+    kinds = {lp.loop_var.name: lp.kind for lp in loops}
+    extents = {lp.loop_var.name: lp.extent.value for lp in loops}
+    assert func.root_block.body.kind is ForKind.PARALLEL
+    vectorized = sorted(extents[name] for name, kind in kinds.items()
+                        if kind is ForKind.VECTORIZED)
+    assert vectorized == [ONLINE_LANES, N]  # the lane loop and the normalise loop
+    assert {b.name: b.scope for b in func.root_block.alloc_buffers} == {
+        "lane_max": "local", "lane_sum": "local", "row_max": "local", "row_sum": "local"}
+    assert [b.name for b in find_blocks(func)] == [
+        "lane_max_sum_init", "lane_max_sum", "row_max_init", "row_max", "row_sum_init",
+        "row_sum", "T_softmax_norm"]
+
+
+@pytest.mark.parametrize("lanes", [16, 64])
+def test_online_lanes_step_really_vectorizes_on_cpu(lanes):
+    sch = online_softmax_lanes_schedule(2, 256, lanes)
+    report = wb.build(sch, target="cpu").vectorization_report()
+    marked = [lp.loop_var.name for lp in loops_of(sch.mod) if lp.kind is ForKind.VECTORIZED]
+    assert len(marked) == 2
+    for name in marked:
+        entry = report.loop(name)
+        assert entry.vectorized and entry.lanes >= 8, str(report)
+
+
+def test_online_softmax_lanes_row_length_must_fill_the_lanes():
+    with pytest.raises(ValueError, match="N=96 must be a multiple of lanes=64"):
+        online_softmax_lanes(4, 96, lanes=64)
 
 
 def test_row_length_must_fill_the_lanes():

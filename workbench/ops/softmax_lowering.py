@@ -16,7 +16,12 @@
 4. **online softmax, fused**: a new function (an algebraic rewrite, not a schedule) whose
    single reduction keeps a running max and a sum rescaled whenever the max grows
    (Milakov and Gimelshein, 2018), fused into the row loop the same way: the input is read
-   twice per row instead of three times.
+   twice per row instead of three times;
+5. **online softmax across lanes**: a second rewrite (again a new function, not a schedule)
+   that runs the online reduction independently in ``ONLINE_LANES`` lanes per row (lane
+   ``l`` sees elements ``l, l + L, l + 2L, ...``), combines the lanes' maxima and rescaled
+   sums, and is scheduled like step 3: the lane loop is innermost, independent, and
+   vectorized, so the online reduction runs on vectors instead of a scalar loop.
 
 Every step computes what ``ops.softmax`` computes (``tests/ops/test_softmax_lowering.py``
 checks each on the numpy and cpu targets). ``workbench.viz.steps`` tabulates their bytes,
@@ -27,12 +32,15 @@ Example
 >>> steps = softmax_lowering_steps(4, 32)
 >>> [s.title for s in steps]  # doctest: +NORMALIZE_WHITESPACE
 ['1. three passes', '2. fused (compute_at)', '3. fused, parallel, vectorized',
- '4. online softmax, fused']
+ '4. online softmax, fused', '5. online softmax across lanes']
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from workbench import T
 from workbench.ir.analysis import find_blocks
@@ -43,6 +51,18 @@ from workbench.schedule import Schedule
 
 LANES = 16
 """Partial results per row in the vectorized step: 16 float32 lanes fill one 512-bit register."""
+
+ONLINE_LANES = 16
+"""Lanes per row of the online softmax across lanes (step 5): one 512-bit register of
+running maxima and one of running sums."""
+
+LOWEST_FLOAT32 = float(np.finfo(np.float32).min)
+"""The most negative finite float32: the init of step 5's maxima, in place of ``-inf``.
+
+CPU kernels compile with ``fastmath``, under which LLVM may assume no value is infinite; an
+online update computing ``exp(-inf - x)`` then has undefined behaviour (a 16-lane kernel with
+a ``-inf`` init crashed). From the lowest finite value the first rescaling factor is
+``exp(LOWEST - x) = 0`` exactly as from ``-inf``, for every finite input."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +125,82 @@ def online_softmax(M: int = 32, N: int = 64, dtype: str = "float32") -> PrimFunc
                 T_softmax_norm[vi1, vj1] = T.exp(A[vi1, vj1] - running_max[vi1]) / running_sum[vi1]
 
     return online_softmax
+
+
+def online_softmax_lanes(M: int = 32, N: int = 64, lanes: int = ONLINE_LANES,
+                         dtype: str = "float32") -> PrimFunc:
+    """Row softmax with the online reduction run in ``lanes`` independent lanes per row.
+
+    Each row is read as ``N // lanes`` chunks of ``lanes`` elements; lane ``l`` keeps its
+    own running max ``m[i, l]`` and rescaled sum ``d[i, l]`` over the elements
+    ``A[i, k0 * lanes + l]`` (block ``lane_max_sum``, the same update as
+    ``online_softmax``). Then the lanes are combined: ``row_max`` is ``max_l m[i, l]`` and
+    ``row_sum`` is ``sum_l d[i, l] * exp(m[i, l] - row_max)`` (each lane's sum rescaled to
+    the row max), and ``T_softmax_norm`` writes ``exp(A - row_max) / row_sum``. The lane
+    loop is innermost and its iterations touch different ``(m, d)`` pairs, so it can be
+    vectorized (``online_softmax_lanes_schedule``). Like ``online_softmax`` this is an
+    algebraic rewrite, not a schedule: ``rfactor`` cannot make it, because the online
+    block stores two buffers.
+
+    The maxima start at ``LOWEST_FLOAT32`` instead of ``-inf`` (see there: CPU kernels
+    compile with ``fastmath``).
+
+    Parameters
+    ----------
+    M, N : int
+        Rows and row length; ``N`` must be a multiple of ``lanes``.
+    lanes : int
+        Independent online reductions per row.
+    dtype : str
+        Element type.
+
+    Example
+    -------
+    >>> from workbench.ir.analysis import find_blocks
+    >>> [b.name for b in find_blocks(online_softmax_lanes(4, 32, lanes=16))]
+    ['lane_max_sum', 'row_max', 'row_sum', 'T_softmax_norm']
+    """
+    if N % lanes:
+        raise ValueError(f"online_softmax_lanes: N={N} must be a multiple of lanes={lanes}")
+    lowest = LOWEST_FLOAT32
+    chunks = N // lanes
+
+    @T.prim_func
+    def online_softmax_lanes(A: T.Buffer((M, N), dtype),
+                             T_softmax_norm: T.Buffer((M, N), dtype)):
+        lane_max = T.alloc_buffer((M, lanes), dtype)
+        lane_sum = T.alloc_buffer((M, lanes), dtype)
+        row_max = T.alloc_buffer((M,), dtype)
+        row_sum = T.alloc_buffer((M,), dtype)
+        for i, k0, l in T.grid(M, chunks, lanes):
+            with T.block("lane_max_sum"):
+                vi, vk0, vl = T.axis.remap("SRS", [i, k0, l])
+                with T.init():
+                    lane_max[vi, vl] = lowest
+                    lane_sum[vi, vl] = 0.0
+                lane_sum[vi, vl] = lane_sum[vi, vl] * T.exp(
+                    lane_max[vi, vl] - T.max(lane_max[vi, vl], A[vi, vk0 * lanes + vl])) + T.exp(
+                    A[vi, vk0 * lanes + vl] - T.max(lane_max[vi, vl], A[vi, vk0 * lanes + vl]))
+                lane_max[vi, vl] = T.max(lane_max[vi, vl], A[vi, vk0 * lanes + vl])
+        for i1, l1 in T.grid(M, lanes):
+            with T.block("row_max"):
+                vi1, vl1 = T.axis.remap("SR", [i1, l1])
+                with T.init():
+                    row_max[vi1] = lowest
+                row_max[vi1] = T.max(row_max[vi1], lane_max[vi1, vl1])
+        for i2, l2 in T.grid(M, lanes):
+            with T.block("row_sum"):
+                vi2, vl2 = T.axis.remap("SR", [i2, l2])
+                with T.init():
+                    row_sum[vi2] = 0.0
+                row_sum[vi2] = row_sum[vi2] + lane_sum[vi2, vl2] * T.exp(
+                    lane_max[vi2, vl2] - row_max[vi2])
+        for i3, j3 in T.grid(M, N):
+            with T.block("T_softmax_norm"):
+                vi3, vj3 = T.axis.remap("SS", [i3, j3])
+                T_softmax_norm[vi3, vj3] = T.exp(A[vi3, vj3] - row_max[vi3]) / row_sum[vi3]
+
+    return online_softmax_lanes
 
 
 # --- the schedules ------------------------------------------------------------------------
@@ -216,6 +312,39 @@ def online_softmax_schedule(M: int, N: int, *, parallel: bool = True, vectorize:
     return sch
 
 
+def online_softmax_lanes_schedule(M: int, N: int, lanes: int = ONLINE_LANES, *,
+                                  parallel: bool = True, vectorize: bool = True,
+                                  dtype: str = "float32") -> Schedule:
+    """``online_softmax_lanes`` fused into one pass per row, scheduled like step 3.
+
+    The lane block and the two combine blocks are computed at the row loop of
+    ``T_softmax_norm`` with ``local`` buffers (``lanes`` running maxima and sums per row,
+    one value each for the row's max and sum), every init is decomposed out of its
+    reduction loop, the row loop is parallel and the lane loop and the normalise loop are
+    vectorized. The combine loops (``lanes`` iterations per row) stay serial.
+
+    Example
+    -------
+    >>> sch = online_softmax_lanes_schedule(4, 32, lanes=16)
+    >>> [b.name for b in find_blocks(sch.mod)]  # doctest: +NORMALIZE_WHITESPACE
+    ['lane_max_sum_init', 'lane_max_sum', 'row_max_init', 'row_max', 'row_sum_init',
+     'row_sum', 'T_softmax_norm']
+    """
+    producers = ["lane_max_sum", "row_max", "row_sum"]
+    sch = Schedule(online_softmax_lanes(M, N, lanes, dtype))
+    fuse_rows(sch, "T_softmax_norm", producers)
+    for name in producers:
+        blk = sch.get_block(name)
+        sch.decompose_reduction(blk, sch.get_loops(blk)[1])
+    row, col = sch.get_loops(sch.get_block("T_softmax_norm"))
+    if parallel:
+        sch.parallel(row)
+    if vectorize:
+        sch.vectorize(sch.get_loops(sch.get_block("lane_max_sum"))[-1])
+        sch.vectorize(col)
+    return sch
+
+
 # --- the walk-through ---------------------------------------------------------------------
 
 _THREE_PASSES = """\
@@ -261,11 +390,30 @@ and the block stores two buffers, which `rfactor` does not accept, so this reduc
 a scalar loop on the CPU. On a GPU, where one thread block owns a row, it is the form
 FlashAttention builds on."""
 
+_ONLINE_LANES = f"""\
+**A new function again, not a schedule**: `rfactor` refuses the online block (two stores),
+so the lanes are written into the algorithm by hand. Each row is read in chunks of
+{ONLINE_LANES}; lane `l` runs its own online reduction over the elements `l, l + {ONLINE_LANES},
+l + {2 * ONLINE_LANES}, ...`, keeping a running max `m[i, l]` and a rescaled sum `d[i, l]`
+(block `lane_max_sum`, the update of step 4). Two small blocks combine the lanes:
+`row_max = max_l m[i, l]` and `row_sum = sum_l d[i, l] * exp(m[i, l] - row_max)` (each
+lane's sum rescaled to the row max), and `T_softmax_norm` is unchanged. It is scheduled
+like step 3: `compute_at` into the row loop, `local` buffers ({ONLINE_LANES} maxima and
+{ONLINE_LANES} sums per row, one register each), inits decomposed, rows `parallel`. The lane
+loop is innermost and its iterations update different `(m, d)` pairs, so `vectorize` is
+legal and LLVM turns it into {ONLINE_LANES}-wide vector code, the two `exp` included (the
+polynomial `fast_exp_f32`). The input is still read twice per element instead of three
+times, but each element now costs three `exp` (two in the online update, one in the
+normalise loop) against two in step 3. The maxima start at the lowest finite float32
+instead of `-inf`: the kernels compile with `fastmath`, which lets LLVM assume that no value
+is infinite."""
+
 
 def softmax_lowering_steps(M: int, N: int, dtype: str = "float32") -> list[LoweringStep]:
     """The softmax lowering walk-through (see the module docstring), for an ``(M, N)`` input.
 
-    ``N`` must be a multiple of ``LANES`` (16) for the vectorized step.
+    ``N`` must be a multiple of ``LANES`` (16) for the vectorized step and of
+    ``ONLINE_LANES`` (16) for the online softmax across lanes.
 
     Example
     -------
@@ -273,18 +421,22 @@ def softmax_lowering_steps(M: int, N: int, dtype: str = "float32") -> list[Lower
     >>> print(steps[1].trace.splitlines()[0])
     b0 = sch.get_block("T_softmax_norm")
     """
-    if N % LANES:
-        raise ValueError(f"softmax_lowering_steps: N={N} must be a multiple of {LANES} "
-                         "(the vectorized step splits each row reduction by that many lanes)")
+    if N % LANES or N % ONLINE_LANES:
+        lanes = math.lcm(LANES, ONLINE_LANES)
+        raise ValueError(f"softmax_lowering_steps: N={N} must be a multiple of {lanes} "
+                         "(the vectorized steps split each row into that many lanes)")
     fused = fused_softmax_schedule(M, N, parallel=False, vectorize=False, dtype=dtype)
     vectorized = fused_softmax_schedule(M, N, dtype=dtype)
     online = online_softmax_schedule(M, N, dtype=dtype)
+    lanes = online_softmax_lanes_schedule(M, N, ONLINE_LANES, dtype=dtype)
     return [
         LoweringStep("1. three passes", _THREE_PASSES, softmax(M, N, dtype)),
         LoweringStep("2. fused (compute_at)", _FUSED, fused.mod, str(fused.trace)),
         LoweringStep("3. fused, parallel, vectorized", _VECTORIZED, vectorized.mod,
                      str(vectorized.trace)),
         LoweringStep("4. online softmax, fused", _ONLINE, online.mod, str(online.trace)),
+        LoweringStep("5. online softmax across lanes", _ONLINE_LANES, lanes.mod,
+                     str(lanes.trace)),
     ]
 
 

@@ -21,7 +21,7 @@ Example
 >>> from workbench.ops.softmax_lowering import softmax_lowering_steps
 >>> table = steps_table(softmax_lowering_steps(4, 16))
 >>> table[["passes", "DRAM bytes"]].values.tolist()
-[[3, 1136], [1, 512], [1, 512], [1, 512]]
+[[3, 1136], [1, 512], [1, 512], [1, 512], [1, 512]]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def steps_table(steps: Sequence, measure: bool = False, shape: tuple[int, ...] |
     -------
     >>> from workbench.ops.softmax_lowering import softmax_lowering_steps
     >>> steps_table(softmax_lowering_steps(4, 16))["global access bytes"].tolist()
-    [2848, 1024, 1024, 768]
+    [2848, 1024, 1024, 768, 768]
     """
     import pandas as pd
 
