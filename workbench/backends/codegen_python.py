@@ -225,7 +225,7 @@ class _Generator:
             + ["import numpy as np"]
             + (["from numpy import uint64 as u64"] if self.unsigned else []),
             ["from workbench.backends import runtime as rt"]
-            if self.printer.uses_runtime or self.stack
+            if self.printer.uses_runtime or self.stack or (self.numba and self.options["fastmath"])
             else [],
         ]
         for group in groups:
@@ -247,8 +247,9 @@ class _Generator:
         if not self.numba:
             return []
         o = self.options
+        fastmath = "rt.FASTMATH_FLAGS" if o["fastmath"] else "False"
         return [
-            f"@numba.njit(cache={o['cache']}, parallel={self.parallel}, fastmath={o['fastmath']}, "
+            f"@numba.njit(cache={o['cache']}, parallel={self.parallel}, fastmath={fastmath}, "
             f'boundscheck={o["boundscheck"]}, error_model="numpy")'
         ]
 

@@ -51,6 +51,15 @@ _MAX_EXPONENT = np.float32(127.0)
 _ZERO = np.float32(0.0)
 _INF = np.float32(np.inf)
 
+FASTMATH_FLAGS = {"afn", "arcp", "contract", "nnan", "nsz", "reassoc"}  # numba wants a set
+"""LLVM fast-math flags of ``fastmath=True`` kernels: every flag but ``ninf``.
+
+Kernels use infinities on purpose (a running max starts at ``-inf``, ``exp`` of a large
+negative number is 0). With ``ninf`` LLVM may assume no value is infinite, and a softmax
+whose max starts at ``-inf`` crashed inside ``fast_exp_f32`` (a float-to-int conversion of
+an infinity is poison). ``reassoc`` is what lets reductions vectorize.
+"""
+
 
 @intrinsic
 def _int_bits_as_float32(typingctx, bits):
@@ -67,7 +76,7 @@ def _int_bits_as_float32(typingctx, bits):
     return types.float32(bits), codegen
 
 
-@numba.njit(inline="always", fastmath=True, cache=True)
+@numba.njit(inline="always", fastmath=FASTMATH_FLAGS, cache=True)
 def fast_exp_f32(x):
     """float32 ``exp(x)``, vectorizable (see the module docstring for accuracy)."""
     clamped = min(max(x, _LOW), _HIGH)

@@ -14,7 +14,7 @@ from workbench.backends import runtime as rt
 C_acc_stack = rt.stack_allocator((1,), "float32")
 
 
-@numba.njit(cache=True, parallel=False, fastmath=True, boundscheck=False, error_model="numpy")
+@numba.njit(cache=True, parallel=False, fastmath=rt.FASTMATH_FLAGS, boundscheck=False, error_model="numpy")
 def matmul(A, B, C):
     for i in range(u64(16)):
         for j in range(u64(16)):
