@@ -25,6 +25,7 @@ from workbench.ir import (
 )
 from workbench.ir.regions import block_access_regions
 from workbench.schedule import (
+    ConsumerDomainNotCoveredError,
     BlockInInitError,
     DependenceViolationError,
     InlineReductionError,
@@ -617,3 +618,21 @@ def test_legal_primitives_probe_picks_the_innermost_legal_loop():
     # at the norm block's j loop the row max would be needed before the expsum block
     assert table["compute_at"].legal is False
     assert table["compute_at"].error == "NotAncestorOfConsumerError"
+
+
+def test_reverse_compute_at_that_would_skip_the_padding_border():
+    # found by the property tests: pad_temp moved under the copy of its (unpadded) input was
+    # narrowed to the interior the copy writes, and the zero border was never computed
+    func = ops.conv2d_nchw(N=1, C=3, H=7, W=7, K=4, R=3, S=3, stride=2, padding=1, dilation=1)
+    sch = Schedule(func)
+    pad = sch.get_block("pad_temp")
+    copy = sch.cache_read(pad, 0, "local")
+    channel_loop = sch.get_loops(copy)[1]
+    err = raises_unchanged(
+        sch, ConsumerDomainNotCoveredError, sch.reverse_compute_at, pad, channel_loop
+    )
+    assert err.message == (
+        "at loop 'ax1', block 'pad_temp' would no longer compute all of its domain"
+    )
+    assert "it would skip v2 = 0" in err.detail
+    assert "compute_inline" in err.suggestion

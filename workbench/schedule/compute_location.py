@@ -20,7 +20,11 @@ The pure functions take and return ``PrimFunc`` s and block/loop names; the
 
 from __future__ import annotations
 
-from workbench.ir import Block, BufferStore, IterKind, PrimFunc
+import itertools
+import math
+
+from workbench.ir import Block, BufferStore, IterKind, PrimFunc, Var, collect, const_value
+from workbench.ir.arith import evaluate, int_bounds
 from workbench.schedule import compute_location_regions as regions
 from workbench.schedule.compute_location_regions import (
     ScopeInfo,
@@ -29,6 +33,7 @@ from workbench.schedule.compute_location_regions import (
 )
 from workbench.schedule.errors import ScheduleError
 from workbench.schedule.errors_compute_location import (
+    ConsumerDomainNotCoveredError,
     DependenceViolationError,
     InlineReductionError,
     LoopContainsBlockError,
@@ -287,6 +292,7 @@ def reverse_compute_at(
     RootBlockError, BlockInInitError, NotInSameScopeError, LoopContainsBlockError,
     NoProducersError, NotAncestorOfProducerError, ProducerAfterConsumerError,
     DependenceViolationError, PartialReductionError, RegionNotCoveredError,
+    ConsumerDomainNotCoveredError,
     PredicateNotMovableError
 
     Example
@@ -363,6 +369,9 @@ def reverse_compute_at(
             f"{loop!r}"
         )
         raise RegionNotCoveredError(primitive, block, loop, why, func, target)
+    skipped = _uncovered_domain_point(consumer, intervals, ranges)
+    if skipped is not None:
+        raise ConsumerDomainNotCoveredError(primitive, block, loop, skipped, func, target)
 
     realize = realize_of(scope, block)
     nest = regions.build_nest(
@@ -375,6 +384,45 @@ def reverse_compute_at(
     )
     new_func = regions.remove_realize(func, realize)
     return regions.insert_into_loop(new_func, loop, insert_at, nest)
+
+
+_ENUMERATION_LIMIT = 4096
+"""Most outer-loop iterations enumerated to check that a moved consumer covers its domain."""
+
+
+def _uncovered_domain_point(block: Block, intervals, ranges) -> str | None:
+    """A text naming a point of ``block``'s domain that no iteration of the outer loops
+    (``ranges``) computes once its iter vars take ``intervals``, or None when all are.
+
+    The outer loop variables an interval uses are enumerated (up to ``_ENUMERATION_LIMIT``
+    combinations) and the computed points marked; beyond that, the hull of the interval
+    over the loops must contain the domain.
+    """
+    for iv, (low, high) in zip(block.iter_vars, intervals, strict=True):
+        start, extent = const_value(iv.dom.min), const_value(iv.dom.extent)
+        if start is None or extent is None:
+            continue
+        found = collect(low, lambda n: isinstance(n, Var)) + collect(
+            high, lambda n: isinstance(n, Var)
+        )
+        used = sorted({v for v in found if v in ranges}, key=lambda v: v.name)
+        combinations = math.prod(ranges[v][1] - ranges[v][0] + 1 for v in used)
+        if combinations <= _ENUMERATION_LIMIT:
+            covered = [False] * extent
+            for values in itertools.product(*(range(ranges[v][0], ranges[v][1] + 1) for v in used)):
+                env = dict(zip(used, values, strict=True))
+                first = max(evaluate(low, env) - start, 0)
+                last = min(evaluate(high, env) - start, extent - 1)
+                for index in range(first, last + 1):
+                    covered[index] = True
+            if not all(covered):
+                return f"{iv.var.name} = {start + covered.index(False)}"
+            continue
+        first, _ = int_bounds(low, ranges)
+        _, last = int_bounds(high, ranges)
+        if first is None or last is None or first > start or last < start + extent - 1:
+            return f"some {iv.var.name} in [{start}, {start + extent - 1}]"
+    return None
 
 
 # ---------------------------------------------------------------------------------------

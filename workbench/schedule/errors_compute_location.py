@@ -25,6 +25,7 @@ __all__: list[str] = [
     "OutputBlockError",
     "UnboundedRegionError",
     "RegionNotCoveredError",
+    "ConsumerDomainNotCoveredError",
     "PartialReductionError",
     "PredicateNotMovableError",
     "InlineReductionError",
@@ -298,6 +299,27 @@ class RegionNotCoveredError(ScheduleError):
             f"{where}, the producers do not cover the region block {block!r} needs",
             detail=why,
             suggestion="pick an outer loop (one around a whole row or tile of what is read)",
+            func=func,
+            node=node,
+        )
+
+
+class ConsumerDomainNotCoveredError(ScheduleError):
+    """reverse_compute_at would leave part of the consumer's domain uncomputed."""
+
+    def __init__(
+        self, primitive: str, block: str, loop: str, missing: str, func: PrimFunc, node: Node
+    ):
+        super().__init__(
+            primitive,
+            block,
+            f"at loop {loop!r}, block {block!r} would no longer compute all of its domain",
+            detail=f"its producers write only part of what it computes (it would skip {missing}): "
+            "the consumer's iterations are narrowed to what the producers wrote at each "
+            "iteration, and nothing else would compute the rest (e.g. the zero border of a "
+            "padding block whose copy only covers the interior)",
+            suggestion="keep the block where it is, compute_inline it into its consumer, or "
+            "pick a loop whose producers write everything the block computes",
             func=func,
             node=node,
         )
