@@ -4,8 +4,25 @@ Each mirrors what the DSL produces for the commented TVMScript.
 """
 
 from workbench.ir import (
-    TRUE, Add, Block, BlockRealize, Buffer, BufferLoad, BufferRegion, BufferStore, FloatImm,
-    For, ForKind, IntImm, IterKind, IterVar, Max, PrimFunc, Range, Var, seq,
+    TRUE,
+    Add,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferLoad,
+    BufferRegion,
+    BufferStore,
+    FloatImm,
+    For,
+    ForKind,
+    IntImm,
+    IterKind,
+    IterVar,
+    Max,
+    PrimFunc,
+    Range,
+    Var,
+    seq,
 )
 
 

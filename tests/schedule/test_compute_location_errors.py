@@ -25,8 +25,8 @@ from workbench.ir import (
 )
 from workbench.ir.regions import block_access_regions
 from workbench.schedule import (
-    ConsumerDomainNotCoveredError,
     BlockInInitError,
+    ConsumerDomainNotCoveredError,
     DependenceViolationError,
     InlineReductionError,
     LoopContainsBlockError,

@@ -9,9 +9,9 @@ TVM's ``CompactBufferAllocation`` pass does the same job.
 The rule, per dimension: split each index into a part that depends only on loops *outside*
 the allocation loop and a part that depends only on loops *inside* it. When every access
 has the same outer part, the dimension shrinks to the range of the inner part and the
-index becomes ``inner - min(inner)``. A range that is not smaller than the dimension (a
-guarded or ``Select``-ed access may reach outside the buffer) keeps the dimension as it is. Anything else (an index mixing both, a ``//`` of a
-sum) keeps that dimension whole, which is always correct.
+index becomes ``inner - min(inner)``. Anything else (an index mixing both, a ``//`` of a
+sum, a range no smaller than the dimension, which a guarded or ``Select``-ed access can
+reach) keeps that dimension whole, which is always correct.
 
 Example
 -------

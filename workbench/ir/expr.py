@@ -182,7 +182,7 @@ class Select(PrimExpr):
 
 @ir_node
 class BufferLoad(PrimExpr):
-    buffer: "Buffer"
+    buffer: Buffer
     indices: tuple[PrimExpr, ...]
 
     @property
@@ -216,7 +216,8 @@ def as_expr(value, dtype: str | None = None) -> PrimExpr:
     if isinstance(value, int):
         if dtype is not None and is_float(dtype):
             return FloatImm(float(value), dtype)
-        return IntImm(value, dtype if dtype is not None and is_int(dtype) and dtype != "bool" else "int32")
+        int_dtype = dtype if dtype is not None and is_int(dtype) and dtype != "bool" else "int32"
+        return IntImm(value, int_dtype)
     if isinstance(value, float):
         return FloatImm(value, dtype if dtype is not None and is_float(dtype) else "float32")
     raise TypeError(f"cannot convert {value!r} to an IR expression")

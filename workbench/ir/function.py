@@ -30,7 +30,7 @@ class PrimFunc(Node):
                 return buf
         raise KeyError(f"{self.name} has no parameter named {name!r}")
 
-    def same_as(self, other: "PrimFunc") -> bool:
+    def same_as(self, other: PrimFunc) -> bool:
         """Structural equality (names of variables and buffers included)."""
         return self == other
 

@@ -58,7 +58,7 @@ class IRMapper:
             return self.visit(value)
         if isinstance(value, tuple):
             mapped = tuple(self._map_value(item) for item in value)
-            if all(new is old for new, old in zip(mapped, value)):
+            if all(new is old for new, old in zip(mapped, value, strict=True)):
                 return value
             return mapped
         return value

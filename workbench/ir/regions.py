@@ -10,11 +10,9 @@ dimension: indices that differ by constants (``A[vi-1]``, ``A[vi+1]``) give a wi
 from __future__ import annotations
 
 from workbench.ir.buffer import Buffer
-from workbench.ir.expr import Add, BufferLoad, IntImm, PrimExpr, Sub
-from workbench.ir.expr import Var
+from workbench.ir.expr import Add, BufferLoad, IntImm, PrimExpr, Sub, Var
 from workbench.ir.functor import IRVisitor, collect, substitute
 from workbench.ir.stmt import BlockRealize, BufferRegion, BufferStore, For, Range, Stmt
-
 
 WHOLE = None
 """An index standing for "anywhere in this dimension" (a nested block's relaxed access)."""
@@ -42,7 +40,10 @@ class _AccessCollector(IRVisitor):
         # A nested block reports its own regions, rewritten in the parent's terms through its
         # bindings. A dimension that still depends on a loop inside the parent block (or
         # spans more than one element) is relaxed to the whole dimension: conservative.
-        bindings = {iv.var: value for iv, value in zip(node.block.iter_vars, node.iter_values)}
+        bindings = {
+            iv.var: value
+            for iv, value in zip(node.block.iter_vars, node.iter_values, strict=True)
+        }
         for regions, target in ((node.block.reads, self.reads), (node.block.writes, self.writes)):
             for region in regions:
                 target.setdefault(region.buffer, []).append(
@@ -104,7 +105,9 @@ def _regions(accesses: dict[Buffer, list[tuple[PrimExpr, ...]]]) -> tuple[Buffer
     return tuple(regions)
 
 
-def block_access_regions(body: Stmt, init: Stmt | None = None) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
+def block_access_regions(
+    body: Stmt, init: Stmt | None = None
+) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """Infer ``(reads, writes)`` of a block from its ``body`` and ``init``.
 
     Reads come in the order buffers are first loaded in ``body``; writes in the order they

@@ -55,7 +55,7 @@ class Range(Node):
     extent: PrimExpr
 
     @staticmethod
-    def from_extent(extent: int | PrimExpr) -> "Range":
+    def from_extent(extent: int | PrimExpr) -> Range:
         from workbench.ir.expr import as_expr
 
         return Range(IntImm(0), as_expr(extent))

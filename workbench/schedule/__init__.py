@@ -12,6 +12,12 @@ l1, l2, l3 = sch.get_loops(b0)
 l4, l5 = sch.split(l1, factors=[None, 4])
 """
 
+from workbench.schedule import (  # noqa: E402
+    errors_compute_location,
+    errors_layout,
+    errors_memory,
+    errors_reduction,
+)
 from workbench.schedule.errors import (
     BlockNotFoundError,
     DependentLoopBoundError,
@@ -50,8 +56,6 @@ from workbench.schedule.trace import (
     TraceError,
     register_instruction,
 )
-
-from workbench.schedule import errors_compute_location, errors_layout, errors_memory, errors_reduction  # noqa: E402
 
 __all__ = [
     "Schedule",

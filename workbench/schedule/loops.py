@@ -22,8 +22,8 @@ from workbench.ir import (
     PrimFunc,
     Stmt,
     Var,
-    const_value,
     collect,
+    const_value,
     substitute,
 )
 from workbench.schedule.errors import (

@@ -24,8 +24,8 @@ from workbench.schedule.errors import (
     WrongHandleKindError,
 )
 from workbench.schedule.handles import BlockRV, LoopRV, ScheduleHandle, make_handle, parse_ref
-from workbench.schedule.legality import LegalityTable, legal_primitives
 from workbench.schedule.layout import LayoutMethods
+from workbench.schedule.legality import LegalityTable, legal_primitives
 from workbench.schedule.loops import LoopMethods
 from workbench.schedule.memory import MemoryMethods
 from workbench.schedule.queries import QueryMethods
