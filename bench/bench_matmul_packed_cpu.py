@@ -32,6 +32,7 @@ import numba
 import numpy as np
 import threadpoolctl
 from bench_matmul_cpu import schedule_best
+from bench_matmul_cpu import summarize as summarize_matmul
 from benchlib import (
     NumpyWorker,
     Rounds,
@@ -40,10 +41,7 @@ from benchlib import (
     describe_blas,
     interleaved_rounds,
     machine_lines,
-    markdown_table,
-    median,
     parser,
-    ratios,
     time_calls,
     write_section,
 )
@@ -97,42 +95,8 @@ def asm_summary(kernel) -> tuple[str, bool]:
 
 
 def summarize(measured: Rounds, flop: int) -> tuple[str, float, float]:
-    """Print and return (markdown table, median per-round ratio of ``wb packed`` against
-    numpy-unset, ratio of their best single calls)."""
-    seconds = measured.medians
-    rows = []
-    for name, secs in seconds.items():
-        r_unset = ratios(seconds[BASE], secs)  # speed ratio: their time / our time
-        r_asis = ratios(seconds["numpy (as-is)"], secs)
-        rows.append(
-            [
-                name,
-                f"{flop / median(secs) / 1e9:.1f}",
-                f"{median(r_unset):.2f}x",
-                f"{median(r_asis):.2f}x",
-                " ".join(f"{x:.2f}" for x in r_unset),
-                f"{flop / measured.best(name) / 1e9:.1f}",
-                f"{measured.best(BASE) / measured.best(name):.2f}x",
-            ]
-        )
-    header = [
-        "candidate",
-        "median GFLOP/s",
-        "ratio vs numpy-unset (median)",
-        "ratio vs numpy as-is (median)",
-        "per-round ratio vs numpy-unset",
-        "best-call GFLOP/s",
-        "best-call ratio vs numpy-unset",
-    ]
-    table = markdown_table(header, rows)
-    print(table)
-    best_ratio = median(ratios(seconds[BASE], seconds[BEST]))
-    quiet_ratio = measured.best(BASE) / measured.best(BEST)
-    print(
-        f"{BEST} / numpy-unset: {best_ratio:.2f}x median of rounds, "
-        f"{quiet_ratio:.2f}x best calls (target >= {TARGET:.2f}x)"
-    )
-    return table, best_ratio, quiet_ratio
+    """``bench_matmul_cpu.summarize`` for the ``wb packed`` candidate and this target."""
+    return summarize_matmul(measured, flop, best=BEST, target=TARGET)
 
 
 def main() -> None:
