@@ -1,10 +1,12 @@
 """Every error of the compute location primitives: raised exactly, with its message, and
 the schedule left unchanged; and legal_primitives' rows for the four primitives."""
 
+import numpy as np
 from schedule_examples import add_relu, matmul, two_stages
 from test_compute_location import matmul_relu
 from test_errors import raises_unchanged
 
+import workbench as wb
 from workbench import T, ops
 from workbench.ir import (
     TRUE,
@@ -25,6 +27,7 @@ from workbench.ir import (
 )
 from workbench.ir.regions import block_access_regions
 from workbench.schedule import (
+    AccumulationRecomputedError,
     BlockInInitError,
     ConsumerDomainNotCoveredError,
     DependenceViolationError,
@@ -636,3 +639,24 @@ def test_reverse_compute_at_that_would_skip_the_padding_border():
     )
     assert "it would skip v2 = 0" in err.detail
     assert "compute_inline" in err.suggestion
+
+
+def test_compute_at_of_an_update_without_init_where_it_would_run_twice():
+    # found by the property tests: after decompose_reduction, compute_at of the exp-sum
+    # update under the column loop j2 re-added the whole row sum once per column
+    sch = Schedule(ops.softmax(6, 10))
+    expsum = sch.get_block("T_softmax_expsum")
+    sch.decompose_reduction(expsum, sch.get_loops(expsum)[0])
+    row, column = sch.get_loops(sch.get_block("T_softmax_norm"))
+    err = raises_unchanged(sch, AccumulationRecomputedError, sch.compute_at, expsum, column)
+    assert err.message == (
+        "at loop 'j2', block 'T_softmax_expsum' would add into 'T_softmax_expsum' more than once"
+    )
+    assert "every iteration of loop 'j2' would update the same elements again" in err.detail
+    # at the row loop each row's sum is computed once: legal, and right
+    sch.compute_at(expsum, row)
+    a = np.random.default_rng(2).standard_normal((6, 10)).astype(np.float32)
+    got = np.empty_like(a)
+    wb.build(sch, target="cpu")(a, got)
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=1e-5)

@@ -33,6 +33,7 @@ from workbench.schedule.compute_location_regions import (
 )
 from workbench.schedule.errors import ScheduleError
 from workbench.schedule.errors_compute_location import (
+    AccumulationRecomputedError,
     ConsumerDomainNotCoveredError,
     DependenceViolationError,
     InlineReductionError,
@@ -221,6 +222,13 @@ def compute_at(
     ranges = regions.loop_ranges(outer_loops)
     needed = {buffer: regions.hull_dims(dim_lists, ranges) for buffer, dim_lists in needed.items()}
     intervals = regions.solve_iter_domains(producer, producer.writes, needed, ranges)
+    accumulated = _accumulated_buffer(producer)
+    if accumulated is not None:
+        twice = _recomputed_point(producer, intervals, ranges)
+        if twice is not None:
+            raise AccumulationRecomputedError(
+                primitive, block, loop, accumulated, twice, func, target
+            )
 
     realize = realize_of(scope, block)
     nest = regions.build_nest(
@@ -384,6 +392,52 @@ def reverse_compute_at(
     )
     new_func = regions.remove_realize(func, realize)
     return regions.insert_into_loop(new_func, loop, insert_at, nest)
+
+
+def _accumulated_buffer(block: Block) -> str | None:
+    """The buffer ``block`` updates from its own value without an init, else None."""
+    if block.init is not None:
+        return None
+    written = regions.buffers(block.writes)
+    for region in block.reads:
+        if region.buffer in written:
+            return region.buffer.name
+    return None
+
+
+def _outer_vars(interval, ranges) -> list[Var]:
+    low, high = interval
+    found = collect(low, lambda n: isinstance(n, Var)) + collect(high, lambda n: isinstance(n, Var))
+    return sorted({v for v in found if v in ranges}, key=lambda v: v.name)
+
+
+def _recomputed_point(block: Block, intervals, ranges) -> str | None:
+    """Why some element of ``block`` would be computed by two iterations of the loops in
+    ``ranges`` (its iter vars taking ``intervals``), or None when each is computed once.
+
+    A loop no interval depends on repeats the same elements; otherwise, per iter var, the
+    intervals over the loops it depends on must not overlap (checked by enumeration up to
+    ``_ENUMERATION_LIMIT`` iterations; beyond that, refused to be safe).
+    """
+    used: set[Var] = set()
+    for interval in intervals:
+        used.update(_outer_vars(interval, ranges))
+    for var, (low, high) in ranges.items():
+        if var not in used and high > low:
+            return f"every iteration of loop {var.name!r} would update the same elements again"
+    for iv, interval in zip(block.iter_vars, intervals, strict=True):
+        loops = _outer_vars(interval, ranges)
+        combinations = math.prod(ranges[v][1] - ranges[v][0] + 1 for v in loops)
+        if combinations > _ENUMERATION_LIMIT:
+            return f"the loops {[v.name for v in loops]} are too many to prove each once"
+        seen: set[int] = set()
+        for values in itertools.product(*(range(ranges[v][0], ranges[v][1] + 1) for v in loops)):
+            env = dict(zip(loops, values, strict=True))
+            points = range(evaluate(interval[0], env), evaluate(interval[1], env) + 1)
+            if seen.intersection(points):
+                return f"two iterations would update the same {iv.var.name}"
+            seen.update(points)
+    return None
 
 
 _ENUMERATION_LIMIT = 4096

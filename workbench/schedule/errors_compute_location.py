@@ -25,6 +25,7 @@ __all__: list[str] = [
     "OutputBlockError",
     "UnboundedRegionError",
     "RegionNotCoveredError",
+    "AccumulationRecomputedError",
     "ConsumerDomainNotCoveredError",
     "PartialReductionError",
     "PredicateNotMovableError",
@@ -299,6 +300,33 @@ class RegionNotCoveredError(ScheduleError):
             f"{where}, the producers do not cover the region block {block!r} needs",
             detail=why,
             suggestion="pick an outer loop (one around a whole row or tile of what is read)",
+            func=func,
+            node=node,
+        )
+
+
+class AccumulationRecomputedError(ScheduleError):
+    """compute_at would run an update without init twice for the same elements."""
+
+    def __init__(
+        self,
+        primitive: str,
+        block: str,
+        loop: str,
+        buffer: str,
+        why: str,
+        func: PrimFunc,
+        node: Node,
+    ):
+        super().__init__(
+            primitive,
+            block,
+            f"at loop {loop!r}, block {block!r} would add into {buffer!r} more than once",
+            detail=f"{block!r} updates {buffer!r} from its own value and has no init (after "
+            f"decompose_reduction, say), so it must run exactly once per element; {why}",
+            suggestion="compute it at an outer loop where each element is computed once (the "
+            "row loop of a row reduction), or compute_at before decompose_reduction: a "
+            "block with its init starts each recomputation from scratch",
             func=func,
             node=node,
         )
