@@ -380,6 +380,13 @@ def reverse_compute_at(
     skipped = _uncovered_domain_point(consumer, intervals, ranges)
     if skipped is not None:
         raise ConsumerDomainNotCoveredError(primitive, block, loop, skipped, func, target)
+    accumulated = _accumulated_buffer(consumer)
+    if accumulated is not None:
+        twice = _recomputed_point(consumer, intervals, ranges)
+        if twice is not None:
+            raise AccumulationRecomputedError(
+                primitive, block, loop, accumulated, twice, func, target
+            )
 
     realize = realize_of(scope, block)
     nest = regions.build_nest(
