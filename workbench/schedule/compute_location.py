@@ -222,25 +222,18 @@ def compute_at(
     ranges = regions.loop_ranges(outer_loops)
     needed = {buffer: regions.hull_dims(dim_lists, ranges) for buffer, dim_lists in needed.items()}
     intervals = regions.solve_iter_domains(producer, producer.writes, needed, ranges)
-    accumulated = _accumulated_buffer(producer)
-    if accumulated is not None:
-        twice = _recomputed_point(producer, intervals, ranges)
-        if twice is not None:
-            raise AccumulationRecomputedError(
-                primitive, block, loop, accumulated, twice, func, target
-            )
-
-    realize = realize_of(scope, block)
-    nest = regions.build_nest(
+    _check_once_per_element(primitive, func, producer, loop, intervals, ranges, target)
+    return _move_block(
         primitive,
         func,
-        realize,
+        scope,
+        block,
+        loop,
+        insert_at,
         intervals,
         outer_loops,
-        preserve_unit_loops=preserve_unit_loops,
+        preserve_unit_loops,
     )
-    new_func = regions.remove_realize(func, realize)
-    return regions.insert_into_loop(new_func, loop, insert_at, nest)
 
 
 # ---------------------------------------------------------------------------------------
@@ -380,14 +373,24 @@ def reverse_compute_at(
     skipped = _uncovered_domain_point(consumer, intervals, ranges)
     if skipped is not None:
         raise ConsumerDomainNotCoveredError(primitive, block, loop, skipped, func, target)
-    accumulated = _accumulated_buffer(consumer)
-    if accumulated is not None:
-        twice = _recomputed_point(consumer, intervals, ranges)
-        if twice is not None:
-            raise AccumulationRecomputedError(
-                primitive, block, loop, accumulated, twice, func, target
-            )
+    _check_once_per_element(primitive, func, consumer, loop, intervals, ranges, target)
+    return _move_block(
+        primitive,
+        func,
+        scope,
+        block,
+        loop,
+        insert_at,
+        intervals,
+        outer_loops,
+        preserve_unit_loops,
+    )
 
+
+def _move_block(
+    primitive, func, scope, block, loop, insert_at, intervals, outer_loops, preserve_unit_loops
+) -> PrimFunc:
+    """Rebuild ``block``'s nest over ``intervals`` and insert it into ``loop``'s body."""
     realize = realize_of(scope, block)
     nest = regions.build_nest(
         primitive,
@@ -399,6 +402,20 @@ def reverse_compute_at(
     )
     new_func = regions.remove_realize(func, realize)
     return regions.insert_into_loop(new_func, loop, insert_at, nest)
+
+
+def _check_once_per_element(
+    primitive: str, func: PrimFunc, block: Block, loop: str, intervals, ranges, target
+) -> None:
+    """Refuse to move a block that accumulates without init where it would run twice."""
+    accumulated = _accumulated_buffer(block)
+    if accumulated is None:
+        return
+    twice = _recomputed_point(block, intervals, ranges)
+    if twice is not None:
+        raise AccumulationRecomputedError(
+            primitive, block.name, loop, accumulated, twice, func, target
+        )
 
 
 def _accumulated_buffer(block: Block) -> str | None:
@@ -463,10 +480,7 @@ def _uncovered_domain_point(block: Block, intervals, ranges) -> str | None:
         start, extent = const_value(iv.dom.min), const_value(iv.dom.extent)
         if start is None or extent is None:
             continue
-        found = collect(low, lambda n: isinstance(n, Var)) + collect(
-            high, lambda n: isinstance(n, Var)
-        )
-        used = sorted({v for v in found if v in ranges}, key=lambda v: v.name)
+        used = _outer_vars((low, high), ranges)
         combinations = math.prod(ranges[v][1] - ranges[v][0] + 1 for v in used)
         if combinations <= _ENUMERATION_LIMIT:
             covered = [False] * extent
