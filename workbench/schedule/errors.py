@@ -9,6 +9,24 @@ line (``message``), why (``detail``) and, where there is one, what to do instead
 Raising is cheap: nothing is rendered until the error is printed, so a search can try a
 primitive, catch ``ScheduleError`` and move on (see ``Schedule.legal_primitives``).
 
+Most errors have one shape, so a subclass is declared, not written (TVM's ``error.h``
+style): ``fields`` names the constructor's arguments after ``primitive`` (``func`` and
+``node`` follow them), and the class-level ``message``, ``why`` and ``suggestion`` format
+strings are filled from those fields (and from properties of the class)::
+
+    class NoConsumersError(ScheduleError):
+        fields = ("block",)
+        message = "block {block!r} has no consumers"
+        why = "no block of its scope reads a buffer that {block!r} writes"
+        suggestion = "compute_at needs a producer with a consumer"
+
+    raise NoConsumersError("compute_at", "B", func, block_node)
+
+The instance then has ``block``, ``name`` (the first field, or ``name_field``), and the
+filled ``message`` / ``detail`` / ``suggestion``. A class that defines its own
+``__init__`` calling ``super().__init__(primitive, name, message, detail=...,
+suggestion=..., func=..., node=...)`` works as before.
+
 Example
 -------
 >>> try:
@@ -22,6 +40,7 @@ from __future__ import annotations
 
 import difflib
 import html
+from typing import ClassVar
 
 from workbench.ir import Node, PrimFunc
 
@@ -67,7 +86,28 @@ class ScheduleError(Exception):
         The function the primitive was applied to (unchanged).
     node : Node or None
         The offending node (a ``For`` or a ``Block``), marked when the IR is rendered.
+
+    Class attributes (the template; see the module docstring)
+    ----------------------------------------------------------
+    fields : tuple of str or None
+        The constructor's arguments after ``primitive``; None: the class writes its own
+        ``__init__``.
+    name_field : str
+        The field that is the error's ``name`` ("" for none; default: the first field).
+    message, why, suggestion : str
+        Format strings filled from the fields and the instance's properties.
     """
+
+    fields: ClassVar[tuple[str, ...] | None] = None
+    name_field: ClassVar[str | None] = None
+    message: ClassVar[str] = ""
+    why: ClassVar[str] = ""
+    suggestion: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "fields" in cls.__dict__ and "__init__" not in cls.__dict__:
+            cls.__init__ = _template_init
 
     def __init__(
         self,
@@ -130,6 +170,50 @@ def _rebuild_error(cls: type, args: tuple, state: dict) -> ScheduleError:
     error.args = args
     error.__dict__.update(state)
     return error
+
+class _FieldView(dict):
+    """``str.format_map`` mapping that reads an error's attributes (fields, properties)."""
+
+    def __init__(self, error: ScheduleError):
+        super().__init__()
+        self.error = error
+
+    def __missing__(self, key: str):
+        return getattr(self.error, key)
+
+
+def _template_init(self: ScheduleError, primitive: str, *values, **named) -> None:
+    """The ``__init__`` of a template error: bind ``fields`` (then ``func``, ``node``),
+    fill the class's format strings, and call ``ScheduleError.__init__``."""
+    cls = type(self)
+    names = (*cls.fields, "func", "node")
+    if len(values) > len(names):
+        raise TypeError(f"{cls.__name__} takes at most {len(names) + 1} arguments")
+    bound = dict(zip(names, values, strict=False))
+    for key, value in named.items():
+        if key not in names or key in bound:
+            raise TypeError(f"{cls.__name__} got an unexpected or repeated argument {key!r}")
+        bound[key] = value
+    missing = [f for f in cls.fields if f not in bound]
+    if missing:
+        raise TypeError(f"{cls.__name__} is missing {', '.join(missing)}")
+    self.primitive = primitive
+    self.func, self.node = bound.get("func"), bound.get("node")
+    for key in cls.fields:
+        setattr(self, key, bound[key])
+    name_field = cls.name_field if cls.name_field is not None else (cls.fields or ("",))[0]
+    view = _FieldView(self)
+    ScheduleError.__init__(
+        self,
+        primitive,
+        str(getattr(self, name_field)) if name_field else "",
+        cls.message.format_map(view),
+        detail=cls.why.format_map(view),
+        suggestion=cls.suggestion.format_map(view),
+        func=bound.get("func"),
+        node=bound.get("node"),
+    )
+
 
 
 def divisors(n: int) -> list[int]:
