@@ -22,6 +22,8 @@ points, so the answers do not depend on the problem size):
 
 from __future__ import annotations
 
+import math
+
 from workbench.ir.arith import int_bounds, prove, simplify
 from workbench.ir.arith.linear import linear_form
 from workbench.ir.buffer import Buffer
@@ -301,13 +303,19 @@ def fold_bound(op, values: list[PrimExpr], ranges: IntRanges) -> PrimExpr:
 
 
 def _clip(interval: Interval, low: PrimExpr, high: PrimExpr, ranges: IntRanges) -> Interval:
-    """``interval`` intersected with ``[low, high]`` where a side provably sticks out."""
+    """``interval`` intersected with ``[low, high]`` where a side provably sticks out, as
+    long as that keeps a constant width (else the interval is kept and the moved block
+    gets a ``T.where``, as TVM does)."""
     lo, hi = interval
-    if prove(LE(lo, low), ranges):
-        lo = low
-    if prove(GE(hi, high), ranges):
-        hi = high
-    return lo, hi
+    new_lo = low if prove(LE(lo, low), ranges) else lo
+    new_hi = high if prove(GE(hi, high), ranges) else hi
+    if (new_lo, new_hi) == (lo, hi):
+        return interval
+    if const_value(simplify(hi - lo, ranges)) is not None and const_value(
+        simplify(new_hi - new_lo, ranges)
+    ) is None:
+        return interval
+    return new_lo, new_hi
 
 
 def hull_dims(
@@ -423,8 +431,9 @@ def solve_iter_domains(
                 continue
             index = simplify(rng.min, {})
             digit = as_digit(index)
-            if digit is not None and isinstance(digit[0], Var) and digit[0] in spatial:
-                digits.setdefault(digit[0], []).append((digit[1], digit[2], lo, hi))
+            if digit is not None and expr_vars(digit[0]) and expr_vars(digit[0]) <= spatial:
+                key = simplify(digit[0], {})
+                digits.setdefault(key, []).append((digit[1], digit[2], lo, hi))
                 continue
             found = _affine_in(index, spatial)
             if found is None or expr_vars(found[2]) & spatial:
@@ -433,10 +442,16 @@ def solve_iter_domains(
             solved = _solve_affine(lo, hi, coeff, rest, ranges)
             if solved is not None:
                 candidates.setdefault(var, []).append(solved)
-    for var, var_digits in digits.items():
-        solved = _digits_interval(var_digits, var.dtype, ranges)
-        if solved is not None:
-            candidates.setdefault(var, []).append(solved)
+    for x, x_digits in digits.items():
+        solved = _digits_interval(x_digits, x.dtype, ranges)
+        if solved is None:
+            continue
+        if isinstance(x, Var):
+            candidates.setdefault(x, []).append(solved)
+            continue
+        top = _top_var(x, solved, block, ranges)
+        if top is not None:
+            candidates.setdefault(top[0], []).append(top[1])
     result = []
     for iv in block.iter_vars:
         found = [_clip(f, *domain(iv), ranges) for f in candidates.get(iv.var, [])]
@@ -454,6 +469,28 @@ def solve_iter_domains(
                 )
             )
     return result
+
+
+def _top_var(x: PrimExpr, interval: Interval, block: Block, ranges) -> tuple[Var, Interval] | None:
+    """For ``x = c * v + r`` (``v`` the iter var with the largest coefficient, ``r`` the
+    other iter vars over their domains) in ``interval``: ``v`` in
+    ``[ceil((lo - max r) / c), floor((hi - min r) / c)]``; None when ``x`` is not affine
+    with positive coefficients in the block's iter vars."""
+    doms = {iv.var: int_domain(iv) for iv in block.iter_vars}
+    form = linear_form(x, x.dtype)
+    terms = list(form.terms.items())
+    if not terms or any(
+        not isinstance(t, Var) or doms.get(t) is None or c <= 0 for t, c in terms
+    ):
+        return None
+    var, coeff = max(terms, key=lambda tc: tc[1])
+    r_min = form.const + sum(c * doms[t][0] for t, c in terms if t is not var)
+    r_max = form.const + sum(c * doms[t][1] for t, c in terms if t is not var)
+    dtype = x.dtype
+    step = IntImm(coeff, dtype)
+    low = FloorDiv(interval[0] - IntImm(r_max - coeff + 1, dtype), step)
+    high = FloorDiv(interval[1] - IntImm(r_min, dtype), step)
+    return var, (simplify(low, ranges), simplify(high, ranges))
 
 
 def _solve_affine(lo, hi, coeff: int, rest: PrimExpr, ranges) -> Interval | None:
@@ -500,16 +537,33 @@ def reduce_loop_among(realize: BlockRealize, loops: list[For]) -> str | None:
     return None
 
 
+def _peel_const(expr: PrimExpr) -> tuple[PrimExpr, int]:
+    """``expr`` as ``core + k`` with a constant ``k``."""
+    if isinstance(expr, (Add, Sub)) and isinstance(const_value(expr.b), int):
+        core, k = _peel_const(expr.a)
+        return core, k + (const_value(expr.b) if isinstance(expr, Add) else -const_value(expr.b))
+    return expr, 0
+
+
 def span_upper(lo: PrimExpr, hi: PrimExpr, ranges: IntRanges) -> int | None:
-    """An upper bound of ``hi - lo + 1`` over ``ranges``; for ``A // d - B // d`` the bound
-    ``(A - B) // d + 1`` (tighter than the bounds of each side)."""
-    if isinstance(lo, FloorDiv) and isinstance(hi, FloorDiv) and lo.b == hi.b:
-        divisor = const_value(lo.b)
-        top = int_bounds(simplify(hi.a - lo.a, ranges), ranges)[1]
-        if isinstance(divisor, int) and divisor > 0 and top is not None:
-            return top // divisor + 2
-    top = int_bounds(simplify(hi - lo + 1, ranges), ranges)[1]
-    return top
+    """An upper bound of ``hi - lo + 1`` over ``ranges``. For ``A // d + k1`` and
+    ``B // e + k2`` both are brought to one divisor ``m`` (``A // d == (A * m/d) // m``);
+    then ``A' // m - B' // m <= (A' - B') // m``, plus one only when the remainders can
+    carry (``(A' - B') % m + max(B' % m) >= m``): tighter than bounding each side."""
+    (h_core, h_k), (l_core, l_k) = _peel_const(hi), _peel_const(lo)
+    if isinstance(h_core, FloorDiv) and isinstance(l_core, FloorDiv):
+        d, e = const_value(h_core.b), const_value(l_core.b)
+        if isinstance(d, int) and isinstance(e, int) and d > 0 and e > 0:
+            m = math.lcm(d, e)
+            dtype = h_core.dtype
+            a = h_core.a * IntImm(m // d, dtype) if m != d else h_core.a
+            b = l_core.a * IntImm(m // e, dtype) if m != e else l_core.a
+            diff = int_bounds(simplify(a - b, ranges), ranges)[1]
+            carry = int_bounds(simplify(FloorMod(b, IntImm(m, dtype)), ranges), ranges)[1]
+            if diff is not None and carry is not None:
+                quotient = diff // m + (1 if diff % m + carry >= m else 0)
+                return quotient + h_k - l_k + 1
+    return int_bounds(simplify(hi - lo + 1, ranges), ranges)[1]
 
 
 # ---------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from workbench.schedule.compute_location_substitute import (
     fold_consumer,
     inline_loads,
     load_indices,
+    replace_loads_at,
     store_index_vars,
 )
 from workbench.schedule.errors_compute_location import (
@@ -223,13 +224,13 @@ def reverse_compute_inline(func: PrimFunc, block: str) -> PrimFunc:
         raise ProducerAfterConsumerError(
             primitive, block, producer.name, block, buffer, func, consumer
         )
-    if producer.init is not None or any(iv.kind == IterKind.REDUCE for iv in producer.iter_vars):
+    if any(iv.kind == IterKind.REDUCE for iv in producer.iter_vars):
         raise ReductionProducerError(primitive, block, producer.name, func, producer)
     if not isinstance(producer.body, BufferStore):
         raise NotSingleStoreError(
             primitive, producer.name, describe_stmt(producer.body), func, producer
         )
-    p_store = producer.body
+    p_store = _without_init(primitive, func, block, producer)
     buffer = p_store.buffer
     if buffer not in buffers(consumer.reads):
         raise SeveralProducersError(primitive, block, [producer.name], func, consumer)
@@ -258,12 +259,35 @@ def reverse_compute_inline(func: PrimFunc, block: str) -> PrimFunc:
 
     c_realize = realize_of(scope, block)
     p_realize, p_ancestors = scope.realize_and_ancestors(producer.name)
+    p_realize = p_realize.replace(block=producer.replace(init=None, body=p_store))
     new_realize = fold_consumer(
         primitive, func, p_realize, p_ancestors, c_realize, mapping, guards
     )
     new_func = remove_realize(func, c_realize)
     new_func = replace_realize(new_func, producer.name, new_realize)
     return remove_allocation(new_func, buffer)
+
+
+def _without_init(primitive: str, func: PrimFunc, block: str, producer: Block) -> BufferStore:
+    """The producer's store with its init folded in. A block with an init but no reduce
+    var runs the init and then the update once per element (TVM's
+    test_inline_with_reduction), so ``B[i] = init; B[i] = g(B[i])`` is ``B[i] = g(init)``;
+    an init of another shape is a reduction (``ReductionProducerError``)."""
+    store = producer.body
+    if producer.init is None:
+        return store
+    init = producer.init
+    if not (
+        isinstance(init, BufferStore)
+        and init.buffer == store.buffer
+        and init.indices == store.indices
+        and not load_indices(init.value, store.buffer)
+    ):
+        raise ReductionProducerError(primitive, block, producer.name, func, producer)
+    value = replace_loads_at(store.value, store.buffer, store.indices, init.value)
+    if load_indices(value, store.buffer):  # read at other indices: a real reduction
+        raise ReductionProducerError(primitive, block, producer.name, func, producer)
+    return store.replace(value=value)
 
 
 def _domain_guards(primitive, func, producer, consumer, mapping) -> list:

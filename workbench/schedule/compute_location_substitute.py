@@ -6,6 +6,7 @@ consumer into its producer's store (``reverse_compute_inline``).
 from __future__ import annotations
 
 from workbench.ir import (
+    And,
     Block,
     BlockRealize,
     Buffer,
@@ -33,6 +34,7 @@ __all__ = [
     "load_indices",
     "inline_loads",
     "fold_consumer",
+    "replace_loads_at",
 ]
 
 
@@ -103,6 +105,21 @@ def inline_loads(func: PrimFunc, buffer: Buffer, index_vars: list[Var], value: P
     return func if body is func.body else func.replace(body=body)
 
 
+class _ReplaceLoadsAt(IRMapper):
+    def __init__(self, buffer: Buffer, indices: tuple, value: PrimExpr):
+        self.buffer, self.indices, self.value = buffer, indices, value
+
+    def visit_BufferLoad(self, node: BufferLoad):
+        if node.buffer == self.buffer and node.indices == self.indices:
+            return self.value
+        return self.generic_visit(node)
+
+
+def replace_loads_at(expr: PrimExpr, buffer: Buffer, indices: tuple, value: PrimExpr):
+    """``expr`` with every load ``buffer[indices]`` replaced by ``value``."""
+    return _ReplaceLoadsAt(buffer, indices, value).visit(expr)
+
+
 class _ReplaceLoads(IRMapper):
     def __init__(self, buffer: Buffer, value: PrimExpr):
         self.buffer, self.value = buffer, value
@@ -111,6 +128,12 @@ class _ReplaceLoads(IRMapper):
         if node.buffer == self.buffer:
             return self.value
         return self.generic_visit(node)
+
+
+def _conjuncts(expr: PrimExpr) -> list[PrimExpr]:
+    if isinstance(expr, And):
+        return _conjuncts(expr.a) + _conjuncts(expr.b)
+    return [expr]
 
 
 def fold_consumer(
@@ -149,9 +172,13 @@ def fold_consumer(
     bindings = dict(zip((iv.var for iv in producer.iter_vars), p_realize.iter_values, strict=True))
     outer = loop_ranges(for_ancestors(p_ancestors))
     predicate = p_realize.predicate
+    present = set(_conjuncts(predicate))
     for condition in c_predicate + guards:
         condition = in_producer(condition)
         if prove(condition, domains):
             continue
-        predicate = conjoin(predicate, simplify(substitute(condition, bindings), outer))
+        condition = simplify(substitute(condition, bindings), outer)
+        if condition not in present:
+            present.add(condition)
+            predicate = conjoin(predicate, condition)
     return p_realize.replace(block=new_block, predicate=predicate)
