@@ -81,6 +81,10 @@ class ComputeLocationMethods:
                 for x, rc, ry, rx in T.grid(6, 2, 3, 3):
                     with T.block("conv2d_nchw"): ...
 
+        ``index`` (TVM's) picks the position among the loop body's statements: -1 (default)
+        right before the first consumer, -2 right after the block's last producer there, or
+        an explicit position between the two (``InsertionIndexError`` otherwise).
+
         Raises ``NotAncestorOfConsumerError``, ``NoConsumersError``, ``OutputBlockError``,
         ``ProducerAfterConsumerError``, ``DependenceViolationError``,
         ``UnboundedRegionError`` and the others of
@@ -128,6 +132,10 @@ class ComputeLocationMethods:
                         vi_1 = T.axis.spatial(16, i_0 * 4 + ax0)
                         vj_1 = T.axis.spatial(16, ax1)
                         ...
+
+        ``index`` (TVM's): -1 (default) the last possible position (before the first
+        consumer of the block in the loop body, else the end), -2 right after the last
+        producer, or an explicit position between the two.
 
         Raises ``NotAncestorOfProducerError``, ``NoProducersError``,
         ``PartialReductionError``, ``RegionNotCoveredError`` and the others of

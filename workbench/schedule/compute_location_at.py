@@ -20,6 +20,7 @@ between.
 from __future__ import annotations
 
 from workbench.ir import Block, For, IterKind, PrimFunc, SeqStmt
+from workbench.ir import region_cover as cover
 from workbench.ir import region_infer as regions
 from workbench.schedule.compute_location_nest import build_nest, insert_into_loop, remove_realize
 from workbench.schedule.compute_location_scope import (
@@ -121,7 +122,7 @@ def _check_once_per_element(
     accumulated = _accumulated_buffer(block)
     if accumulated is None:
         return
-    twice = regions.recomputed_point(block, intervals, ranges)
+    twice = cover.recomputed_point(block, intervals, ranges)
     if twice is not None:
         raise AccumulationRecomputedError(
             primitive, block.name, loop, accumulated, twice, func, target
@@ -407,14 +408,14 @@ def reverse_compute_at(
             "ranges at one iteration"
         )
         raise RegionNotCoveredError(primitive, block, loop, why, func, target)
-    missing = regions.uncovered_read(consumer, intervals, produced, ranges)
+    missing = cover.uncovered_read(consumer, intervals, produced, ranges)
     if missing is not None:
         why = (
             f"{block!r} reads {missing} beyond what its producers write at one iteration of "
             f"{loop!r}"
         )
         raise RegionNotCoveredError(primitive, block, loop, why, func, target)
-    skipped = regions.uncovered_domain_point(consumer, intervals, ranges)
+    skipped = cover.uncovered_domain_point(consumer, intervals, ranges)
     if skipped is not None:
         raise ConsumerDomainNotCoveredError(primitive, block, loop, skipped, func, target)
     _check_once_per_element(primitive, func, consumer, loop, intervals, ranges, target)
@@ -444,7 +445,7 @@ def _narrowed_reduce_ok(consumer: Block, intervals, ranges) -> bool:
     for iv, interval in zip(consumer.iter_vars, intervals, strict=True):
         used = {v for v in regions.expr_vars(interval[0]) if v in ranges}
         if iv.kind == IterKind.REDUCE:
-            affine = regions.linear_coefficients(interval[0], ranges)
+            affine = cover.linear_coefficients(interval[0], ranges)
             if affine is None or any(c < 0 for c in affine.values()):
                 return False
             reduce_loops |= used
@@ -454,4 +455,4 @@ def _narrowed_reduce_ok(consumer: Block, intervals, ranges) -> bool:
         return True
     if reduce_loops & spatial_loops:
         return False
-    return regions.recomputed_point(consumer, intervals, ranges) is None
+    return cover.recomputed_point(consumer, intervals, ranges) is None

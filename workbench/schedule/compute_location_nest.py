@@ -31,7 +31,8 @@ from workbench.ir import (
     seq,
     substitute,
 )
-from workbench.ir.region_infer import Interval, domain, int_domain, loop_ranges, span_upper
+from workbench.ir.region_cover import span_upper
+from workbench.ir.region_infer import Interval, domain, int_domain, loop_ranges
 from workbench.schedule.errors_compute_location import PredicateNotMovableError
 from workbench.schedule.tree import (
     conjoin,
