@@ -201,37 +201,37 @@ def read_out_of_bound(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32
 
 
 @T.prim_func
-def tiled_pooling_read_cache(A: T.Buffer((224, 224), "float32"), B: T.Buffer((224, 224), "float32")):
-    cache = T.alloc_buffer((224, 224), "float32")
-    for hh, ww in T.grid(224, 224):
+def tiled_pooling_read_cache(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32")):
+    cache = T.alloc_buffer((32, 32), "float32")
+    for hh, ww in T.grid(32, 32):
         with T.block("cache"):
             h, w = T.axis.remap("SS", [hh, ww])
             cache[h, w] = A[h, w]
-    for hh_0, ww_0, hh_1, ww_1, khh, kww in T.grid(28, 28, 8, 8, 3, 3):
+    for hh_0, ww_0, hh_1, ww_1, khh, kww in T.grid(4, 4, 8, 8, 3, 3):
         with T.block("compute"):
-            h_1 = T.axis.spatial(224, hh_0 * 8 + hh_1)
-            w_1 = T.axis.spatial(224, ww_0 * 8 + ww_1)
+            h_1 = T.axis.spatial(32, hh_0 * 8 + hh_1)
+            w_1 = T.axis.spatial(32, ww_0 * 8 + ww_1)
             kh, kw = T.axis.remap("RR", [khh, kww])
             with T.init():
                 B[h_1, w_1] = T.float32(-3.4028234663852886e38)
-            B[h_1, w_1] = T.max(B[h_1, w_1], T.if_then_else(1 <= h_1 + kh and h_1 + kh < 225 and 1 <= w_1 + kw and w_1 + kw < 225, cache[h_1 + kh - 1, w_1 + kw - 1], T.float32(-3.4028234663852886e38)))
+            B[h_1, w_1] = T.max(B[h_1, w_1], T.if_then_else(1 <= h_1 + kh and h_1 + kh < 33 and 1 <= w_1 + kw and w_1 + kw < 33, cache[h_1 + kh - 1, w_1 + kw - 1], T.float32(-3.4028234663852886e38)))
 
 
 @T.prim_func
-def non_uniform_tiled_conv(x: T.Buffer((1, 3, 100, 100), "float32"), w: T.Buffer((16, 3, 3, 3), "float32"), y: T.Buffer((1, 16, 98, 98), "float32")):
-    x_global = T.alloc_buffer((1, 3, 100, 100), "float32")
-    for ax0, ax1, ax2, ax3 in T.grid(1, 3, 100, 100):
+def non_uniform_tiled_conv(x: T.Buffer((1, 3, 23, 23), "float32"), w: T.Buffer((4, 3, 3, 3), "float32"), y: T.Buffer((1, 4, 21, 21), "float32")):
+    x_global = T.alloc_buffer((1, 3, 23, 23), "float32")
+    for ax0, ax1, ax2, ax3 in T.grid(1, 3, 23, 23):
         with T.block("cache"):
             v0, v1, v2, v3 = T.axis.remap("SSSS", [ax0, ax1, ax2, ax3])
             x_global[v0, v1, v2, v3] = x[v0, v1, v2, v3]
-    for h_o, w_o, n, c_o, h_i, w_i, c_i, kh, kw in T.grid(7, 7, 1, 16, 15, 15, 3, 3, 3):  # noqa: B007
+    for h_o, w_o, n, c_o, h_i, w_i, c_i, kh, kw in T.grid(2, 2, 1, 4, 15, 15, 3, 3, 3):  # noqa: B007
         with T.block("compute"):
             nn = T.axis.spatial(1, 0)
-            cc = T.axis.spatial(16, c_o)
-            hh = T.axis.spatial(98, h_o * 15 + h_i)
-            ww = T.axis.spatial(98, w_o * 15 + w_i)
+            cc = T.axis.spatial(4, c_o)
+            hh = T.axis.spatial(21, h_o * 15 + h_i)
+            ww = T.axis.spatial(21, w_o * 15 + w_i)
             rc, rh, rw = T.axis.remap("RRR", [c_i, kh, kw])
-            T.where(h_o * 15 + h_i < 98 and w_o * 15 + w_i < 98)
+            T.where(h_o * 15 + h_i < 21 and w_o * 15 + w_i < 21)
             with T.init():
                 y[nn, cc, hh, ww] = T.float32(0)
             y[nn, cc, hh, ww] = y[nn, cc, hh, ww] + x_global[nn, cc // 16 * 3 + rc, hh + rh, ww + rw] * w[cc, rc, rh, rw]
@@ -269,13 +269,13 @@ def floordiv_and_floormod_indices(X: T.Buffer((16, 16), "float32"), Y: T.Buffer(
 
 
 @T.prim_func
-def recursive_floordiv_floormod(A: T.Buffer((16, 64, 1, 8, 8, 32), "float32"), C: T.Buffer((3, 512, 512), "float32")):
-    B = T.alloc_buffer((1, 128, 16, 8, 2, 32, 2), "float32")
-    for axis1, axis2, axis3, axis4, axis5, axis6, axis7 in T.grid(1, 128, 16, 8, 2, 32, 2):
+def recursive_floordiv_floormod(A: T.Buffer((1, 8, 1, 8, 8, 32), "float32"), C: T.Buffer((3, 16, 64), "float32")):
+    B = T.alloc_buffer((1, 4, 2, 8, 2, 32, 2), "float32")
+    for axis1, axis2, axis3, axis4, axis5, axis6, axis7 in T.grid(1, 4, 2, 8, 2, 32, 2):
         with T.block("In"):
             v_axis1, v_axis2, v_axis3, v_axis4, v_axis5, v_axis6, v_axis7 = T.axis.remap("SSSSSSS", [axis1, axis2, axis3, axis4, axis5, axis6, axis7])
             B[v_axis1, v_axis2, v_axis3, v_axis4, v_axis5, v_axis6, v_axis7] = A[(v_axis2 * 4 + v_axis5 * 2 + v_axis7) // 32, (v_axis3 * 32 + v_axis6) // 8, (v_axis1 * 8 + v_axis4) // 8, (v_axis3 * 32 + v_axis6) % 8, v_axis1 * 8 + v_axis4, (v_axis2 * 4 + v_axis5 * 2 + v_axis7) % 32] + T.float32(3)
-    for ax1, ax2, ax3 in T.grid(3, 512, 512):
+    for ax1, ax2, ax3 in T.grid(3, 16, 64):
         with T.block("Out"):
             v1, v2, v3 = T.axis.remap("SSS", [ax1, ax2, ax3])
             C[v1, v2, v3] = B[v1 // 8, v2 // 4, v3 // 32, v1, v2 % 4 // 2, v3 % 32, v2 % 2] * T.float32(2)
@@ -526,48 +526,48 @@ def read_out_of_bound_expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,),
 
 
 @T.prim_func
-def tiled_pooling_read_cache_expected(A: T.Buffer((224, 224), "float32"), B: T.Buffer((224, 224), "float32")):
-    cache = T.alloc_buffer((224, 224), "float32")
-    for hh_0, ww_0 in T.grid(28, 28):
+def tiled_pooling_read_cache_expected(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32")):
+    cache = T.alloc_buffer((32, 32), "float32")
+    for hh_0, ww_0 in T.grid(4, 4):
         for ax0, ax1 in T.grid(10, 10):
             with T.block("cache"):
-                h = T.axis.spatial(224, hh_0 * 8 + ax0 - 1)
-                w = T.axis.spatial(224, ww_0 * 8 + ax1 - 1)
-                T.where(hh_0 * 8 + ax0 - 1 >= 0 and hh_0 * 8 + ax0 - 1 < 224 and ww_0 * 8 + ax1 - 1 >= 0 and ww_0 * 8 + ax1 - 1 < 224)
+                h = T.axis.spatial(32, hh_0 * 8 + ax0 - 1)
+                w = T.axis.spatial(32, ww_0 * 8 + ax1 - 1)
+                T.where(hh_0 * 8 + ax0 - 1 >= 0 and hh_0 * 8 + ax0 - 1 < 32 and ww_0 * 8 + ax1 - 1 >= 0 and ww_0 * 8 + ax1 - 1 < 32)
                 cache[h, w] = A[h, w]
         for hh_1, ww_1, khh, kww in T.grid(8, 8, 3, 3):
             with T.block("compute"):
-                h_1 = T.axis.spatial(224, hh_0 * 8 + hh_1)
-                w_1 = T.axis.spatial(224, ww_0 * 8 + ww_1)
+                h_1 = T.axis.spatial(32, hh_0 * 8 + hh_1)
+                w_1 = T.axis.spatial(32, ww_0 * 8 + ww_1)
                 kh = T.axis.reduce(3, khh)
                 kw = T.axis.reduce(3, kww)
                 with T.init():
                     B[h_1, w_1] = T.float32(-3.4028234663852886e+38)
-                B[h_1, w_1] = T.max(B[h_1, w_1], T.if_then_else(1 <= h_1 + kh and h_1 + kh < 225 and 1 <= w_1 + kw and w_1 + kw < 225, cache[h_1 + kh - 1, w_1 + kw - 1], T.float32(-3.4028234663852886e+38)))
+                B[h_1, w_1] = T.max(B[h_1, w_1], T.if_then_else(1 <= h_1 + kh and h_1 + kh < 33 and 1 <= w_1 + kw and w_1 + kw < 33, cache[h_1 + kh - 1, w_1 + kw - 1], T.float32(-3.4028234663852886e+38)))
 
 
 @T.prim_func
-def non_uniform_tiled_conv_expected(x: T.Buffer((1, 3, 100, 100), "float32"), w: T.Buffer((16, 3, 3, 3), "float32"), y: T.Buffer((1, 16, 98, 98), "float32")):
-    x_global = T.alloc_buffer((1, 3, 100, 100), "float32")
-    for h_o, w_o in T.grid(7, 7):
+def non_uniform_tiled_conv_expected(x: T.Buffer((1, 3, 23, 23), "float32"), w: T.Buffer((4, 3, 3, 3), "float32"), y: T.Buffer((1, 4, 21, 21), "float32")):
+    x_global = T.alloc_buffer((1, 3, 23, 23), "float32")
+    for h_o, w_o in T.grid(2, 2):
         for ax0_1, ax1_1, ax2_1 in T.grid(3, 17, 17):
             with T.block("cache"):
                 v0 = T.axis.spatial(1, 0)
                 v1 = T.axis.spatial(3, ax0_1)
-                v2 = T.axis.spatial(100, h_o * 15 + ax1_1)
-                v3 = T.axis.spatial(100, w_o * 15 + ax2_1)
-                T.where(h_o * 15 + ax1_1 < 100 and w_o * 15 + ax2_1 < 100)
+                v2 = T.axis.spatial(23, h_o * 15 + ax1_1)
+                v3 = T.axis.spatial(23, w_o * 15 + ax2_1)
+                T.where(h_o * 15 + ax1_1 < 23 and w_o * 15 + ax2_1 < 23)
                 x_global[v0, v1, v2, v3] = x[v0, v1, v2, v3]
-        for n, c_o, h_i, w_i, c_i, kh, kw in T.grid(1, 16, 15, 15, 3, 3, 3):  # noqa: B007
+        for n, c_o, h_i, w_i, c_i, kh, kw in T.grid(1, 4, 15, 15, 3, 3, 3):  # noqa: B007
             with T.block("compute"):
                 nn = T.axis.spatial(1, 0)
-                cc = T.axis.spatial(16, c_o)
-                hh = T.axis.spatial(98, h_o * 15 + h_i)
-                ww = T.axis.spatial(98, w_o * 15 + w_i)
+                cc = T.axis.spatial(4, c_o)
+                hh = T.axis.spatial(21, h_o * 15 + h_i)
+                ww = T.axis.spatial(21, w_o * 15 + w_i)
                 rc = T.axis.reduce(3, c_i)
                 rh = T.axis.reduce(3, kh)
                 rw = T.axis.reduce(3, kw)
-                T.where(h_o * 15 + h_i < 98 and w_o * 15 + w_i < 98)
+                T.where(h_o * 15 + h_i < 21 and w_o * 15 + w_i < 21)
                 with T.init():
                     y[nn, cc, hh, ww] = T.float32(0)
                 y[nn, cc, hh, ww] = y[nn, cc, hh, ww] + x_global[nn, cc // 16 * 3 + rc, hh + rh, ww + rw] * w[cc, rc, rh, rw]
@@ -606,9 +606,9 @@ def floordiv_and_floormod_indices_expected(X: T.Buffer((16, 16), "float32"), Y: 
 
 
 @T.prim_func
-def recursive_floordiv_floormod_expected(A: T.Buffer((16, 64, 1, 8, 8, 32), "float32"), C: T.Buffer((3, 512, 512), "float32")):
-    B = T.alloc_buffer((1, 128, 16, 8, 2, 32, 2), "float32")
-    for axis1, axis2, axis3 in T.grid(1, 128, 16):
+def recursive_floordiv_floormod_expected(A: T.Buffer((1, 8, 1, 8, 8, 32), "float32"), C: T.Buffer((3, 16, 64), "float32")):
+    B = T.alloc_buffer((1, 4, 2, 8, 2, 32, 2), "float32")
+    for axis1, axis2, axis3 in T.grid(1, 4, 2):
         for axis4, axis5, axis6, axis7 in T.grid(8, 2, 32, 2):
             with T.block("In"):
                 v_axis1, v_axis2, v_axis3, v_axis4, v_axis5, v_axis6, v_axis7 = T.axis.remap("SSSSSSS", [axis1, axis2, axis3, axis4, axis5, axis6, axis7])
@@ -616,8 +616,8 @@ def recursive_floordiv_floormod_expected(A: T.Buffer((16, 64, 1, 8, 8, 32), "flo
         for ax0, ax1_1, ax2_1 in T.grid(3, 4, 32):
             with T.block("Out"):
                 v1 = T.axis.spatial(3, ax0)
-                v2 = T.axis.spatial(512, axis2 * 4 + ax1_1)
-                v3 = T.axis.spatial(512, axis3 * 32 + ax2_1)
+                v2 = T.axis.spatial(16, axis2 * 4 + ax1_1)
+                v3 = T.axis.spatial(64, axis3 * 32 + ax2_1)
                 C[v1, v2, v3] = B[v1 // 8, v2 // 4, v3 // 32, v1, v2 % 4 // 2, v3 % 32, v2 % 2] * T.float32(2)
 
 
@@ -865,7 +865,7 @@ def test_read_out_of_bound(rng):
 
 
 def test_compute_at_tiled_pooling_read_cache(rng):
-    """TVM: test_tir_schedule_compute_at.py::test_compute_at_tiled_pooling_read_cache (the init is -FLT_MAX as in the TVM fixture's if_then_else branch)."""
+    """TVM: test_tir_schedule_compute_at.py::test_compute_at_tiled_pooling_read_cache (224x224 scaled to 32x32; the init is -FLT_MAX, the if_then_else branch's value)."""
     sch = Schedule(tiled_pooling_read_cache)
     loop = sch.get_loops(sch.get_block("compute"))[1]
     sch.compute_at(sch.get_block("cache"), loop)
@@ -873,7 +873,7 @@ def test_compute_at_tiled_pooling_read_cache(rng):
 
 
 def test_compute_at_non_uniform_tiled_conv(rng):
-    """TVM: test_tir_schedule_compute_at.py::test_compute_at_non_uniform_tiled_conv."""
+    """TVM: test_tir_schedule_compute_at.py::test_compute_at_non_uniform_tiled_conv (100x100, 16 channels scaled to 23x23, 4 channels)."""
     sch = Schedule(non_uniform_tiled_conv)
     loop = sch.get_loops(sch.get_block("compute"))[1]
     sch.compute_at(sch.get_block("cache"), loop)
@@ -898,7 +898,7 @@ def test_reverse_compute_at_floordiv_and_floormod_indices(rng):
 
 
 def test_reverse_compute_at_floordiv_and_floormod_recursive(rng):
-    """TVM: test_tir_schedule_compute_at.py::test_reverse_compute_at_floordiv_and_floormod_recursive."""
+    """TVM: test_tir_schedule_compute_at.py::test_reverse_compute_at_floordiv_and_floormod_recursive (C (3, 512, 512) scaled to (3, 16, 64))."""
     sch = Schedule(recursive_floordiv_floormod)
     loop = sch.get_loops(sch.get_block("In"))[2]
     sch.reverse_compute_at(sch.get_block("Out"), loop)
