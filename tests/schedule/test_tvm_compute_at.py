@@ -408,10 +408,8 @@ def layout_trans(A: T.Buffer((1, 3, 5, 5, 16), "float32"), C: T.Buffer((1, 6, 5,
 
 
 @T.prim_func
-def sliced_concatenate(W: T.Buffer((1, 87, 4, 8), "float32")):
+def sliced_concatenate(Y: T.Buffer((1, 32, 4, 8), "float32"), Z: T.Buffer((1, 53, 4, 8), "float32"), W: T.Buffer((1, 87, 4, 8), "float32")):
     X = T.alloc_buffer((1, 16, 4, 8), "float32")
-    Y = T.alloc_buffer((1, 32, 4, 8), "float32")
-    Z = T.alloc_buffer((1, 53, 4, 8), "float32")
     Concat = T.alloc_buffer((1, 101, 4, 8), "float32")
     for ax0, ax1, ax2, ax3 in T.grid(1, 16, 4, 8):
         with T.block("compute"):
@@ -785,10 +783,8 @@ def fail_all_producers_under_loop_expected(A: T.Buffer((128, 128), "float32"), D
 
 
 @T.prim_func
-def sliced_concatenate_expected(W: T.Buffer((1, 87, 4, 8), "float32")):
+def sliced_concatenate_expected(Y: T.Buffer((1, 32, 4, 8), "float32"), Z: T.Buffer((1, 53, 4, 8), "float32"), W: T.Buffer((1, 87, 4, 8), "float32")):
     X = T.alloc_buffer((1, 16, 4, 8), "float32")
-    Y = T.alloc_buffer((1, 32, 4, 8), "float32")
-    Z = T.alloc_buffer((1, 53, 4, 8), "float32")
     Concat = T.alloc_buffer((1, 101, 4, 8), "float32")
     for ax0_2 in T.serial(1):
         for ax0_1, ax1_1, ax2_1 in T.grid(2, 4, 8):
@@ -970,7 +966,7 @@ def test_reverse_compute_at_layout_trans(rng):
 
 
 def test_compute_at_sliced_concatenate(rng):
-    """TVM: test_tir_schedule_compute_at.py::test_compute_at_sliced_concatenate (spatial shapes scaled down (28x64 -> 4x8); the last block writes a parameter so the result can be checked)."""
+    """TVM: test_tir_schedule_compute_at.py::test_compute_at_sliced_concatenate (spatial shapes scaled down (28x64 -> 4x8); Y and Z, never written in the TVM fixture, are inputs and the slice writes an output, so the numbers can be checked)."""
     sch = Schedule(sliced_concatenate)
     loop = sch.get_loops(sch.get_block("T_strided_slice"))[0]
     sch.compute_at(sch.get_block("T_concat"), loop)
@@ -1017,7 +1013,7 @@ def test_all_producers_under_loop_not_required(rng):
     check(sch, fail_all_producers_under_loop_expected, rng)
 
 
-@pytest.mark.parametrize("index", [0, 3])
+@pytest.mark.parametrize("index", [2, 5])
 def test_compute_at_index_out_of_range(index):
     """TVM: test_tir_schedule_compute_at.py::test_compute_at_to_index (an index outside
     (last producer, first consumer]: TVM's InternalError, our InsertionIndexError)."""
@@ -1034,4 +1030,6 @@ def test_compute_at_index_in_trace():
     sch = Schedule(multi_producers_conv)
     loop = sch.get_loops(sch.get_block("conv"))[0]
     sch.compute_at(sch.get_block("pad"), loop, index=0)
-    assert str(sch.trace).splitlines()[-1] == "sch.compute_at(b2, l1, index=0)"
+    last = str(sch.trace).splitlines()[-1]
+    assert last.startswith("sch.compute_at(b") and last.endswith(", l1, index=0)")
+    assert Trace.from_json(sch.trace.to_json()).apply(multi_producers_conv).mod == sch.mod
