@@ -34,6 +34,8 @@ from workbench.viz.iteration import (
     block_accesses,
     block_paths,
     enumerate_block,
+    execution_ranks,
+    order_keys,
     pinned_loops,
     touched_elements,
 )
@@ -114,9 +116,9 @@ def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
     buffer : str or Buffer
         A parameter or an allocated buffer.
     block : str, optional
-        Count only this block's accesses; default every block that accesses the buffer
-        (in program order: the iterations of a later block are numbered after those of
-        an earlier one).
+        Count only this block's accesses; default every block that accesses the buffer.
+        Iterations are numbered in execution order across the blocks (a stage moved by
+        ``compute_at`` interleaves with its consumer).
     fixed : dict of loop name to value, optional
         Loops pinned to one value (the loop variable's value).
     tile : str, optional
@@ -143,16 +145,20 @@ def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
     buf = find_buffer(func, buffer)
     paths = _selected_paths(func, buf, block, tile)
     result = np.full(buf.size, np.iinfo(np.int64).max, dtype=np.int64)
-    offset = 0
     chosen_tile = tile
+    enumerated, keys = [], []
     for path in paths:
         path_tile = tile if tile is not None else auto_tile(path, fixed)
         chosen_tile = chosen_tile or path_tile
         env, mask = enumerate_block(path, pinned_loops(path, fixed, path_tile))
-        elements, steps = touched_elements(path, buf, env, mask)
+        enumerated.append((path, env, mask))
+        keys.append([column[mask] for column in order_keys(path, env, mask.size)])
+    for (path, env, mask), ranks in zip(enumerated, execution_ranks(keys), strict=True):
+        order = np.full(mask.size, -1, dtype=np.int64)
+        order[mask] = ranks
+        elements, steps = touched_elements(path, buf, env, mask, order)
         if elements.size:
-            np.minimum.at(result, elements, steps + offset)
-        offset += int(mask.sum())
+            np.minimum.at(result, elements, steps)
     result[result == np.iinfo(np.int64).max] = -1
     out = result.reshape(buf.shape).view(AccessMap)
     out.buffer, out.tile = buf, chosen_tile

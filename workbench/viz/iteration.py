@@ -96,6 +96,7 @@ class BlockPath:
 
     realize: BlockRealize
     path: tuple  # For and BlockRealize nodes, outermost first (the block's own realize last)
+    positions: tuple = ()  # each node's place among its siblings (program order)
 
     @property
     def block(self) -> Block:
@@ -110,23 +111,58 @@ def block_paths(func: PrimFunc) -> list[BlockPath]:
     """Every block but the root, in program order, with its enclosing loops and blocks."""
     out: list[BlockPath] = []
 
-    def walk(stmt: Stmt | None, path: tuple) -> None:
+    def walk(stmt: Stmt | None, path: tuple, positions: tuple, position: int) -> None:
         if stmt is None:
             return
         if isinstance(stmt, SeqStmt):
-            for s in stmt.stmts:
-                walk(s, path)
+            for index, s in enumerate(stmt.stmts):
+                walk(s, path, positions, position * 1024 + index)
         elif isinstance(stmt, IfThenElse):
-            walk(stmt.then_case, path)
-            walk(stmt.else_case, path)
+            walk(stmt.then_case, path, positions, position * 2)
+            walk(stmt.else_case, path, positions, position * 2 + 1)
         elif isinstance(stmt, For):
-            walk(stmt.body, path + (stmt,))
+            walk(stmt.body, path + (stmt,), positions + (position,), 0)
         elif isinstance(stmt, BlockRealize):
-            out.append(BlockPath(stmt, path + (stmt,)))
-            walk(stmt.block.init, path + (stmt,))
-            walk(stmt.block.body, path + (stmt,))
+            here, at = path + (stmt,), positions + (position,)
+            out.append(BlockPath(stmt, here, at))
+            walk(stmt.block.init, here, at, 0)
+            walk(stmt.block.body, here, at, 1)
 
-    walk(func.root_block.body, ())
+    walk(func.root_block.body, (), (), 0)
+    return out
+
+
+def order_keys(path: BlockPath, env: dict, count: int) -> list[np.ndarray]:
+    """Columns whose lexicographic order is the execution order of the iterations of
+    ``path`` among those of every other block (sibling position, then loop value, per
+    level); shorter paths are padded by ``pad_keys``."""
+    columns = []
+    for node, position in zip(path.path, path.positions, strict=True):
+        columns.append(np.full(count, position, dtype=np.int64))
+        if isinstance(node, For):
+            columns.append(np.broadcast_to(env[node.loop_var], (count,)).astype(np.int64))
+    return columns
+
+
+def execution_ranks(keys: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """For several blocks' iteration keys (``order_keys``), each iteration's rank in the
+    merged execution order."""
+    width = max((len(k) for k in keys), default=0)
+    sizes = [k[0].size if k else 0 for k in keys]
+    stacked = []
+    for level in range(width):
+        stacked.append(np.concatenate([
+            k[level] if level < len(k) else np.zeros(size, np.int64)
+            for k, size in zip(keys, sizes, strict=True)]))
+    if not stacked:
+        return [np.zeros(0, np.int64) for _ in keys]
+    order = np.lexsort(stacked[::-1])
+    ranks = np.empty_like(order)
+    ranks[order] = np.arange(order.size)
+    out, start = [], 0
+    for size in sizes:
+        out.append(ranks[start:start + size])
+        start += size
     return out
 
 
@@ -232,11 +268,13 @@ def enumerate_block(path: BlockPath, pinned: dict, limit: int = MAX_ITERATIONS):
     return env, mask
 
 
-def touched_elements(path: BlockPath, buffer: Buffer, env: dict, mask: np.ndarray):
+def touched_elements(path: BlockPath, buffer: Buffer, env: dict, mask: np.ndarray,
+                     order: np.ndarray | None = None):
     """``(flat element index, iteration number)`` arrays of every access of ``buffer``
-    by the iterations in ``mask`` (numbered 0, 1, ... in execution order); out-of-bounds
-    indices are dropped."""
-    order = np.cumsum(mask) - 1
+    by the iterations in ``mask`` (numbered by ``order``, default 0, 1, ... in execution
+    order); out-of-bounds indices are dropped."""
+    if order is None:
+        order = np.cumsum(mask) - 1
     elements, steps = [], []
     for indices in block_accesses(path.block, buffer):
         coords = [np.broadcast_to(np.asarray(evaluate_index(ix, env), np.int64), mask.shape)
