@@ -210,8 +210,7 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
     buffers = [find_buffer(func, name) for name in names]
     width = min(4.0 * len(buffers), 14.0)
     fig, axes = plt.subplots(1, len(buffers), figsize=(width, 3.6), squeeze=False)
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad(UNTOUCHED_COLOR)
+    cmap = plt.get_cmap("viridis").with_extremes(bad=UNTOUCHED_COLOR)
     image = None
     for ax, buf in zip(axes[0], buffers, strict=True):
         values = access_map(func, buf, block=block, fixed=fixed, tile=tile)

@@ -169,8 +169,8 @@ def sweep_heatmap(frame, x: str, y: str, value: str, *, ax=None, fmt: str = "{:.
                                         1.0 + 0.6 * len(table.index)))
     fig = ax.figure
     values = table.to_numpy(dtype=float)
-    cmap = plt.get_cmap("viridis" if higher_is_better else "viridis_r").copy()
-    cmap.set_bad("#eeeeee")
+    cmap = plt.get_cmap("viridis" if higher_is_better else "viridis_r").with_extremes(
+        bad="#eeeeee")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", gid=HEATMAP_GID)
     ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
     ax.set_yticks(range(len(table.index)), [str(r) for r in table.index])
