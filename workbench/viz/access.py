@@ -31,13 +31,15 @@ from workbench.ir.function import PrimFunc
 from workbench.viz.iteration import (
     MAX_ITERATIONS,
     BlockPath,
+    access_elements,
     block_accesses,
     block_paths,
+    dense_ranks,
     enumerate_block,
-    execution_ranks,
+    loop_dependencies,
     order_keys,
+    pad_keys,
     pinned_loops,
-    touched_elements,
 )
 
 UNTOUCHED_COLOR = "#dddddd"
@@ -76,9 +78,11 @@ def _selected_paths(func: PrimFunc, buffer: Buffer, block: str | None,
     return paths
 
 
-def auto_tile(path: BlockPath, fixed: dict | None, limit: int = MAX_ITERATIONS) -> str | None:
+def auto_tile(path: BlockPath, fixed: dict | None, limit: int = MAX_ITERATIONS,
+              needed: set[str] | None = None) -> str | None:
     """The outermost loop whose body (with the loops around it pinned) has at most
-    ``limit`` varying iterations; None when the whole nest fits."""
+    ``limit`` varying iterations (counting only the ``needed`` loops when given); None
+    when the whole nest fits."""
     from workbench.ir.arith import simplify
     from workbench.ir.expr import IntImm
 
@@ -86,7 +90,8 @@ def auto_tile(path: BlockPath, fixed: dict | None, limit: int = MAX_ITERATIONS) 
     extents = []
     for loop in path.loops:
         extent = simplify(loop.extent)
-        varies = loop.loop_var.name not in fixed
+        varies = loop.loop_var.name not in fixed and (needed is None
+                                                       or loop.loop_var.name in needed)
         extents.append(extent.value if isinstance(extent, IntImm) and varies else 1)
     if math.prod(extents) <= limit:
         return None
@@ -106,7 +111,8 @@ class AccessMap(np.ndarray):
 
 
 def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
-               fixed: dict[str, int] | None = None, tile: str | None = None) -> AccessMap:
+               fixed: dict[str, int] | None = None, tile: str | None = None,
+               limit: int = MAX_ITERATIONS) -> AccessMap:
     """The first iteration that touches each element of ``buffer`` (``-1``: never).
 
     Parameters
@@ -124,6 +130,9 @@ def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
     tile : str, optional
         A loop: pin it and every loop around it (to 0, or as ``fixed`` says), so the map
         shows one iteration of its body.
+    limit : int
+        Most iterations enumerated per access (only the loops an access depends on are
+        enumerated); past it, outer loops are pinned (``AccessMap.tile``).
 
     Returns
     -------
@@ -144,21 +153,32 @@ def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
     func = _function_of(obj)
     buf = find_buffer(func, buffer)
     paths = _selected_paths(func, buf, block, tile)
-    result = np.full(buf.size, np.iinfo(np.int64).max, dtype=np.int64)
     chosen_tile = tile
-    enumerated, keys = [], []
+    events = []  # per access: (elements, positions, run, path)
     for path in paths:
-        path_tile = tile if tile is not None else auto_tile(path, fixed)
+        accesses = block_accesses(path.block, buf)
+        needed = [loop_dependencies(path, indices) for indices in accesses]
+        path_tile = tile if tile is not None else auto_tile(path, fixed, limit,
+                                                            needed=set().union(*needed))
         chosen_tile = chosen_tile or path_tile
-        env, mask = enumerate_block(path, pinned_loops(path, fixed, path_tile))
-        enumerated.append((path, env, mask))
-        keys.append([column[mask] for column in order_keys(path, env, mask.size)])
-    for (path, env, mask), ranks in zip(enumerated, execution_ranks(keys), strict=True):
-        order = np.full(mask.size, -1, dtype=np.int64)
-        order[mask] = ranks
-        elements, steps = touched_elements(path, buf, env, mask, order)
-        if elements.size:
-            np.minimum.at(result, elements, steps)
+        pinned = pinned_loops(path, fixed, path_tile)
+        for indices, loops in zip(accesses, needed, strict=True):
+            run = enumerate_block(path, pinned, limit, needed=loops)
+            elements, positions = access_elements(buf, indices, run)
+            events.append((elements, positions, run, path))
+    if len(paths) == 1:
+        steps = [run.number[positions] for _, positions, run, _ in events]
+    else:  # number iterations across blocks in execution order (a stage interleaves)
+        keys = [[column[positions] for column in order_keys(path, run.env, run.size)]
+                for _, positions, run, path in events]
+        ranks = dense_ranks(pad_keys(keys))
+        bounds = np.cumsum([0] + [positions.size for _, positions, _, _ in events])
+        steps = [ranks[bounds[i]:bounds[i + 1]] for i in range(len(events))]
+    result = np.full(buf.size, np.iinfo(np.int64).max, dtype=np.int64)
+    for (elements, _, _, _), numbers in zip(events, steps, strict=True):
+        if elements.size:  # numbers grow along an access: an element's first is its min
+            unique, first = np.unique(elements, return_index=True)
+            result[unique] = np.minimum(result[unique], numbers[first])
     result[result == np.iinfo(np.int64).max] = -1
     out = result.reshape(buf.shape).view(AccessMap)
     out.buffer, out.tile = buf, chosen_tile

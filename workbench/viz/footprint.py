@@ -30,11 +30,12 @@ from workbench.viz.iteration import (
     MAX_ITERATIONS,
     BlockPath,
     TooManyIterationsError,
+    access_elements,
     block_accesses,
     block_paths,
     enumerate_block,
+    loop_dependencies,
     pinned_loops,
-    touched_elements,
 )
 from workbench.viz.loopnest import format_bytes
 
@@ -131,21 +132,22 @@ def _bounding_box(path: BlockPath, pinned: dict, indices: tuple[PrimExpr, ...],
 def _elements(buffer: Buffer, paths: list[BlockPath], loop: str,
               limit: int) -> tuple[int, bool]:
     """Distinct elements of ``buffer`` one iteration of ``loop``'s body touches, and
-    whether the count is exact."""
+    whether the count is exact. Each access enumerates only the loops it depends on."""
     import numpy as np
 
     touched = np.zeros(buffer.size, dtype=bool)
     boxes = []
     for path in paths:
         pinned = pinned_loops(path, None, loop)
-        try:
-            env, mask = enumerate_block(path, pinned, limit)
-        except TooManyIterationsError:
-            boxes += [_bounding_box(path, pinned, ix, buffer)
-                      for ix in block_accesses(path.block, buffer)]
-            continue
-        elements, _ = touched_elements(path, buffer, env, mask)
-        touched[elements] = True
+        for indices in block_accesses(path.block, buffer):
+            needed = loop_dependencies(path, indices)
+            try:
+                run = enumerate_block(path, pinned, limit, needed=needed)
+            except TooManyIterationsError:
+                boxes.append(_bounding_box(path, pinned, indices, buffer))
+                continue
+            elements, _ = access_elements(buffer, indices, run)
+            touched[elements] = True
     if not boxes:
         return int(touched.sum()), True
     grid = touched.reshape(buffer.shape) if buffer.shape else touched
