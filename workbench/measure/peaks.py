@@ -164,7 +164,7 @@ def cpu_facts(cpuinfo: str | None = None, cores: int | None = None,
 
     Example
     -------
-    >>> cpu_facts("flags\t: fpu sse2 avx avx2 fma\ncpu MHz\t: 2000.0\n", cores=4)
+    >>> cpu_facts("flags : fpu sse2 avx avx2 fma\\ncpu MHz : 2000.0\\n", cores=4, max_mhz=0)
     {'cores': 4, 'mhz': 2000.0, 'lanes': 8, 'fma_units': 2, 'flags': 'avx2 fma'}
     """
     if cpuinfo is None:

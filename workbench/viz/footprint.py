@@ -175,9 +175,13 @@ def tile_footprint(obj, loop, *, limit: int = MAX_ITERATIONS) -> dict[str, int]:
 
     Example
     -------
-    >>> sch = wb.Schedule(wb.ops.matmul(64, 64, 64))                  # doctest: +SKIP
-    >>> io, ii = sch.split(i, factors=[None, 16]); jo, ji = sch.split(j, factors=[None, 16])
-    >>> sch.reorder(io, jo, k, ii, ji); tile_footprint(sch, "j_0")
+    >>> import workbench as wb
+    >>> sch = wb.Schedule(wb.ops.matmul(64, 64, 64))
+    >>> i, j, k = sch.get_loops(sch.get_block("C"))
+    >>> io, ii = sch.split(i, factors=[None, 16])
+    >>> jo, ji = sch.split(j, factors=[None, 16])
+    >>> sch.reorder(io, jo, k, ii, ji)
+    >>> tile_footprint(sch, "j_0")
     {'C': 1024, 'A': 4096, 'B': 4096}
     """
     from workbench.viz.html import _function_of
@@ -219,7 +223,9 @@ def footprint_warnings(obj, loop, caches: dict[str, int] | None = None) -> list[
 
     Example
     -------
-    >>> footprint_warnings(sch, "j", caches={"L1d": 256, "L2": 4096})     # doctest: +SKIP
+    >>> import workbench as wb
+    >>> sch = wb.Schedule(wb.ops.matmul(64, 64, 64))
+    >>> footprint_warnings(sch, "j", caches={"L1d": 256, "L2": 4096})
     ['tile of j: 516 B (C 4 B, A 256 B, B 256 B) exceeds L1d (256 B)']
     """
     from workbench.viz.html import _function_of

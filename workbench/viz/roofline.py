@@ -166,7 +166,7 @@ def place_labels(points: Sequence[tuple[float, float]], texts: Sequence[str],
     Example
     -------
     >>> place_labels([(10, 10), (10, 10)], ["a", "b"], (0, 0, 200, 200))
-    [(6, 4, 'left', 'bottom'), (6, -4, 'left', 'top')]
+    [(6, 4, 'left', 'bottom'), (0, 10, 'center', 'bottom')]
     """
     scale = dpi / 72.0
     placed: list[tuple[float, float, float, float]] = []
