@@ -148,3 +148,46 @@ def test_access_figure_draws_the_maps():
     assert axes[1].get_title() == "C (8, 8): 16 of 64 elements\n(64 B)"
     one_d = access_figure(add_relu(8), "A")
     assert one_d.axes[0].images[0].get_array().shape == (1, 8)
+
+
+def test_schedule_warnings_cpu():
+    from workbench.viz.advice import schedule_warnings
+
+    facts = {"cores": 4, "lanes": 8}
+    sch = wb.Schedule(ops.matmul(64, 60, 64))
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    io, ii = sch.split(i, factors=[None, 32])  # i_0 has 2 iterations for 4 cores
+    sch.parallel(io)
+    assert schedule_warnings(sch, facts=facts) == [
+        "parallel loop i_0 has 2 iterations for 4 cores: 2 cores idle"]
+    sch = wb.Schedule(ops.matmul(64, 60, 64))
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.reorder(i, k, j)
+    sch.vectorize(j)
+    sch.parallel(i)  # 64 iterations over 4 cores: fine
+    assert schedule_warnings(sch, facts=facts) == [
+        "vectorized loop j: extent 60 is not a multiple of 8 float32 lanes (4 in a scalar "
+        "remainder)"]
+    assert schedule_warnings(sch, facts={"cores": 4, "lanes": 16}) == [
+        "vectorized loop j: extent 60 is not a multiple of 16 float32 lanes (12 in a scalar "
+        "remainder)"]
+    # with a loop: the footprint warnings too
+    tile = schedule_warnings(sch, facts=facts, loop="k", caches={"L1d": 64, "L2": 1 << 20})
+    assert tile[-1].startswith("tile of k: ") and tile[-1].endswith("exceeds L1d (64 B)")
+
+
+def test_schedule_warnings_cuda_threads_and_shared_memory():
+    from workbench.viz.advice import schedule_warnings
+
+    lines = ops.add(64, 48).script().splitlines()
+    text = "\n".join(lines[:2] + ['    for i in T.thread_binding(64, thread="blockIdx.x"):',
+                                  '        for j in T.thread_binding(48, thread="threadIdx.x"):']
+                     + ["    " + line for line in lines[3:]])
+    func = wb.from_source(text)
+    assert schedule_warnings(func, "cuda") == [
+        "48 threads per block is not a multiple of the warp size 32: the last warp runs "
+        "partly idle"]
+    sch = wb.Schedule(ops.matmul(128, 128, 128))
+    sch.cache_read(sch.get_block("C"), 1, "shared")  # A_shared: 64 KiB > 48 KiB
+    assert schedule_warnings(sch, "cuda") == [
+        "shared memory 65536 bytes per block exceeds 49152"]

@@ -9,7 +9,7 @@ import pytest
 matplotlib.use("Agg")
 
 MODULES = ["html", "diff", "loopnest", "iteration", "access", "footprint", "roofline", "perf",
-           "tables", "graph"]
+           "tables", "graph", "advice"]
 
 
 @pytest.mark.parametrize("name", MODULES)
