@@ -15,8 +15,8 @@ right of them, so it never covers the memory roof or the ridge label; point labe
 placed around their point avoiding each other and the axes' edges (``place_labels``).
 
 When a measured point lies above a roof (``peaks_consistent``), the roofs were measured on
-a busy machine: with peaks not given explicitly, ``plot_roofline`` measures them again once
-(``refresh_if_inconsistent``) and draws against the best roofs seen.
+a busy machine: when they are this machine's measured peaks, ``plot_roofline`` measures them
+again once (``refresh_if_inconsistent``) and draws against the best roofs seen.
 """
 
 from __future__ import annotations
@@ -230,7 +230,8 @@ def plot_roofline(
     remeasure : "auto", bool or callable
         What to do when a result lies above a roof: measure the peaks again (``True``,
         or a callable returning fresh peaks) and draw against the best roofs seen.
-        ``"auto"`` (default): only when ``peaks`` was not given.
+        ``"auto"`` (default): when the roofs are this machine's measured peaks (their
+        ``key`` is ``machine_key()``), not hand-made ones.
 
     Returns
     -------
@@ -250,7 +251,6 @@ def plot_roofline(
     """
     results = _as_list(results)
     analytic = _as_list(analytic)
-    explicit = peaks is not None
     peaks = _pick_peaks(results, peaks)
 
     placed = []
@@ -265,7 +265,9 @@ def plot_roofline(
         placed.append(result)
 
     if remeasure == "auto":
-        remeasure = not explicit
+        from workbench.measure.peaks import machine_key
+
+        remeasure = bool(peaks.key) and peaks.key == machine_key()
     if remeasure and placed:
         peaks, _ = refresh_if_inconsistent(placed, peaks,
                                            remeasure if callable(remeasure) else None)
