@@ -191,3 +191,8 @@ def test_schedule_warnings_cuda_threads_and_shared_memory():
     sch.cache_read(sch.get_block("C"), 1, "shared")  # A_shared: 64 KiB > 48 KiB
     assert schedule_warnings(sch, "cuda") == [
         "shared memory 65536 bytes per block exceeds 49152"]
+
+
+def test_access_figure_says_which_iterations_it_shows():
+    fig = access_figure(tiled(), "C", tile="j_0", fixed={"i_0": 1})
+    assert fig._suptitle.get_text() == "one iteration of j_0, i_0 = 1"

@@ -231,7 +231,7 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
     width = min(4.0 * len(buffers), 14.0)
     fig, axes = plt.subplots(1, len(buffers), figsize=(width, 3.6), squeeze=False)
     cmap = plt.get_cmap("viridis").with_extremes(bad=UNTOUCHED_COLOR)
-    image = None
+    image, tiles = None, set()
     for ax, buf in zip(axes[0], buffers, strict=True):
         values = access_map(func, buf, block=block, fixed=fixed, tile=tile)
         touched = int((values >= 0).sum())
@@ -242,9 +242,12 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
         ax.set_xlabel("last index", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_gid(f"access:{buf.name}")
-        if values.tile:
-            ax.text(0.0, -0.02, f"one iteration of {values.tile}", transform=ax.transAxes,
-                    va="top", fontsize=7, color="0.4")
+        tiles.add(values.tile)
+    tiles.discard(None)
+    selection = [f"one iteration of {', '.join(sorted(tiles))}"] if tiles else []
+    selection += [f"{name} = {value}" for name, value in (fixed or {}).items()]
+    if selection:
+        fig.suptitle(", ".join(selection), fontsize=9, color="0.3", y=1.04)
     if image is not None:
         fig.colorbar(image, ax=list(axes[0]), label="first touched at iteration", shrink=0.8)
     return fig

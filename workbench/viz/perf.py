@@ -124,7 +124,8 @@ def latency_figure(results, baseline=None):
                            gid="baseline-gbps")
     thr_ax.set_yticks(positions, [""] * n)
     thr_ax.set_xlabel("GFLOP/s and GB/s")
-    thr_ax.legend(fontsize=8, loc="lower right")
+    thr_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 1.0 + 1.2 / max(n, 1)),
+                  ncol=2, frameon=False)
     title = "latency and throughput"
     if base is not None:
         title += f" (baseline: {base.name})"
