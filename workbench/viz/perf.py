@@ -77,7 +77,7 @@ def latency_figure(results, baseline=None):
     results = _named(results)
     base = _baseline(results, baseline)
     n = len(results)
-    fig, (lat_ax, thr_ax) = plt.subplots(1, 2, figsize=(10.0, 1.2 + 0.45 * max(n, 1)),
+    fig, (lat_ax, thr_ax) = plt.subplots(1, 2, figsize=(10.0, 1.8 + 0.45 * max(n, 1)),
                                          gridspec_kw={"width_ratios": [3, 2]})
     lat_ax.set_gid(LATENCY_GID)
     thr_ax.set_gid(THROUGHPUT_GID)
@@ -124,13 +124,13 @@ def latency_figure(results, baseline=None):
                            gid="baseline-gbps")
     thr_ax.set_yticks(positions, [""] * n)
     thr_ax.set_xlabel("GFLOP/s and GB/s")
-    thr_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 1.0 + 1.2 / max(n, 1)),
-                  ncol=2, frameon=False)
+    handles, labels = thr_ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper right", ncol=2, frameon=False)
     title = "latency and throughput"
     if base is not None:
         title += f" (baseline: {base.name})"
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(title, fontsize=10, x=0.02, ha="left")
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 0.88))
     fig.latency_data = data
     return fig
 
