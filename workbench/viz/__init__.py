@@ -53,6 +53,10 @@ _PUBLIC = {
     "graph_figure": "workbench.viz.graph",
     "GraphNode": "workbench.viz.graph",
     "GraphEdge": "workbench.viz.graph",
+    "GraphView": "workbench.viz.graph",
+    "graph_text": "workbench.viz.graph",
+    "place_labels": "workbench.viz.roofline",
+    "refresh_if_inconsistent": "workbench.measure.peaks",
     "steps_table": "workbench.viz.steps",
     "show_steps": "workbench.viz.steps",
 }
