@@ -108,3 +108,18 @@ def test_graph_figure_ops_types_and_fused_clusters():
         "x = input()  : float32[1, 64]", "w = const()  : float32[64, 32]",
         "dense = matmul(x, w)  : float32[1, 32]  [fused_dense_relu]",
         "relu = relu(dense)  : float32[1, 32]  [fused_dense_relu]"]
+
+
+def test_figures_are_not_tracked_by_pyplot():
+    """An explorer redraws at every change: its figures must not pile up in pyplot."""
+    from workbench.viz.roofline import roofline_figure
+
+    before = plt.get_fignums()
+    naive = result("naive", [4e-3, 5e-3])
+    frame = pd.DataFrame({"a": [1, 2], "b": [1, 1], "v": [1.0, 2.0]})
+    figures = [latency_figure([naive]), sweep_heatmap(frame, "a", "b", "v"),
+               roofline_figure([naive])]
+    assert plt.get_fignums() == before
+    for fig in figures:
+        assert type(fig.canvas).__name__ == "FigureCanvasAgg"
+    assert any(line.get_gid() == "result:naive" for line in figures[2].axes[0].get_lines())

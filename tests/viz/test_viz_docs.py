@@ -9,7 +9,7 @@ import pytest
 matplotlib.use("Agg")
 
 MODULES = ["html", "diff", "loopnest", "iteration", "access", "footprint", "roofline", "perf",
-           "tables", "graph", "advice"]
+           "tables", "graph", "advice", "figures"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -45,6 +45,7 @@ _PUBLIC = {
     "roofline_figure": "workbench.viz.roofline",
     "analytic_point": "workbench.viz.roofline",
     "AnalyticPoint": "workbench.viz.roofline",
+    "new_figure": "workbench.viz.figures",
     "peaks_consistent": "workbench.measure.peaks",
     "latency_figure": "workbench.viz.perf",
     "sweep_heatmap": "workbench.viz.perf",

@@ -215,8 +215,9 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
     -------
     >>> fig = access_figure(sch, ["A", "B", "C"], tile="j_0")        # doctest: +SKIP
     """
-    import matplotlib.pyplot as plt
+    import matplotlib
 
+    from workbench.viz.figures import new_figure
     from workbench.viz.html import _function_of
     from workbench.viz.loopnest import format_bytes
 
@@ -229,8 +230,8 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
         names = list(buffer)
     buffers = [find_buffer(func, name) for name in names]
     width = min(4.0 * len(buffers), 14.0)
-    fig, axes = plt.subplots(1, len(buffers), figsize=(width, 3.6), squeeze=False)
-    cmap = plt.get_cmap("viridis").with_extremes(bad=UNTOUCHED_COLOR)
+    fig, axes = new_figure((width, 3.6), nrows=1, ncols=len(buffers), squeeze=False)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=UNTOUCHED_COLOR)
     image, tiles = None, set()
     for ax, buf in zip(axes[0], buffers, strict=True):
         values = access_map(func, buf, block=block, fixed=fixed, tile=tile)

@@ -341,9 +341,9 @@ def plot_roofline(
 
 
 def _colors(n: int) -> list:
-    import matplotlib.pyplot as plt
+    import matplotlib
 
-    cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
@@ -363,6 +363,11 @@ def _label_points(ax, labelled: list[tuple[tuple[float, float], str]]) -> None:
 
 
 def roofline_figure(results=(), peaks: MachinePeaks | None = None, **options):
-    """``plot_roofline`` on a new figure; returns the Figure (for notebooks and files)."""
-    ax = plot_roofline(results, peaks, **options)
-    return ax.figure
+    """``plot_roofline`` on a new figure outside pyplot (``figures.new_figure``); returns
+    the Figure, which a notebook displays once, when returned (explorer panes use this)."""
+    from workbench.viz.figures import new_figure
+
+    fig, ax = new_figure((8.4, 4.4))
+    fig.subplots_adjust(left=0.09, right=0.62, bottom=0.12, top=0.92)
+    plot_roofline(results, peaks, ax=ax, **options)
+    return fig
