@@ -7,7 +7,7 @@
 #   make lint       ruff check
 #
 # Set-up is shared by every target through `setup`: it creates .venv with `python3 -m venv`
-# when it is missing, installs the package editable with the [dev] extra, and installs the
+# when it is missing, installs the package editable with the [dev,graph] extras (graph: torch, onnx), and installs the
 # Graphviz `dot` program (Debian package `graphviz`) when it is missing. The pip step re-runs
 # only when pyproject.toml is newer than the stamp file, so a second `make test` starts at once.
 
@@ -53,8 +53,8 @@ $(PY):
 	fi
 
 $(STAMP): pyproject.toml | $(PY)
-	@echo "==> installing workbench (editable, [dev]) into $(VENV)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@echo "==> installing workbench (editable, [dev,graph]) into $(VENV)"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,graph]'
 	@touch $@
 
 # Graphviz: the PyPI package is only a wrapper around the `dot` program.

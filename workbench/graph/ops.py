@@ -1,0 +1,261 @@
+"""The graph's operators: numpy semantics (the interpreter's oracle) and a kind per operator.
+
+Every operator is a function ``f(*arrays, **attrs) -> array`` computed in float64 and cast back
+to the first input's dtype. Types are inferred by running the function on small zero arrays
+(``infer_type``), so a frontend never repeats shape rules.
+
+Kinds (used by fusion):
+
+- ``elementwise``: one output element from the same-position elements of its inputs (with
+  numpy broadcasting), e.g. ``add``, ``relu``, ``batch_norm`` (inference form).
+- ``anchor``: a contraction (``conv2d``, ``matmul``) that can absorb an elementwise epilogue.
+- ``reduction``: a reduction along axes (``softmax``, ``layer_norm``, pools, ``mean``) that
+  can absorb an elementwise epilogue.
+- ``layout``: data movement (``reshape``, ``transpose``).
+- ``attention``: ``sdpa``, an opaque group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from workbench.graph.ir import TensorType
+
+
+def _f64(*arrays):
+    return [np.asarray(a, dtype=np.float64) for a in arrays]
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+# ------------------------------------------------------------------------ elementwise
+
+
+def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a * b
+
+
+def div(a, b):
+    return a / b
+
+
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+def gelu(x, approximate: str = "none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def silu(x):
+    return x * sigmoid(x)
+
+
+def tanh(x):
+    return np.tanh(x)
+
+
+def exp(x):
+    return np.exp(x)
+
+
+def sqrt(x):
+    return np.sqrt(x)
+
+
+def erf(x):
+    return _erf(x)
+
+
+def neg(x):
+    return -x
+
+
+def batch_norm(x, mean, var, gamma, beta, eps: float = 1e-5):
+    """Inference batch norm over axis 1 (NCHW)."""
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    scale = gamma / np.sqrt(var + eps)
+    return (x - mean.reshape(shape)) * scale.reshape(shape) + beta.reshape(shape)
+
+
+# ------------------------------------------------------------------------ anchors
+
+
+def matmul(a, b):
+    return np.matmul(a, b)
+
+
+def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups: int = 1):
+    N, C, H, W = x.shape
+    K, Cg, R, S = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    P = (H + 2 * ph - dh * (R - 1) - 1) // sh + 1
+    Q = (W + 2 * pw - dw * (S - 1) - 1) // sw + 1
+    rows = (np.arange(P) * sh)[:, None] + (np.arange(R) * dh)[None, :]
+    cols = (np.arange(Q) * sw)[:, None] + (np.arange(S) * dw)[None, :]
+    win = xp[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # N C P Q R S
+    out = np.empty((N, K, P, Q))
+    kg = K // groups
+    for g in range(groups):
+        part = win[:, g * Cg:(g + 1) * Cg]
+        out[:, g * kg:(g + 1) * kg] = np.einsum("ncpqrs,kcrs->nkpq", part, w[g * kg:(g + 1) * kg])
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1)
+    return out
+
+
+def conv2d_nhwc(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    """NHWC data, RSCK weights (the layout pass's target form)."""
+    nchw = np.transpose(x, (0, 3, 1, 2))
+    kcrs = np.transpose(w, (3, 2, 0, 1))
+    out = conv2d(nchw, kcrs, b, stride, padding, dilation)
+    return np.transpose(out, (0, 2, 3, 1))
+
+
+# ------------------------------------------------------------------------ reductions
+
+
+def _pool_windows(x, kernel, stride, padding, fill):
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
+    P = (x.shape[2] + 2 * ph - kh) // sh + 1
+    Q = (x.shape[3] + 2 * pw - kw) // sw + 1
+    rows = (np.arange(P) * sh)[:, None] + np.arange(kh)[None, :]
+    cols = (np.arange(Q) * sw)[:, None] + np.arange(kw)[None, :]
+    return xp[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # N C P Q kh kw
+
+
+def max_pool2d(x, kernel=(2, 2), stride=(2, 2), padding=(0, 0)):
+    return _pool_windows(x, kernel, stride, padding, -np.inf).max(axis=(4, 5))
+
+
+def avg_pool2d(x, kernel=(2, 2), stride=(2, 2), padding=(0, 0)):
+    """Divides by the full window (PyTorch's ``count_include_pad=True``)."""
+    return _pool_windows(x, kernel, stride, padding, 0.0).mean(axis=(4, 5))
+
+
+def adaptive_avg_pool2d(x, output_size=(1, 1)):
+    N, C, H, W = x.shape
+    P, Q = output_size
+    out = np.empty((N, C, P, Q))
+    for p in range(P):
+        h0, h1 = (p * H) // P, -((-(p + 1) * H) // P)
+        for q in range(Q):
+            w0, w1 = (q * W) // Q, -((-(q + 1) * W) // Q)
+            out[:, :, p, q] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+    return out
+
+
+def mean(x, axes=(-1,), keepdims: bool = True):
+    return x.mean(axis=tuple(axes), keepdims=keepdims)
+
+
+def softmax(x, axis: int = -1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5, ndim: int = 1):
+    axes = tuple(range(x.ndim - ndim, x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+    out = (x - mu) / np.sqrt(var + eps)
+    if gamma is not None:
+        out = out * gamma
+    if beta is not None:
+        out = out + beta
+    return out
+
+
+def sdpa(q, k, v, scale: float | None = None, causal: bool = False):
+    """Scaled dot-product attention over the last two axes."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if causal:
+        L, S = scores.shape[-2:]
+        mask = np.tril(np.ones((L, S), dtype=bool))
+        scores = np.where(mask, scores, -np.inf)
+    return np.matmul(softmax(scores, -1), v)
+
+
+# ------------------------------------------------------------------------ layout
+
+
+def reshape(x, shape=()):
+    return np.reshape(x, tuple(shape))
+
+
+def transpose(x, perm=()):
+    return np.transpose(x, tuple(perm))
+
+
+def select(x, axis=0, index=0):
+    """``x[..., index, ...]`` along ``axis`` (the axis is dropped)."""
+    return np.take(x, index, axis=axis)
+
+
+def broadcast_to(x, shape=()):
+    return np.broadcast_to(x, tuple(shape))
+
+
+OPS: dict[str, tuple[Callable, str]] = {
+    "add": (add, "elementwise"), "sub": (sub, "elementwise"), "mul": (mul, "elementwise"),
+    "div": (div, "elementwise"), "relu": (relu, "elementwise"), "gelu": (gelu, "elementwise"),
+    "sigmoid": (sigmoid, "elementwise"), "silu": (silu, "elementwise"),
+    "tanh": (tanh, "elementwise"), "exp": (exp, "elementwise"), "sqrt": (sqrt, "elementwise"),
+    "erf": (erf, "elementwise"), "neg": (neg, "elementwise"),
+    "batch_norm": (batch_norm, "elementwise"),
+    "matmul": (matmul, "anchor"), "conv2d": (conv2d, "anchor"),
+    "conv2d_nhwc": (conv2d_nhwc, "anchor"),
+    "max_pool2d": (max_pool2d, "reduction"), "avg_pool2d": (avg_pool2d, "reduction"),
+    "adaptive_avg_pool2d": (adaptive_avg_pool2d, "reduction"), "mean": (mean, "reduction"),
+    "softmax": (softmax, "reduction"), "layer_norm": (layer_norm, "reduction"),
+    "sdpa": (sdpa, "attention"),
+    "reshape": (reshape, "layout"), "transpose": (transpose, "layout"),
+    "select": (select, "layout"), "broadcast_to": (broadcast_to, "layout"),
+}
+"""op name -> (numpy function, kind)."""
+
+
+def kind(op: str) -> str:
+    """The fusion kind of ``op`` (``"fused"`` for a fused group)."""
+    if op == "fused":
+        return "fused"
+    return OPS[op][1]
+
+
+def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
+    """``op`` applied to ``arrays`` (float64 math, result in the first input's dtype)."""
+    function = OPS[op][0]
+    dtype = arrays[0].dtype if arrays else np.float32
+    result = function(*_f64(*arrays), **attrs)
+    return np.ascontiguousarray(np.asarray(result).astype(dtype))
+
+
+def infer_type(op: str, types: list[TensorType], attrs: dict) -> TensorType:
+    """The output type of ``op`` on inputs of ``types`` (by running it on zeros)."""
+    arrays = [np.zeros(t.shape, t.dtype) for t in types]
+    if op == "batch_norm":
+        arrays[2] = arrays[2] + 1.0  # variance of one, so no division by zero
+    out = evaluate(op, arrays, attrs)
+    return TensorType(tuple(int(s) for s in out.shape), str(out.dtype))
