@@ -26,7 +26,9 @@ def test_small_cnn_matches_torch(method):
     graph = _check(randomize_bn(SmallCNN()), (torch.randn(2, 3, 8, 8),), method)
     ops = {node.op for node in graph.nodes}
     assert {"conv2d", "batch_norm", "relu", "silu", "max_pool2d", "avg_pool2d",
-            "adaptive_avg_pool2d", "reshape", "matmul", "add"} <= ops
+            "reshape", "matmul", "add"} <= ops
+    if method == "export":  # make_fx decomposes adaptive pooling into a mean
+        assert "adaptive_avg_pool2d" in ops
 
 
 @pytest.mark.parametrize("method", ["export", "fx"])

@@ -1,0 +1,208 @@
+"""ONNX frontend: an ``onnx.ModelProto`` (or a path to one) to a ``Graph``.
+
+Covers Gemm, MatMul, Conv, BatchNormalization, Relu, Gelu, Sigmoid (SiLU is Sigmoid then
+Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool, AveragePool, GlobalAveragePool,
+Flatten, Reshape, Transpose, Softmax, LayerNormalization, Attention (opset 23), Identity,
+Dropout and Constant. Unsupported nodes are listed in one ``UnsupportedOperatorError``
+(location: the node's name and index).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from workbench.graph.builder import GraphBuilder
+from workbench.graph.errors import UnsupportedOperatorError
+from workbench.graph.ir import Graph, TensorType
+
+_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
+          "Erf": "erf", "Neg": "neg"}
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
+
+
+def from_onnx(model) -> Graph:
+    """Import an ONNX model.
+
+    Example
+    -------
+    >>> from onnx import TensorProto, helper
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    >>> m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])],
+    ...                                        "g", [x], [y]))
+    >>> [n.op for n in from_onnx(m).nodes]
+    ['relu']
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    if isinstance(model, str):
+        model = onnx.load(model)
+    graph = model.graph
+    b = GraphBuilder()
+    values: dict[str, str] = {}
+    for init in graph.initializer:
+        values[init.name] = b.constant(init.name, numpy_helper.to_array(init))
+    for inp in graph.input:
+        if inp.name in values:
+            continue
+        dims = tuple(d.dim_value for d in inp.type.tensor_type.shape.dim)
+        dtype = str(onnx.helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
+        values[inp.name] = b.input(inp.name, TensorType(dims, dtype))
+    unsupported: list[tuple[str, str]] = []
+    for index, node in enumerate(graph.node):
+        where = f"node {index} ({node.name or node.output[0]!r})"
+        known = hasattr(_Node, f"op_{node.op_type}") or node.op_type in {**_UNARY, **_BINARY}
+        if not known:
+            unsupported.append((f"onnx::{node.op_type}", where))
+            continue
+        if any(i and i not in values for i in node.input):
+            continue  # fed by an unsupported node: already reported
+        handler = getattr(_Node(b, values, node, where), f"op_{node.op_type}")
+        result = handler()
+        results = result if isinstance(result, tuple) else (result,)
+        for name, value in zip(node.output, results, strict=False):
+            values[name] = value
+    if unsupported:
+        raise UnsupportedOperatorError(unsupported)
+    return b.finish([values[out.name] for out in graph.output])
+
+
+class _Node:
+    """The conversion of one ONNX node (``op_<OpType>`` methods)."""
+
+    def __init__(self, b: GraphBuilder, values: dict, node, where: str):
+        from onnx import helper
+
+        self.b, self.values, self.node, self.where = b, values, node, where
+        self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        self.ins = [values[i] if i else None for i in node.input]
+
+    def emit(self, op: str, inputs: list[str], attrs: dict | None = None) -> str:
+        return self.b.node(op, inputs, attrs, hint=self.node.output[0], source=self.where)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.b.types[name].shape
+
+    def const(self, name: str) -> np.ndarray:
+        return self.b.constants[name]
+
+    def __getattr__(self, name: str):
+        op_type = name[3:] if name.startswith("op_") else ""
+        if op_type in _UNARY:
+            return lambda: self.emit(_UNARY[op_type], [self.ins[0]])
+        if op_type in _BINARY:
+            return lambda: self.emit(_BINARY[op_type], self.ins[:2])
+        raise AttributeError(name)
+
+    def op_Identity(self):
+        return self.ins[0]
+
+    op_Dropout = op_Identity
+
+    def op_Constant(self):
+        from onnx import numpy_helper
+
+        return self.b.constant(self.node.output[0], numpy_helper.to_array(self.attrs["value"]))
+
+    def op_Gelu(self):
+        return self.emit("gelu", [self.ins[0]], {"approximate": self.attrs.get("approximate",
+                                                                               b"none").decode()
+                                                 if isinstance(self.attrs.get("approximate"), bytes)
+                                                 else self.attrs.get("approximate", "none")})
+
+    def op_MatMul(self):
+        return self.emit("matmul", self.ins[:2])
+
+    def op_Gemm(self):
+        a, w = self.ins[0], self.ins[1]
+        if self.attrs.get("transA", 0):
+            a = self.emit("transpose", [a], {"perm": [1, 0]})
+        if self.attrs.get("transB", 0):
+            w = self.emit("transpose", [w], {"perm": [1, 0]})
+        y = self.emit("matmul", [a, w])
+        alpha, beta = self.attrs.get("alpha", 1.0), self.attrs.get("beta", 1.0)
+        if alpha != 1.0:
+            y = self.emit("mul", [y, self.b.constant("alpha", np.float32(alpha))])
+        if len(self.ins) > 2 and self.ins[2]:
+            c = self.ins[2]
+            if beta != 1.0:
+                c = self.emit("mul", [c, self.b.constant("beta", np.float32(beta))])
+            y = self.emit("add", [y, c])
+        return y
+
+    def _pads(self) -> tuple[int, int]:
+        pads = list(self.attrs.get("pads", [0, 0, 0, 0]))
+        if pads[:2] != pads[2:]:
+            raise NotImplementedError(f"{self.where}: asymmetric pads {pads}")
+        return (pads[0], pads[1])
+
+    def op_Conv(self):
+        attrs = {"stride": tuple(self.attrs.get("strides", [1, 1])), "padding": self._pads(),
+                 "dilation": tuple(self.attrs.get("dilations", [1, 1])),
+                 "groups": int(self.attrs.get("group", 1))}
+        return self.emit("conv2d", [i for i in self.ins if i], attrs)
+
+    def op_BatchNormalization(self):
+        x, scale, bias, mean, var = self.ins[:5]
+        return self.emit("batch_norm", [x, mean, var, scale, bias],
+                         {"eps": float(self.attrs.get("epsilon", 1e-5))})
+
+    def _pool(self, op: str):
+        kernel = tuple(self.attrs["kernel_shape"])
+        if self.attrs.get("ceil_mode", 0):
+            raise NotImplementedError(f"{self.where}: ceil_mode")
+        attrs = {"kernel": kernel, "stride": tuple(self.attrs.get("strides", kernel)),
+                 "padding": self._pads()}
+        return self.emit(op, [self.ins[0]], attrs)
+
+    def op_MaxPool(self):
+        return self._pool("max_pool2d")
+
+    def op_AveragePool(self):
+        return self._pool("avg_pool2d")
+
+    def op_GlobalAveragePool(self):
+        return self.emit("adaptive_avg_pool2d", [self.ins[0]], {"output_size": (1, 1)})
+
+    def op_Flatten(self):
+        shape = self.shape(self.ins[0])
+        axis = self.attrs.get("axis", 1) % max(len(shape), 1)
+        new = [math.prod(shape[:axis]), math.prod(shape[axis:])]
+        return self.emit("reshape", [self.ins[0]], {"shape": new})
+
+    def op_Reshape(self):
+        old = self.shape(self.ins[0])
+        shape = [int(s) for s in self.const(self.ins[1])]
+        shape = [old[i] if s == 0 else s for i, s in enumerate(shape)]
+        if -1 in shape:
+            shape[shape.index(-1)] = math.prod(old) // math.prod(s for s in shape if s != -1)
+        return self.emit("reshape", [self.ins[0]], {"shape": shape})
+
+    def op_Transpose(self):
+        n = len(self.shape(self.ins[0]))
+        perm = list(self.attrs.get("perm", range(n - 1, -1, -1)))
+        return self.emit("transpose", [self.ins[0]], {"perm": perm})
+
+    def op_Softmax(self):
+        n = len(self.shape(self.ins[0]))
+        return self.emit("softmax", [self.ins[0]], {"axis": self.attrs.get("axis", -1) % n})
+
+    def op_LayerNormalization(self):
+        n = len(self.shape(self.ins[0]))
+        axis = self.attrs.get("axis", -1) % n
+        inputs = [i for i in self.ins[:3] if i]
+        if len(inputs) == 2:  # no bias: add a zero one
+            width = self.shape(inputs[1])
+            inputs.append(self.b.constant("ln_bias", np.zeros(width, "float32")))
+        return self.emit("layer_norm", inputs, {"eps": float(self.attrs.get("epsilon", 1e-5)),
+                                                "ndim": n - axis})
+
+    def op_Attention(self):
+        if len(self.ins) > 3 and any(self.ins[3:]):
+            raise NotImplementedError(f"{self.where}: Attention with a mask or past state")
+        scale = self.attrs.get("scale")
+        return self.emit("sdpa", self.ins[:3], {"scale": None if scale is None else float(scale),
+                                                "causal": bool(self.attrs.get("is_causal", 0))})
