@@ -1,0 +1,42 @@
+"""Shared fixtures: the tiny models imported once per session (torch.export is slow)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session")
+def cnn():
+    """(model, torch input, graph) of models.SmallCNN."""
+    torch = pytest.importorskip("torch")
+    from models import SmallCNN, randomize_bn
+
+    from workbench.graph import from_torch
+
+    torch.manual_seed(0)
+    model = randomize_bn(SmallCNN())
+    x = torch.randn(2, 3, 8, 8)
+    return model, x, from_torch(model, (x,), method="export")
+
+
+@pytest.fixture(scope="session")
+def block():
+    """(model, torch input, graph) of models.Block."""
+    torch = pytest.importorskip("torch")
+    from models import Block
+
+    from workbench.graph import from_torch
+
+    torch.manual_seed(1)
+    model = Block().eval()
+    x = torch.randn(2, 5, 8)
+    return model, x, from_torch(model, (x,), method="export")
+
+
+def assert_same_outputs(before, after, *inputs, rtol=1e-4, atol=1e-5):
+    """Both graphs compute the same outputs (numpy interpreter) on ``inputs``."""
+    from workbench.graph import run
+
+    for x, y in zip(run(before, *inputs), run(after, *inputs), strict=True):
+        np.testing.assert_allclose(y, x, rtol=rtol, atol=atol)
