@@ -1,0 +1,218 @@
+"""``compile``: a model in one line to a callable running every kernel through Numba.
+
+Example
+-------
+>>> import torch, numpy as np, workbench as wb
+>>> model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.GELU()).eval()
+>>> x = torch.randn(2, 8)
+>>> compiled = wb.compile(model, (x,))                              # doctest: +SKIP
+>>> np.allclose(compiled(x), model(x).detach().numpy(), atol=1e-5)  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.graph.ir import Graph
+from workbench.graph.lower import LoweredKernel, lower_graph
+from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
+from workbench.graph.passes.pipeline import Pipeline
+
+
+@dataclass
+class CompiledKernel:
+    """One kernel of a compiled model: the lowered node, its schedule and its runner."""
+
+    node: str
+    pattern: str
+    inputs: tuple[str, ...]
+    runner: object
+    source: str = ""
+    trace_json: str = "[]"
+    func_source: str = ""
+    schedule: object = None
+    kernel: object = None
+
+
+def import_graph(model, example_inputs) -> Graph:
+    """A ``Graph`` from a torch module, an ONNX model (or path), or a ``Graph``."""
+    if isinstance(model, Graph):
+        return model
+    if isinstance(model, str) or type(model).__name__ == "ModelProto":
+        from workbench.graph.frontends.onnx import from_onnx
+
+        return from_onnx(model)
+    from workbench.graph.frontends.torch_fx import from_torch
+
+    return from_torch(model, example_inputs)
+
+
+def _schedule_for(kernel: LoweredKernel, target: str, schedules):
+    from workbench.graph.schedules import default_schedule
+
+    if schedules == "default":
+        return default_schedule(kernel.func, target)
+    if schedules in (None, "none"):
+        from workbench.schedule import Schedule
+
+        return Schedule(kernel.func)
+    from workbench.graph.schedules import records_schedule
+
+    return records_schedule(kernel.func, target, schedules)
+
+
+def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
+            pipeline: Pipeline | None = None, plan: bool = True) -> CompiledModel:
+    """Import, optimise, lower, schedule and build ``model``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, onnx.ModelProto, path to an .onnx file, or Graph
+    example_inputs : tuple
+        Example inputs (torch tensors or numpy arrays): they fix the shapes.
+    target : str
+        ``"cpu"`` (Numba njit) or ``"numpy"`` (the reference executor of every kernel).
+    schedules : "default", "none" or a tuning-records path
+        The rule-based schedules of ``workbench.graph.schedules``, no schedule at all, or the
+        best recorded schedule per kernel.
+    pipeline : Pipeline, optional
+        The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
+        folding, DCE, fusion).
+    plan : bool
+        Preallocate intermediate buffers from the liveness-based memory plan (``False``: one
+        buffer per value).
+    """
+    from workbench.backends import build
+
+    graph = import_graph(model, example_inputs)
+    graph = (pipeline or Pipeline())(graph)
+    kernels = []
+    for lowered in lower_graph(graph):
+        sch = _schedule_for(lowered, target, schedules)
+        kernel = build(sch, target=target)
+        runner = kernel._compiled.dispatcher if kernel._compiled is not None else kernel
+        kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
+                                      kernel.source, sch.trace.to_json(), lowered.source, sch,
+                                      kernel))
+    return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target)
+
+
+class CompiledModel:
+    """A compiled model: call it with the model's inputs (torch tensors or numpy arrays).
+
+    Attributes
+    ----------
+    graph : Graph
+        The optimised (fused) graph.
+    kernels : list of CompiledKernel
+        In execution order.
+    memory : MemoryPlan
+        Where every intermediate lives; the buffers are allocated once, here.
+    """
+
+    def __init__(self, graph: Graph, kernels: list[CompiledKernel], memory: MemoryPlan,
+                 target: str = "cpu"):
+        self.graph, self.kernels, self.memory, self.target = graph, kernels, memory, target
+        self._arena = [np.empty(size, np.uint8) for size in memory.buffers]
+        self._values: dict[str, np.ndarray] = dict(graph.constants)
+        for node in graph.nodes:
+            if node.op in VIEW_OPS and node.name in memory.assignment:
+                continue
+            ty = node.type
+            raw = self._arena[memory.assignment[node.name]][:ty.nbytes]
+            self._values[node.name] = raw.view(ty.dtype).reshape(ty.shape)
+        self._views = [n for n in graph.nodes if n.op in VIEW_OPS]
+        self._by_node = {k.node: k for k in kernels}
+
+    # ---- running -------------------------------------------------------------------------
+
+    def _bind(self, inputs) -> dict[str, np.ndarray]:
+        if len(inputs) != len(self.graph.inputs):
+            raise TypeError(f"the model takes {len(self.graph.inputs)} input(s), "
+                            f"got {len(inputs)}")
+        values = dict(self._values)
+        for (name, ty), x in zip(self.graph.inputs.items(), inputs, strict=True):
+            array = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+            values[name] = np.ascontiguousarray(array, dtype=ty.dtype)
+        return values
+
+    def _run(self, values: dict, timings: list | None = None) -> None:
+        views = iter(self._views)
+        pending = next(views, None)
+        order = {n.name: i for i, n in enumerate(self.graph.nodes)}
+        for kernel in self.kernels:
+            while pending is not None and order[pending.name] < order[kernel.node]:
+                values[pending.name] = values[pending.inputs[0]].reshape(pending.type.shape)
+                pending = next(views, None)
+            args = [values[name] for name in kernel.inputs]
+            start = time.perf_counter()
+            kernel.runner(*args, values[kernel.node])
+            if timings is not None:
+                timings.append(time.perf_counter() - start)
+        while pending is not None:
+            values[pending.name] = values[pending.inputs[0]].reshape(pending.type.shape)
+            pending = next(views, None)
+
+    def __call__(self, *inputs):
+        """The model's output(s) as numpy arrays (copies: the buffers are reused)."""
+        values = self._bind(inputs)
+        self._run(values)
+        outputs = [np.array(values[name]) for name in self.graph.outputs]
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def latency_report(self, *inputs, repeat: int = 20):
+        """Per-kernel median latency as a DataFrame (kernel, pattern, median_us, share)."""
+        import pandas as pd
+
+        values = self._bind(inputs)
+        self._run(values)  # warm-up
+        runs = []
+        for _ in range(repeat):
+            timings: list[float] = []
+            self._run(values, timings)
+            runs.append(timings)
+        medians = np.median(np.array(runs), axis=0) * 1e6
+        frame = pd.DataFrame({"kernel": [k.node for k in self.kernels],
+                              "pattern": [k.pattern for k in self.kernels],
+                              "median_us": medians})
+        frame["share"] = frame["median_us"] / frame["median_us"].sum()
+        return frame
+
+    # ---- inspection ----------------------------------------------------------------------
+
+    def schedule(self, node: str):
+        """The ``Schedule`` of the kernel computing ``node`` (a fused group's name)."""
+        kernel = self._by_node[node]
+        if kernel.schedule is None:
+            from workbench.schedule import Schedule, Trace
+            from workbench.script import from_source
+
+            kernel.schedule = Trace.from_json(kernel.trace_json).apply(
+                from_source(kernel.func_source)) if kernel.trace_json != "[]" else \
+                Schedule(from_source(kernel.func_source))
+        return kernel.schedule
+
+    def explore(self, node: str, **kwargs):
+        """Open ``node``'s kernel (its loop nest and schedule) in ``wb.explore``."""
+        import workbench
+
+        try:
+            explore = workbench.explore
+        except AttributeError as error:
+            raise NotImplementedError("wb.explore is not available in this build; "
+                                      "use .schedule(node) instead") from error
+        return explore(self.schedule(node), target=self.target, **kwargs)
+
+    def save(self, folder) -> None:
+        """Write the deployment artifact (see ``workbench.graph.artifact``)."""
+        from workbench.graph.artifact import save
+
+        save(self, folder)
+
+    def __repr__(self) -> str:
+        return (f"<CompiledModel: {len(self.kernels)} kernels, target={self.target!r}, "
+                f"{self.memory}>")

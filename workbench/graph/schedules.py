@@ -1,0 +1,94 @@
+"""Default schedules by rule, per target, for the kernels of a lowered graph.
+
+Rules (each step is tried; a primitive that does not apply raises ``ScheduleError`` and the
+schedule stays as it was):
+
+- the elementwise ``out`` block of a group moves under the head block's last leading spatial
+  loop (``reverse_compute_at``): the epilogue of a matmul / convolution / pooling runs on
+  each output element (a softmax's or layernorm's on each row) while it is in cache;
+- cpu: every top-level nest doing at least ``PARALLEL_WORK`` iterations gets its leading
+  loops fused until the extent reaches 16, then ``parallel``. Smaller nests stay serial:
+  starting Numba's thread pool costs more than they do.
+
+``schedules`` may instead be a tuning-records path (``records_schedule``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from workbench.ir.analysis import find_blocks
+from workbench.ir.stmt import IterKind
+from workbench.schedule import Schedule, ScheduleError
+
+MIN_PARALLEL = 16
+PARALLEL_WORK = 1 << 15
+
+
+def _try(step, *args, **kwargs):
+    try:
+        return step(*args, **kwargs)
+    except (ScheduleError, ValueError, IndexError, KeyError):
+        return None
+
+
+def _extent(sch: Schedule, loop) -> int:
+    value = getattr(sch.get(loop).extent, "value", None)
+    return int(value) if isinstance(value, int) else MIN_PARALLEL
+
+
+def _leading_spatial(block) -> int:
+    count = 0
+    for iv in block.iter_vars:
+        if iv.kind != IterKind.SPATIAL:
+            break
+        count += 1
+    return count
+
+
+def default_schedule(func, target: str = "cpu") -> Schedule:
+    """The rule-based schedule of one kernel (see the module docstring)."""
+    sch = Schedule(func)
+    blocks = find_blocks(func)
+    names = [b.name for b in blocks]
+    if "out" in names and len(names) > 1:
+        head = blocks[-2]
+        spatial = _leading_spatial(head)
+        loops = _try(sch.get_loops, sch.get_block(head.name))
+        if loops and 0 < spatial < len(loops):
+            _try(sch.reverse_compute_at, sch.get_block("out"), loops[spatial - 1])
+    if target != "cpu":
+        return sch
+    done = set()
+    for name in names:
+        loops = _try(sch.get_loops, sch.get_block(name))
+        if not loops or loops[0] in done:
+            continue
+        extents = [_extent(sch, loop) for loop in loops]
+        if math.prod(extents) < PARALLEL_WORK:
+            continue
+        extent, outer, index = extents[0], loops[0], 1
+        while extent < MIN_PARALLEL and index < len(loops) - 1:
+            fused = _try(sch.fuse, outer, loops[index])
+            if fused is None:
+                break
+            outer, extent = fused, extent * extents[index]
+            index += 1
+        _try(sch.parallel, outer)
+        done.add(outer)
+    return sch
+
+
+def records_schedule(func, target: str, records) -> Schedule:
+    """The best schedule recorded for ``func`` in the tuning records ``records``; the default
+    schedule when the records hold none for it."""
+    try:
+        from workbench.tune import load_best
+    except ImportError as error:
+        raise NotImplementedError("schedules from tuning records need workbench.tune "
+                                  "(issue 10)") from error
+    try:
+        best = load_best(records, func, target=target)
+    except (KeyError, LookupError, ValueError):
+        best = None
+    return best if best is not None else default_schedule(func, target)
