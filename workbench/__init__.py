@@ -51,6 +51,10 @@ _PUBLIC = {
     "graph_figure": "workbench.viz",
     "peaks_consistent": "workbench.measure.peaks",
     "viz": "workbench.viz",
+    # graph level (issue 11)
+    "compile": "workbench.graph",
+    "load": "workbench.graph",
+    "graph": "workbench.graph",
 }
 
 

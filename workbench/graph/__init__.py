@@ -33,5 +33,19 @@ def from_onnx(model) -> Graph:
     return _from_onnx(model)
 
 
-__all__ = ["Graph", "GraphBuilder", "GraphError", "Node", "TensorType",
+def compile(model, example_inputs=(), target: str = "cpu", schedules="default", **options):
+    """``wb.compile``: see ``workbench.graph.compile.compile``."""
+    from workbench.graph.compile import compile as _compile
+
+    return _compile(model, example_inputs, target=target, schedules=schedules, **options)
+
+
+def load(folder):
+    """``wb.load``: a saved ``CompiledModel``; see ``workbench.graph.artifact.load``."""
+    from workbench.graph.artifact import load as _load
+
+    return _load(folder)
+
+
+__all__ = ["compile", "load", "Graph", "GraphBuilder", "GraphError", "Node", "TensorType",
            "UnsupportedOperatorError", "from_onnx", "from_torch", "run"]
