@@ -40,3 +40,12 @@ def assert_same_outputs(before, after, *inputs, rtol=1e-4, atol=1e-5):
 
     for x, y in zip(run(before, *inputs), run(after, *inputs), strict=True):
         np.testing.assert_allclose(y, x, rtol=rtol, atol=atol)
+
+
+@pytest.fixture(scope="session")
+def compiled_cnn(cnn):
+    """(model, torch input, CompiledModel) of the tiny CNN on the cpu target."""
+    import workbench as wb
+
+    model, x, _ = cnn
+    return model, x, wb.compile(model, (x,), target="cpu")

@@ -44,7 +44,9 @@ class GraphBuilder:
 
     def constant(self, hint: str, array: np.ndarray) -> str:
         name = self.fresh(hint)
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:  # (ascontiguousarray would turn 0-d into 1-d)
+            array = array.copy()
         self.constants[name] = array
         self.types[name] = TensorType(tuple(array.shape), str(array.dtype))
         return name

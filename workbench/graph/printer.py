@@ -39,7 +39,8 @@ def graph_text(graph: Graph, indent: str = "  ") -> str:
     params = ", ".join(f"%{name}: {ty}" for name, ty in graph.inputs.items())
     lines = [f"graph({params}) {{"]
     for name, array in graph.constants.items():
-        lines.append(f"{indent}%{name} = constant {TensorType(tuple(array.shape), str(array.dtype))}")
+        ty = TensorType(tuple(array.shape), str(array.dtype))
+        lines.append(f"{indent}%{name} = constant {ty}")
     for node in graph.nodes:
         lines.append(indent + node_text(node))
         if node.op == "fused":

@@ -46,9 +46,9 @@ class Pipeline:
 
     Example
     -------
-    >>> p = Pipeline().without("fuse").with_pass("layout_nhwc", after="fold_batchnorm")
+    >>> p = Pipeline().without("fuse", "cse").with_pass("layout_nhwc", after="fold_batchnorm")
     >>> print(p)
-    Pipeline: fold_constants -> simplify -> cse -> fold_batchnorm -> layout_nhwc -> fold_constants -> dce
+    Pipeline: fold_constants -> simplify -> fold_batchnorm -> layout_nhwc -> fold_constants -> dce
     """
 
     def __init__(self, names=DEFAULT):

@@ -1,0 +1,25 @@
+"""The Examples in the graph level's docstrings run and print what they say."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["ir", "printer", "builder", "interpreter", "passes.dce", "passes.constant_fold",
+           "passes.cse", "passes.simplify", "passes.memory_plan", "passes.pipeline",
+           "frontends.onnx"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(f"workbench.graph.{name}")
+    outcome = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert outcome.attempted > 0
+    assert outcome.failed == 0
+
+
+def test_package_and_torch_frontend_examples():
+    pytest.importorskip("torch")
+    for name in ("workbench.graph", "workbench.graph.frontends.torch_fx"):
+        outcome = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+        assert outcome.attempted > 0 and outcome.failed == 0, name
