@@ -3,9 +3,13 @@
 Rules (each step is tried; a primitive that does not apply raises ``ScheduleError`` and the
 schedule stays as it was):
 
-- the elementwise ``out`` block of a group moves under the head block's last leading spatial
-  loop (``reverse_compute_at``): the epilogue of a matmul / convolution / pooling runs on
-  each output element (a softmax's or layernorm's on each row) while it is in cache;
+- contractions (blocks ``matmul``, ``conv``, ``attention``): the last spatial loop moves
+  inside the reduction loops (``reorder``), so the innermost loop walks contiguous output
+  and operand rows (LLVM vectorizes it) instead of a strided dot product;
+- the elementwise ``out`` block of a group moves under the head block's last spatial loop
+  before its reductions (``reverse_compute_at``): the epilogue of a matmul / convolution /
+  pooling runs on each output row (a softmax's or layernorm's on each row) while it is in
+  cache;
 - cpu: every top-level nest doing at least ``PARALLEL_WORK`` iterations gets its leading
   loops fused until the extent reaches 16, then ``parallel``. Smaller nests stay serial:
   starting Numba's thread pool costs more than they do.
@@ -22,7 +26,8 @@ from workbench.ir.stmt import IterKind
 from workbench.schedule import Schedule, ScheduleError
 
 MIN_PARALLEL = 16
-PARALLEL_WORK = 1 << 15
+PARALLEL_WORK = 1 << 18
+CONTRACTIONS = ("matmul", "conv", "attention")
 
 
 def _try(step, *args, **kwargs):
@@ -51,9 +56,16 @@ def default_schedule(func, target: str = "cpu") -> Schedule:
     sch = Schedule(func)
     blocks = find_blocks(func)
     names = [b.name for b in blocks]
+    for block in blocks:
+        spatial = _leading_spatial(block)
+        loops = _try(sch.get_loops, sch.get_block(block.name))
+        if block.name in CONTRACTIONS and loops and 0 < spatial < len(loops):
+            _try(sch.reorder, *loops[spatial:], loops[spatial - 1])
     if "out" in names and len(names) > 1:
         head = blocks[-2]
         spatial = _leading_spatial(head)
+        if head.name in CONTRACTIONS and spatial < len(head.iter_vars):
+            spatial -= 1  # the last spatial loop now sits inside the reductions
         loops = _try(sch.get_loops, sch.get_block(head.name))
         if loops and 0 < spatial < len(loops):
             _try(sch.reverse_compute_at, sch.get_block("out"), loops[spatial - 1])
