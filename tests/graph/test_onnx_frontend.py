@@ -89,3 +89,17 @@ def test_unsupported_onnx_nodes_are_listed_together():
         from_onnx(_model(nodes, [("x", (3,))], "y", {}))
     assert info.value.operators == [("onnx::Sin", "node 0 ('sin0')"),
                                     ("onnx::Cos", "node 2 ('cos0')")]
+
+
+def test_wb_compile_accepts_an_onnx_model():
+    import workbench as wb
+
+    w, b = _rand(6, 4), _rand(6)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1),
+             helper.make_node("Gelu", ["h"], ["y"])]
+    model = _model(nodes, [("x", (3, 4))], "y", {"w": w, "b": b})
+    compiled = wb.compile(model, target="numpy")
+    assert [k.pattern for k in compiled.kernels] == ["matmul+add+gelu"]
+    x = _rand(3, 4)
+    expected = F.gelu(torch.from_numpy(x) @ torch.from_numpy(w).T + torch.from_numpy(b))
+    np.testing.assert_allclose(compiled(x), expected.numpy(), rtol=1e-4, atol=1e-5)
