@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from benchlib import (
@@ -95,7 +94,7 @@ def main():
     body = "\n".join([
         "## graph level: loaded artifact vs fresh wb.compile (first call, fresh process)", "",
         f"Command: `{command_line()}`", "",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", *machine_lines(),
+        *machine_lines(),
         f"- load average at the end: {load_average()}",
         f"- model: bench_graph_models.CNN, batch 1; {rounds} round(s), medians; every load "
         f"was compile-free: {all(r['compile_free'] for r in results['load'])}", "",

@@ -147,7 +147,6 @@ def main():
     body = "\n".join([
         "## graph level: wb.compile vs torch eager vs torch.compile (CPU)", "",
         f"Command: `{command_line()}`", "",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
         *machine_lines(),
         f"- torch {torch.__version__} ({torch.get_num_threads()} threads)",
         f"- load average at the end: {load_average()} (shared machine)",

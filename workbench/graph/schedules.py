@@ -10,6 +10,8 @@ schedule stays as it was):
   before its reductions (``reverse_compute_at``): the epilogue of a matmul / convolution /
   pooling runs on each output row (a softmax's or layernorm's on each row) while it is in
   cache;
+- contractions: the init moves out of the reduction loops (``decompose_reduction``), so the
+  inner loop has no ``k == 0`` test and vectorizes;
 - cpu: every top-level nest doing at least ``PARALLEL_WORK`` iterations gets its leading
   loops fused until the extent reaches 16, then ``parallel``. Smaller nests stay serial:
   starting Numba's thread pool costs more than they do.
@@ -69,6 +71,12 @@ def default_schedule(func, target: str = "cpu") -> Schedule:
         loops = _try(sch.get_loops, sch.get_block(head.name))
         if loops and 0 < spatial < len(loops):
             _try(sch.reverse_compute_at, sch.get_block("out"), loops[spatial - 1])
+    for block in blocks:
+        if block.name in CONTRACTIONS and block.init is not None:
+            spatial = _leading_spatial(block)
+            loops = _try(sch.get_loops, sch.get_block(block.name))
+            if loops and 0 < spatial < len(loops):
+                _try(sch.decompose_reduction, sch.get_block(block.name), loops[spatial - 1])
     if target != "cpu":
         return sch
     done = set()
