@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import assert_same_outputs
+from graph_helpers import assert_same_outputs
 
 from workbench.graph import GraphBuilder, TensorType
 from workbench.graph.passes import (

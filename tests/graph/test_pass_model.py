@@ -4,7 +4,7 @@ tiny CNN and transformer block (outputs checked with the interpreter against tor
 from __future__ import annotations
 
 import numpy as np
-from conftest import assert_same_outputs
+from graph_helpers import assert_same_outputs
 
 from workbench.graph import GraphBuilder, TensorType, run
 from workbench.graph.passes import (

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from models import Block, Misc, SmallCNN, randomize_bn  # noqa: E402
+from graph_models import Block, Misc, SmallCNN, randomize_bn  # noqa: E402
 
 from workbench.graph import UnsupportedOperatorError, from_torch, run  # noqa: E402
 
