@@ -92,3 +92,20 @@ def test_saved_artifact_runs_in_a_fresh_process_without_compiling(compiled_cnn, 
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     assert facts == {"compile_free": True, "torch": False, "trace": False}
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), compiled(x))
+
+
+def test_explore_opens_the_fused_kernel_schedule(compiled_cnn, monkeypatch):
+    _, _, compiled = compiled_cnn
+    seen = {}
+
+    def fake_explore(sch, target):
+        seen["sch"], seen["target"] = sch, target
+        return "widget"
+
+    monkeypatch.setattr(wb, "explore", fake_explore, raising=False)
+    assert compiled.explore("relu") == "widget"
+    assert seen["target"] == "cpu" and seen["sch"] is compiled.schedule("relu")
+    monkeypatch.delattr(wb, "explore")
+    if "explore" not in dir(wb):  # no explorer in this build: a clear error
+        with pytest.raises(NotImplementedError, match="schedule"):
+            compiled.explore("relu")
