@@ -33,6 +33,8 @@ _PUBLIC = {
     "MeasureResult": "workbench.measure",
     "ops": "workbench.ops",
     "analysis": "workbench.ir.analysis",
+    "explore": "workbench.widgets",
+    "Explorer": "workbench.widgets",
 }
 
 
