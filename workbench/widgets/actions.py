@@ -78,7 +78,7 @@ def fetch(sch: Schedule, handles: dict, ref: Ref) -> ScheduleHandle:
         handles[(ref.kind, ref.name)] = handle
         return handle
     loop, _ = find_loop(sch.mod, ref.name, "explore")
-    inner = child_blocks(loop.body)
+    inner = child_blocks(loop)
     block_ref = Ref("block", inner[0].name)
     for handle in sch.get_loops(fetch(sch, handles, block_ref)):
         handles[("loop", sch.name(handle))] = handle

@@ -244,7 +244,7 @@ def footprint_warnings(
     caches = cache_sizes() if caches is None else caches
     warnings = []
     total = sum(tile_footprint(func, loop).values())
-    for level in ("L1", "L2"):
+    for level in ("L2", "L1"):  # the largest level exceeded
         if level in caches and total > caches[level]:
             warnings.append(
                 f"one iteration of '{loop}' touches {total / 1024:.0f} KiB, more "
