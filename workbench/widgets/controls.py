@@ -57,10 +57,16 @@ class Controls:
         self.toggles = {
             name: widgets.ToggleButton(description=name, value=False) for name in TOGGLES
         }
+        order = sorted(INSTRUCTIONS, key=lambda n: (TABLE_ORDER + (n,)).index(n))
         self.primitives = {
             name: widgets.Button(description=name, layout=widgets.Layout(width="auto"))
-            for name in sorted(INSTRUCTIONS, key=lambda n: (TABLE_ORDER + (n,)).index(n))
-            if INSTRUCTIONS[name].applies_to
+            for name in order
+            if "loop" in INSTRUCTIONS[name].applies_to
+        }
+        self.block_primitives = {
+            name: widgets.Button(description=name, layout=widgets.Layout(width="auto"))
+            for name in order
+            if "block" in INSTRUCTIONS[name].applies_to
         }
         available = [t for t in ("cpu", "cuda") if t in targets]
         self.target = widgets.Dropdown(
@@ -98,7 +104,9 @@ class Controls:
         for name, toggle in self.toggles.items():
             toggle.observe(lambda change, name=name: self._on_toggle(name, change), names="value")
         for name, button in self.primitives.items():
-            button.on_click(lambda _, name=name: ex.apply_default(name, self.loop.value))
+            button.on_click(lambda _, name=name: ex.apply_default(name, loop=self.loop.value))
+        for name, button in self.block_primitives.items():
+            button.on_click(lambda _, name=name: ex.apply_default(name, block=self.block.value))
         self.target.observe(
             lambda c: None if self._updating else ex.set_target(c["new"]), names="value"
         )
@@ -140,7 +148,7 @@ class Controls:
 
     # --- state -> controls --------------------------------------------------------------
 
-    def update(self, blocks: list[str], loops: list[LoopInfo], legal, history) -> None:
+    def update(self, blocks: list[str], loops: list[LoopInfo], legal, block_legal, history) -> None:
         """Re-read everything from the explorer's state (no action fires while doing so)."""
         ex = self.explorer
         self._updating = True
@@ -168,17 +176,10 @@ class Controls:
                     if row is None or row.legal
                     else row.reason
                 )
-            for name, button in self.primitives.items():
-                row = rows.get(name)
-                button.disabled = row is None or not row.legal
-                button.tooltip = (
-                    "not applicable to a loop"
-                    if row is None
-                    else f"{name}: legal here"
-                    if row.legal
-                    else row.reason
-                )
-                button.button_style = "" if button.disabled else "info"
+            _set_buttons(self.primitives, rows, "a loop")
+            _set_buttons(
+                self.block_primitives, {r.primitive: r for r in block_legal or []}, "a block"
+            )
             nodes = [(f"[{n.id}] {n.label}", n.id) for n in history.nodes.values()]
             self.jump.options = nodes
             self.jump.value = history.current_id
@@ -212,3 +213,18 @@ class Controls:
             ],
             layout=widgets.Layout(width="420px"),
         )
+
+
+def _set_buttons(buttons: dict, rows: dict, what: str) -> None:
+    """Enable the legal primitives; a disabled one says why in its tooltip."""
+    for name, button in buttons.items():
+        row = rows.get(name)
+        button.disabled = row is None or not row.legal
+        button.tooltip = (
+            f"not applicable to {what}"
+            if row is None
+            else f"{name}: legal here"
+            if row.legal
+            else row.reason
+        )
+        button.button_style = "" if button.disabled else "info"

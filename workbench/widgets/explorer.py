@@ -151,9 +151,12 @@ class Explorer:
         self.refresh()
         return True
 
-    def apply_default(self, primitive: str, loop: str | None = None) -> bool:
-        """Apply ``primitive`` at a loop with the legality probe's default arguments."""
-        ref = Ref("loop", loop or self.loop)
+    def apply_default(
+        self, primitive: str, loop: str | None = None, *, block: str | None = None
+    ) -> bool:
+        """Apply ``primitive`` at a loop (default: the selected one) or at ``block`` with the
+        legality probe's default arguments (what the primitive panel's buttons do)."""
+        ref = Ref("block", block) if block is not None else Ref("loop", loop or self.loop)
         try:
             args, kwargs = probe_arguments(self.node.schedule, primitive, ref)
         except ScheduleError as err:
@@ -288,7 +291,8 @@ class Explorer:
         loops = loops_above(func, self.block)
         legal = legality(node.schedule, Ref("loop", self.loop)) if self.loop else None
         self.legal = legal
-        self.controls.update(block_names(func), loops, legal, self.history)
+        self.block_legal = legality(node.schedule, Ref("block", self.block))
+        self.controls.update(block_names(func), loops, legal, self.block_legal, self.history)
         self.views["IR"].value = panes.ir_html(func).html
         parent = self.history[node.parent] if node.parent is not None else node
         self.views["IR diff"].value = panes.ir_diff(parent.func, func).html
