@@ -35,11 +35,21 @@ def fetch_vendor(cache: Path = VENDOR_CACHE) -> Path:
         if (target / "package.json").exists():
             continue
         if shutil.which("npm") is None:
-            raise RuntimeError("npm is needed once to fetch the widget renderer (apt-get install npm)")
+            raise RuntimeError(
+                "npm is needed once to fetch the widget renderer (apt-get install npm)"
+            )
         cache.mkdir(parents=True, exist_ok=True)
-        packed = subprocess.run(
-            ["npm", "pack", spec, "--silent"], cwd=cache, check=True, capture_output=True, text=True
-        ).stdout.strip().splitlines()[-1]
+        packed = (
+            subprocess.run(
+                ["npm", "pack", spec, "--silent"],
+                cwd=cache,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         with tarfile.open(cache / packed) as archive:
             archive.extractall(cache / f"{name}.tmp", filter="data")
         shutil.rmtree(target, ignore_errors=True)
@@ -76,8 +86,9 @@ def build(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
     links = []
     for path in notebooks:
         notebook = nbformat.read(path, as_version=4)
-        body, _ = html_exporter.from_notebook_node(notebook, resources={"metadata": {
-            "name": path.stem}})
+        body, _ = html_exporter.from_notebook_node(
+            notebook, resources={"metadata": {"name": path.stem}}
+        )
         page = out / f"{path.stem}.html"
         page.write_text(body)
         pages.append(page)

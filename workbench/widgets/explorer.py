@@ -444,6 +444,8 @@ class Explorer:
         self.views = {name: widgets.HTML() for name in PANES if name != "lowering"}
         for name in ("header", "status", "error", "warnings", "node diff"):
             self.views[name] = widgets.HTML()
+        for name, view in self.views.items():
+            view.add_class("wb-" + name.replace(" ", "-"))
         self.views["export"] = widgets.Textarea(layout=widgets.Layout(width="100%", height="160px"))
         lowering = {name: widgets.HTML() for name in LOWERING}
         self.views["lowering"] = lowering
