@@ -57,21 +57,18 @@ class DiffView:
 # --- text panes --------------------------------------------------------------------------
 
 
-def ir_html(func: PrimFunc) -> HTMLView:
-    """The function as highlighted TVMScript-like text."""
-    from workbench.script.printer import script_html
+def ir_html(func: PrimFunc):
+    """The function as highlighted TVMScript-like text (``workbench.viz.ir_html``)."""
+    from workbench import viz
 
-    return HTMLView(script_html(func), func.script())
+    return viz.ir_html(func)
 
 
-def code_html(source: str) -> HTMLView:
-    """Python (Numba) source, highlighted with pygments."""
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import PythonLexer
+def code_html(source: str):
+    """Python (Numba) source, highlighted (``workbench.viz.code_html``)."""
+    from workbench import viz
 
-    body = highlight(source, PythonLexer(), HtmlFormatter(noclasses=True, nowrap=True))
-    return HTMLView(f"<pre class='wb-code' style='font-size:12px'>{body}</pre>", source)
+    return viz.code_html(source)
 
 
 def plain_html(text: str, language: str = "text") -> str:
@@ -92,61 +89,26 @@ def _diff(a: str, b: str, name_a: str, name_b: str) -> DiffView:
     return DiffView(f"<pre class='wb-diff' style='font-size:12px'>{body}</pre>", text, changed)
 
 
-def ir_diff(a: PrimFunc, b: PrimFunc) -> DiffView:
-    return _diff(a.script(), b.script(), "before", "after")
+def ir_diff(a: PrimFunc, b: PrimFunc):
+    from workbench import viz
+
+    return viz.ir_diff(a, b)
 
 
-def code_diff(a: str, b: str) -> DiffView:
-    return _diff(a, b, "before", "after")
+def code_diff(a: str, b: str):
+    from workbench import viz
+
+    return viz.code_diff(a, b)
 
 
 # --- loop-nest drawing -------------------------------------------------------------------
 
 
 def loop_nest_graph(func: PrimFunc):
-    """The loop nest as a graphviz Digraph: loops with extent and kind, blocks with I/O."""
-    import graphviz
+    """The loop nest as a graphviz Digraph (``workbench.viz.loop_nest_graph``)."""
+    from workbench import viz
 
-    from workbench.ir import Block
-    from workbench.schedule.tree import walk
-
-    graph = graphviz.Digraph(
-        func.name,
-        graph_attr={"rankdir": "TB"},
-        node_attr={"fontname": "monospace", "fontsize": "10"},
-    )
-    ids: dict[int, str] = {}
-    for node, ancestors in walk(func.body):
-        if not isinstance(node, For | Block):
-            continue
-        key = f"n{len(ids)}"
-        ids[id(node)] = key
-        if isinstance(node, For):
-            kind = node.kind.value
-            shape, fill = KIND_STYLE.get(kind, ("box", "white"))
-            graph.node(
-                key,
-                f"{node.loop_var.name}  {node.extent}  {kind}",
-                shape=shape,
-                style="filled",
-                fillcolor=fill,
-            )
-        else:
-            if node.name == "root":
-                continue
-            reads = ", ".join(r.buffer.name for r in node.reads)
-            writes = ", ".join(w.buffer.name for w in node.writes)
-            graph.node(
-                key,
-                f"block {node.name}\\nreads {reads}\\nwrites {writes}",
-                shape="component",
-                style="filled",
-                fillcolor="#eeeeee",
-            )
-        parent = next((ids[id(a)] for a in reversed(ancestors) if id(a) in ids), None)
-        if parent is not None:
-            graph.edge(parent, key)
-    return graph
+    return viz.loop_nest_graph(func)
 
 
 def loop_nest_svg(func: PrimFunc) -> str:
