@@ -76,6 +76,10 @@ def lab(tmp_path):
     """A JupyterLab server on a copy of the notebooks; yields (base url, token)."""
     root = tmp_path / "root"
     shutil.copytree(ROOT / "notebooks", root)
+    copy = root / "05_explorer.ipynb"  # run fresh: without the widget state saved by nbclient
+    notebook = json.loads(copy.read_text())
+    notebook["metadata"].pop("widgets", None)
+    copy.write_text(json.dumps(notebook))
     home = tmp_path / "jupyter"
     env = {
         **os.environ,
