@@ -47,10 +47,10 @@ from workbench.schedule.errors_compute_location import *  # noqa: F403
 from workbench.schedule.errors_layout import *  # noqa: F403
 from workbench.schedule.errors_memory import *  # noqa: F403
 from workbench.schedule.errors_reduction import *  # noqa: F403
-from workbench.schedule.scope_errors import *  # noqa: F403
 from workbench.schedule.handles import BlockRV, LoopRV
 from workbench.schedule.legality import Legality, LegalityTable
 from workbench.schedule.schedule import Schedule
+from workbench.schedule.scope_errors import *  # noqa: F403
 from workbench.schedule.trace import (
     INSTRUCTIONS,
     Instruction,
