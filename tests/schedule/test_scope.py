@@ -197,3 +197,20 @@ def test_shuffled_reference_order_exposes_a_race():
     assert not np.allclose(results["shuffled"], results["program"])
     with pytest.raises(ValueError):
         wb.build(racy, target="numpy", iteration_order="sideways")
+
+
+def test_where_predicate_bounds_an_inner_fused_split_loop():
+    """Found by the long property run: ``parallel(i_0)`` then a non-dividing split of the fused
+    inner loops adds ``T.where(f0 * 3 + f1 < 20)``; with it, ``(f0 * 3 + f1) // 10`` is 0 or 1,
+    so the iterations of ``i_0`` still write distinct rows and the printed script parses."""
+    from workbench import ops
+
+    spec = next(s for s in ops.LIBRARY if s.name == "softmax")
+    sch = Schedule(spec.func())
+    i, k = sch.get_loops(sch.get_block("T_softmax_maxelem"))
+    i_0, i_1 = sch.split(i, factors=[None, 2])
+    sch.parallel(i_0)
+    sch.split(sch.fuse(i_1, k), factors=[None, 3])
+    assert loop_conflicts(sch.mod, "i_0") == []
+    assert wb.from_source(sch.mod.script()) == sch.mod
+    assert_computes_reference(sch, spec.func())

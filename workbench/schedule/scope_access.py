@@ -29,6 +29,11 @@ from __future__ import annotations
 import dataclasses
 
 from workbench.ir import (
+    GE,
+    GT,
+    LE,
+    LT,
+    And,
     Block,
     BlockRealize,
     Buffer,
@@ -37,6 +42,7 @@ from workbench.ir import (
     FloorMod,
     For,
     IntImm,
+    IRMapper,
     PrimExpr,
     Range,
     Stmt,
@@ -66,6 +72,8 @@ class Access:
     region: tuple[tuple[PrimExpr, PrimExpr], ...]
     loops: tuple[For, ...] = dataclasses.field(repr=False, compare=False)
     text: str = ""
+    predicate: tuple[PrimExpr, ...] = dataclasses.field(default=(), repr=False, compare=False)
+    """The ``T.where`` conjuncts of the block and the blocks around it, in loop variables."""
 
 
 def region_text(region: BufferRegion) -> str:
@@ -93,6 +101,12 @@ def block_accesses(realize: BlockRealize, ancestors: tuple[Stmt, ...]) -> list[A
     realizes = [a for a in ancestors if isinstance(a, BlockRealize)] + [realize]
     loops = tuple(a for a in ancestors if isinstance(a, For))
     block: Block = realize.block
+    conjuncts = []
+    for position, outer in enumerate(realizes):
+        condition = outer.predicate
+        for around in reversed(realizes[:position]):
+            condition = substitute(condition, _binding(around))
+        conjuncts.extend(_conjuncts(condition))
     found = []
     for kind, regions in (("read", block.reads), ("write", block.writes)):
         for region in regions:
@@ -104,8 +118,51 @@ def block_accesses(realize: BlockRealize, ancestors: tuple[Stmt, ...]) -> list[A
                     extent = substitute(extent, _binding(outer))
                 dims.append((start, extent))
             found.append(Access(block.name, region.buffer, kind, tuple(dims), loops,
-                                region_text(region)))
+                                region_text(region), tuple(conjuncts)))
     return found
+
+
+def _conjuncts(condition: PrimExpr) -> list[PrimExpr]:
+    if isinstance(condition, And):
+        return _conjuncts(condition.a) + _conjuncts(condition.b)
+    return [] if const_value(condition) is not None else [condition]
+
+
+class _Replace(IRMapper):
+    def __init__(self, mapping: dict[PrimExpr, Var]):
+        self.mapping = mapping
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr) and node in self.mapping:
+            return self.mapping[node]
+        return super().visit(node)
+
+
+def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], dict]:
+    """Sub-expressions the ``T.where`` bounds (``f0 * 3 + f1 < 20``), each replaced by a
+    fresh variable of the narrower range, so ``(f0 * 3 + f1) // 10`` is known to be 0 or 1."""
+    mapping: dict[PrimExpr, Var] = {}
+    extra: dict[Var, tuple[int, int]] = {}
+    for cond in access.predicate:
+        if not isinstance(cond, (LT, LE, GT, GE)):
+            continue
+        expr, bound = cond.a, const_value(cond.b)
+        if not isinstance(bound, int) or l_var in _vars(expr) or not _vars(expr):
+            continue
+        lo, hi = mapping.get(expr) and extra[mapping[expr]] or int_bounds(expr, ranges)
+        if isinstance(cond, LT):
+            hi = bound - 1 if hi is None else min(hi, bound - 1)
+        elif isinstance(cond, LE):
+            hi = bound if hi is None else min(hi, bound)
+        elif isinstance(cond, GT):
+            lo = bound + 1 if lo is None else max(lo, bound + 1)
+        else:
+            lo = bound if lo is None else max(lo, bound)
+        if lo is None or hi is None:
+            continue
+        var = mapping.get(expr) or Var(f"where_{len(mapping)}", expr.dtype)
+        mapping[expr], extra[var] = var, (lo, hi)
+    return mapping, extra
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,10 +364,15 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
             break
         outer.add(chain_loop.loop_var)
     ranges = _ranges(first.loops + second.loops)
+    map1, extra1 = _narrowed(first, l_var, ranges)
+    map2, extra2 = _narrowed(second, l_var, ranges)
+    ranges1, ranges2 = {**ranges, **extra1}, {**ranges, **extra2}
     try:
         dims = []
         for (s1, e1), (s2, e2) in zip(first.region, second.region, strict=True):
-            f1, f2 = read_index(s1, l_var, outer, ranges), read_index(s2, l_var, outer, ranges)
+            s1 = _Replace(map1).visit(s1) if map1 else s1
+            s2 = _Replace(map2).visit(s2) if map2 else s2
+            f1, f2 = read_index(s1, l_var, outer, ranges1), read_index(s2, l_var, outer, ranges2)
             w1, w2 = int_bounds(e1, ranges)[1], int_bounds(e2, ranges)[1]
             dims.append((f1, f2, w1, w2))
     except Unreadable:
