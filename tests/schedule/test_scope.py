@@ -214,3 +214,16 @@ def test_where_predicate_bounds_an_inner_fused_split_loop():
     assert loop_conflicts(sch.mod, "i_0") == []
     assert wb.from_source(sch.mod.script()) == sch.mod
     assert_computes_reference(sch, spec.func())
+
+
+def test_where_predicate_bounds_a_linear_inner_sum():
+    """Found by the long property run: a split of an extent-1 loop under ``parallel(i_0)``
+    gives ``vi = i_0 + i_1_0 * 2 + i_1_1`` with ``T.where(i_1_0 * 2 + i_1_1 < 1)``."""
+    sch = Schedule(matmul)
+    i, _, _ = sch.get_loops(sch.get_block("C"))
+    i_0, i_1 = sch.split(i, factors=[None, 1])
+    sch.parallel(i_0)
+    sch.split(i_1, factors=[None, 2])
+    assert loop_conflicts(sch.mod, "i_0") == []
+    assert wb.from_source(sch.mod.script()) == sch.mod
+    assert_computes_reference(sch, matmul)

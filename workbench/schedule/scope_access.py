@@ -218,14 +218,38 @@ def _split_l(expr: PrimExpr, l_var: Var) -> tuple[int, PrimExpr]:
     return coeff, rest
 
 
+def _substitute_sum(form, bounded: PrimExpr, var: Var, ranges):
+    """``form`` with a multiple ``k * bounded`` of a ``T.where``-bounded linear sum replaced
+    by ``k * var`` (``i_0 + i_1_0 * 2 + i_1_1`` with ``i_1_0 * 2 + i_1_1 < 1``)."""
+    part = linear_form(simplify(bounded, ranges), bounded.dtype)
+    if not part.terms:
+        return form
+    ratios = set()
+    for term, coeff in part.terms.items():
+        have = form.terms.get(term, 0)
+        if have == 0 or have % coeff:
+            return form
+        ratios.add(have // coeff)
+    if len(ratios) != 1:
+        return form
+    (k,) = ratios
+    terms = {t: c for t, c in form.terms.items() if t not in part.terms}
+    terms[var] = terms.get(var, 0) + k
+    return type(form)(terms, form.const - k * part.const)
+
+
 def read_index(
-    expr: PrimExpr, l_var: Var, outer: set[Var], ranges: dict[Var, tuple[int, int]]
+    expr: PrimExpr, l_var: Var, outer: set[Var], ranges: dict[Var, tuple[int, int]],
+    narrow: dict[PrimExpr, Var] | None = None,
 ) -> Form:
-    """Read an index (in loop variables) as a ``Form`` relative to loop variable ``l_var``."""
+    """Read an index (in loop variables) as a ``Form`` relative to loop variable ``l_var``;
+    ``narrow`` maps ``T.where``-bounded sums to variables of their narrower ranges."""
     if collect(expr, lambda n: not isinstance(n, PrimExpr)):
         raise Unreadable(expr)  # a buffer load in an index: data-dependent
     expr = simplify(expr, ranges)
     form = linear_form(expr, expr.dtype)
+    for bounded, var in (narrow or {}).items():
+        form = _substitute_sum(form, bounded, var, ranges)
     result = Form({}, {}, form.const, (0, 0))
     for term, coeff in form.terms.items():
         used = _vars(term)
@@ -372,7 +396,8 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
         for (s1, e1), (s2, e2) in zip(first.region, second.region, strict=True):
             s1 = _Replace(map1).visit(s1) if map1 else s1
             s2 = _Replace(map2).visit(s2) if map2 else s2
-            f1, f2 = read_index(s1, l_var, outer, ranges1), read_index(s2, l_var, outer, ranges2)
+            f1 = read_index(s1, l_var, outer, ranges1, map1)
+            f2 = read_index(s2, l_var, outer, ranges2, map2)
             w1, w2 = int_bounds(e1, ranges)[1], int_bounds(e2, ranges)[1]
             dims.append((f1, f2, w1, w2))
     except Unreadable:
