@@ -34,8 +34,10 @@ promote
     On by default; turn off to see the difference.
 """
 
-NUMPY_DEFAULTS = {"whole_array": True}
-"""Options of the ``numpy`` target: ``whole_array=False`` runs every statement as loops."""
+NUMPY_DEFAULTS = {"whole_array": True, "iteration_order": "program", "order_seed": 0}
+"""Options of the ``numpy`` target: ``whole_array=False`` runs every statement as loops;
+``iteration_order="reversed"``/``"shuffled"`` (seeded by ``order_seed``) runs parallel and
+vectorized loops out of order, to detect races (``workbench.backends.numpy_ref``)."""
 
 
 def build(func_or_schedule, target: str = "numpy", **options) -> Kernel:
@@ -115,7 +117,12 @@ def _build_numpy(func: PrimFunc, lowered: PrimFunc, options: dict, written) -> K
     from workbench.backends.numpy_ref import ReferenceProgram
 
     start = time.perf_counter()
-    program = ReferenceProgram(func, whole_array=options["whole_array"])
+    program = ReferenceProgram(
+        func,
+        whole_array=options["whole_array"],
+        iteration_order=options["iteration_order"],
+        order_seed=options["order_seed"],
+    )
     seconds = time.perf_counter() - start
     source = "\n".join(program.sources) or "# every statement runs as whole numpy arrays\n"
     return Kernel(

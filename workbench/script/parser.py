@@ -39,6 +39,7 @@ from workbench.ir.stmt import (
     Stmt,
     seq,
 )
+from workbench.schedule.scope import check_parallel_loop_kinds
 from workbench.script.block_parser import (
     BlockParser,
     Frame,
@@ -144,7 +145,9 @@ class Parser(BlockParser):
         root.writes = root.writes if root.writes is not None else ()
         block = Block("root", (), root.reads, root.writes, seq(*stmts), root.init,
                       tuple(root.allocs), root.annotations)
-        return PrimFunc(fdef.name, params, BlockRealize((), TRUE, block), self.attrs)
+        func = PrimFunc(fdef.name, params, BlockRealize((), TRUE, block), self.attrs)
+        check_parallel_loop_kinds(func, fdef, self.error)  # no race in T.parallel/T.vectorized
+        return func
 
     def _explicit_root(self, nodes: list[ast.stmt]) -> list[ast.stmt] | None:
         if len(nodes) != 1 or not isinstance(nodes[0], ast.With):
