@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.backends.arguments import check_arguments
+from workbench.backends.bounds_checks import reraise_bounds_error
 from workbench.ir import PrimFunc
 
 
@@ -29,6 +30,8 @@ class Kernel:
         The build options (part of the cache key).
     source : str
         The generated Python source (``cpu``), or the loop-path sources of the reference.
+    bounds_checks : tuple of BoundsCheck
+        The run-time index checks of a ``debug=True`` build (empty otherwise).
     compile_seconds : float
         Time spent building (0.0 for an in-memory cache hit).
     cache_hit : str or None
@@ -68,10 +71,18 @@ class Kernel:
         self._runner = runner
         self._written = written
         self._compiled = compiled
+        self.bounds_checks: tuple = ()  # set by build(..., debug=True)
 
     def __call__(self, *arrays: np.ndarray) -> None:
         check_arguments(self.func, arrays, self._written)
-        self._runner(*arrays)
+        if not self.bounds_checks:
+            self._runner(*arrays)
+            return
+        try:
+            self._runner(*arrays)
+        except IndexError as error:
+            reraise_bounds_error(error, self.bounds_checks)
+            raise
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.func.params)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.backends import numpy_whole_array
+from workbench.backends.bounds_checks import has_bounds_checks
 from workbench.backends.codegen_python import generate_source
 from workbench.backends.lower import lower
 from workbench.ir import TRUE, BlockRealize, PrimFunc, SeqStmt, Stmt
@@ -40,7 +41,7 @@ class ReferenceProgram:
             self._add_loops(root.init)
         statements = root.body.stmts if isinstance(root.body, SeqStmt) else (root.body,)
         for stmt in statements:
-            if whole_array:
+            if whole_array and not has_bounds_checks(stmt):
                 try:
                     plan = numpy_whole_array.analyze(stmt)
                 except numpy_whole_array.NotWholeArray:

@@ -35,6 +35,7 @@ from workbench.ir.expr import (
     Var,
     as_expr,
     const_value,
+    MixedOperandTypeError,
     is_float,
     is_int,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "Var",
     "as_expr",
     "const_value",
+    "MixedOperandTypeError",
     "is_float",
     "is_int",
     "PrimFunc",
