@@ -79,9 +79,9 @@ from workbench.ir.stmt import (
 )
 
 __all__ = [
-    "BufferShapeError", "DuplicateNameError", "IRVerifyError", "IndexCountError", "OperandDTypeError",
-    "OutOfBoundsError", "UndefinedBufferError", "VarScopeError", "Access", "access_text",
-    "accesses", "index_in_bounds", "verify",
+    "BufferShapeError", "DuplicateNameError", "IRVerifyError", "IndexCountError",
+    "OperandDTypeError", "OutOfBoundsError", "UndefinedBufferError", "VarScopeError",
+    "Access", "access_text", "accesses", "find_witness", "index_in_bounds", "verify",
 ]
 
 MAX_WITNESS_VARS = 8
