@@ -8,7 +8,8 @@ import numpy as np
 
 from workbench.backends.arguments import check_arguments
 from workbench.backends.bounds_checks import reraise_bounds_error
-from workbench.ir import PrimFunc
+from workbench.ir import BufferLoad, PrimFunc
+from workbench.ir.functor import collect
 
 
 class Kernel:
@@ -70,11 +71,14 @@ class Kernel:
         self.cache_hit = cache_hit
         self._runner = runner
         self._written = written
+        self._read = frozenset(
+            load.buffer.name for load in collect(lowered.body, lambda n: isinstance(n, BufferLoad))
+        )
         self._compiled = compiled
         self.bounds_checks: tuple = ()  # set by build(..., debug=True)
 
     def __call__(self, *arrays: np.ndarray) -> None:
-        check_arguments(self.func, arrays, self._written)
+        check_arguments(self.func, arrays, self._written, self._read)
         if not self.bounds_checks:
             self._runner(*arrays)
             return

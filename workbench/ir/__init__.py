@@ -26,6 +26,7 @@ from workbench.ir.expr import (
     IntImm,
     Max,
     Min,
+    MixedOperandTypeError,
     Mul,
     Not,
     Or,
@@ -35,7 +36,6 @@ from workbench.ir.expr import (
     Var,
     as_expr,
     const_value,
-    MixedOperandTypeError,
     is_float,
     is_int,
 )

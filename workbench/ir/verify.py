@@ -12,8 +12,9 @@ What is checked (one error class per reason, each naming the offending node):
   mixing, one float width), ``Select`` branches agree, stored values have the buffer's
   dtype, indices, loop bounds and bindings are integers and conditions are not floats;
 * **scoping** (``VarScopeError``): a variable is used only where it is defined; the body
-  of a block with iteration variables sees its own iteration variables only, never a loop
-  variable from outside (as TVM's ``BlockVarAccessVerifier``; opaque blocks see the loops);
+  of a block with iteration variables never sees a loop variable from outside it (as TVM's
+  ``BlockVarAccessVerifier``): it uses its own iteration variables and those of the blocks
+  around it. Opaque blocks (no iteration variables) see the loops around them;
 * **bounds** (``OutOfBoundsError``): an access that provably leaves its buffer. The proof
   is a witness: a corner of the loop domains (every enclosing condition and block predicate
   holding there, every binding inside its domain) where the index is outside the buffer.
@@ -365,7 +366,9 @@ class _Walker:
             inner = _Context(outer_ranges, ctx.points, conditions, ctx.visible, block.name,
                              ctx.outer)
         else:
-            ranges, points, visible, outer = dict(outer_ranges), ctx.points, set(), {}
+            # as TVM: outer blocks' iteration variables stay visible, loop variables do not
+            visible = {v for v in ctx.visible if ctx.outer.get(v) != "loop"}
+            ranges, points, outer = dict(outer_ranges), ctx.points, {}
             for iv, value in zip(block.iter_vars, realize.iter_values, strict=True):
                 self._expr(value, ctx)
                 self._integer(value, f"the binding {_text(value)} of {iv.var.name!r}", ctx)

@@ -87,6 +87,16 @@ class MachinePeaks:
         return cls(**known)
 
 
+def _is_complete(entry: object) -> bool:
+    """Whether a cache entry holds the two peaks as numbers."""
+    if not isinstance(entry, dict):
+        return False
+    return all(
+        isinstance(entry.get(name), (int, float)) and not isinstance(entry.get(name), bool)
+        for name in ("gflops", "gbps")
+    )
+
+
 # ---------------------------------------------------------------- the machine's identity
 
 
@@ -257,12 +267,9 @@ def machine_peaks(refresh: bool = False, *, cache_path: str | Path | None = None
         if memo_key in _MEMO:
             return _MEMO[memo_key]
         cached = _read_cache(path).get(key)
-        if isinstance(cached, dict):
-            try:
-                peaks = MachinePeaks.from_dict(cached)
-            except TypeError:
-                peaks = None
-            if peaks is not None and peaks.gflops > 0 and peaks.gbps > 0:
+        if _is_complete(cached):  # an entry from an older version is measured again
+            peaks = MachinePeaks.from_dict(cached)
+            if peaks.gflops > 0 and peaks.gbps > 0:
                 _MEMO[memo_key] = peaks
                 return peaks
     peaks = measure_peaks()
