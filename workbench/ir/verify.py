@@ -332,7 +332,8 @@ class _Walker:
             self._expr(stmt.value, ctx)
 
     def _for(self, loop: For, ctx: _Context) -> None:
-        what = f"loop variable (in block {ctx.block!r})" if ctx.block else "loop variable"
+        inner = ctx.block not in (None, "root")
+        what = f"loop variable (in block {ctx.block!r})" if inner else "loop variable"
         for bound in (loop.min, loop.extent):
             self._expr(bound, ctx)
             self._integer(bound, f"the bound {_text(bound)} of loop {loop.loop_var.name!r}",
