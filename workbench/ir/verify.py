@@ -332,8 +332,8 @@ class _Walker:
             self._expr(stmt.value, ctx)
 
     def _for(self, loop: For, ctx: _Context) -> None:
-        inner = ctx.block not in (None, "root")
-        what = f"loop variable (in block {ctx.block!r})" if inner else "loop variable"
+        nested = ctx.block not in (None, "root")
+        what = f"loop variable (in block {ctx.block!r})" if nested else "loop variable"
         for bound in (loop.min, loop.extent):
             self._expr(bound, ctx)
             self._integer(bound, f"the bound {_text(bound)} of loop {loop.loop_var.name!r}",
