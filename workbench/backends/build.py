@@ -135,7 +135,11 @@ def lower_to_numba_source(func, **options) -> str:
     unknown = sorted(set(options) - set(CPU_DEFAULTS))
     if unknown:
         raise TypeError(f"lower_to_numba_source: unknown option(s) {', '.join(unknown)}")
-    return generate_source(lower(func), target="cpu", **{**CPU_DEFAULTS, **options}).source
+    options = {**CPU_DEFAULTS, **options}
+    if options["debug"]:
+        func = add_bounds_checks(func)[0]
+        options["promote"] = False
+    return generate_source(lower(func), target="cpu", **options).source
 
 
 def _build_numpy(
