@@ -47,6 +47,7 @@ from schedule_steps import (
 )
 
 import workbench as wb
+from workbench.ir.verify import verify
 from workbench.schedule import Schedule, ScheduleError, Trace
 
 CI_EXAMPLES = 30
@@ -86,6 +87,7 @@ def apply_step(sch: Schedule, step: Step, pools: HandlePools) -> ScheduleError |
         str(err)  # rendering the message (with the marked IR) must not crash either
         return err
     event(f"{step.primitive}: applied")
+    verify(sch.mod)  # every applied primitive leaves a well-formed function (issue 7)
     pools.add(result)
     return None
 

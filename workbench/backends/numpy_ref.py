@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.backends import numpy_whole_array
+from workbench.backends.bounds_checks import has_bounds_checks
 from workbench.backends.codegen_python import generate_source
 from workbench.backends.lower import lower
 from workbench.ir import (
@@ -119,7 +120,7 @@ class ReferenceProgram:
         statements = root.body.stmts if isinstance(root.body, SeqStmt) else (root.body,)
         for stmt in statements:
             permuted = iteration_order != "program" and _has_parallel_loop(stmt)
-            if whole_array and not permuted:
+            if whole_array and not permuted and not has_bounds_checks(stmt):
                 try:
                     plan = numpy_whole_array.analyze(stmt)
                 except numpy_whole_array.NotWholeArray:

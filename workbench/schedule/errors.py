@@ -43,16 +43,13 @@ import html
 from typing import ClassVar
 
 from workbench.ir import Node, PrimFunc
+from workbench.script.printer import script, script_html
 
 
 def render_ir(func: PrimFunc | None, node: Node | None, label: str) -> str:
     """The function as text with ``node``'s line marked ``# <-- label``."""
     if func is None:
         return ""
-    try:
-        from workbench.script.printer import script
-    except ImportError:  # the printer is not there yet: show the marked node itself
-        return f"(in {func.name}) {label}: {node!r}" if node is not None else f"(in {func.name})"
     return script(func, mark=node, mark_label=label)
 
 
@@ -60,10 +57,6 @@ def render_ir_html(func: PrimFunc | None, node: Node | None, label: str) -> str:
     """The function as highlighted HTML with ``node``'s line marked."""
     if func is None:
         return ""
-    try:
-        from workbench.script.printer import script_html
-    except ImportError:
-        return "<pre>" + html.escape(render_ir(func, node, label)) + "</pre>"
     return script_html(func, mark=node, mark_label=label)
 
 
