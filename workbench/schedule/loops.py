@@ -26,7 +26,9 @@ from workbench.ir import (
     const_value,
     substitute,
 )
+from workbench.schedule.affine import first_non_affine
 from workbench.schedule.errors import (
+    AnnotatedLoopError,
     DependentLoopBoundError,
     DuplicateLoopError,
     InvalidArgumentError,
@@ -34,10 +36,13 @@ from workbench.schedule.errors import (
     LoopsNotInSameNestError,
     MixedLoopReorderError,
     MultipleNoneFactorsError,
+    NonAffineBindingError,
     NonConstantExtentError,
     NonDividingFactorError,
     NonPositiveFactorError,
+    NonSerialLoopError,
     NotPerfectlyNestedError,
+    ThreadBoundLoopError,
     WrongFactorProductError,
 )
 from workbench.schedule.handles import LoopRV
@@ -91,6 +96,24 @@ def normalize_factors(primitive: str, factors: object) -> list[int | None]:
     return result
 
 
+def check_replaceable(primitive: str, func: PrimFunc, loop: For, *, keep_kind: bool) -> None:
+    """Refuse to replace a loop that carries something the new loops cannot inherit.
+
+    As TVM: a thread binding (``ThreadBoundLoopError``) or annotations
+    (``AnnotatedLoopError``). Beyond TVM, which silently makes the new loops serial: a
+    parallel/vectorized/unrolled kind (``NonSerialLoopError``) unless ``keep_kind`` (fuse of
+    loops that all have the kind, which the fused loop keeps).
+    """
+    name = loop.loop_var.name
+    if loop.thread_binding is not None or loop.kind is ForKind.THREAD_BINDING:
+        thread = loop.thread_binding or "a thread axis"
+        raise ThreadBoundLoopError(primitive, name, thread, func, loop)
+    if loop.annotations:
+        raise AnnotatedLoopError(primitive, name, [k for k, _ in loop.annotations], func, loop)
+    if loop.kind is not ForKind.SERIAL and not keep_kind:
+        raise NonSerialLoopError(primitive, name, loop.kind.value, func, loop)
+
+
 def split(
     func: PrimFunc, loop: str, *, factors: Sequence[int | None], disable_predication: bool = False
 ) -> tuple[PrimFunc, list[str]]:
@@ -135,7 +158,9 @@ def split(
     Raises
     ------
     InvalidArgumentError, MultipleNoneFactorsError, NonPositiveFactorError,
-    NonConstantExtentError, WrongFactorProductError, NonDividingFactorError, LoopNotFoundError
+    NonConstantExtentError, WrongFactorProductError, NonDividingFactorError, LoopNotFoundError,
+    ThreadBoundLoopError, AnnotatedLoopError (TVM refuses both), NonSerialLoopError (a
+    parallel, vectorized or unrolled loop: split first, then mark the loop you mean)
 
     Example
     -------
@@ -146,6 +171,7 @@ def split(
     primitive = "split"
     given = normalize_factors(primitive, factors)
     target, ancestors = find_loop(func, loop, primitive)
+    check_replaceable(primitive, func, target, keep_kind=False)
     if given.count(None) > 1:
         raise MultipleNoneFactorsError(primitive, loop, given, func, target)
     if any(f is not None and f <= 0 for f in given):
@@ -262,7 +288,9 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
     Raises
     ------
     InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
-    LoopsNotAdjacentError, NotPerfectlyNestedError, NonConstantExtentError
+    LoopsNotAdjacentError, NotPerfectlyNestedError, NonConstantExtentError,
+    ThreadBoundLoopError, AnnotatedLoopError (TVM refuses both), NonSerialLoopError (loops
+    of different kinds; loops that all share one kind give a fused loop of that kind)
 
     Example
     -------
@@ -287,6 +315,9 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
             raise LoopsNotAdjacentError(primitive, outer_name, inner_name, [], func, inner)
         raise LoopsNotInSameNestError(primitive, outer_name, inner_name, func, inner)
 
+    same_kind = len({loop.kind for loop, _ in found}) == 1
+    for loop, _ in found:
+        check_replaceable(primitive, func, loop, keep_kind=same_kind)
     for loop, _ in found:
         if not isinstance(const_value(loop.extent), int):
             raise NonConstantExtentError(primitive, loop.loop_var.name, loop.extent, func, loop)
@@ -316,7 +347,7 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
         fused,
         IntImm(0, dtype),
         IntImm(total, dtype),
-        ForKind.SERIAL,
+        outer_loop.kind,
         substitute(loop_list[-1].body, mapping),
     )
     outer = enclosing_loops(outer_anc)
@@ -341,7 +372,10 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
 
     The loops must lie on one chain of perfectly nested loops (each loop's body is exactly
     the next loop, from the outermost given loop down to the innermost). Loops on that
-    chain that are not listed keep their positions, as in TVM.
+    chain that are not listed keep their positions, as in TVM. Each loop moves with its
+    kind, annotations and thread binding (TVM). The bindings of the blocks below must be
+    quasi-affine in the loops of the chain (``NonAffineBindingError``; loops outside the
+    chain count as constants, TVM's partial affineness).
 
     Before (``reorder(func, "k", "i")``)::
 
@@ -370,7 +404,8 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
     Raises
     ------
     InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
-    NotPerfectlyNestedError, DependentLoopBoundError, MixedLoopReorderError
+    NotPerfectlyNestedError, DependentLoopBoundError, MixedLoopReorderError,
+    NonAffineBindingError
 
     Example
     -------
@@ -395,6 +430,16 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
     order = iter(loop for loop, _ in found)
     new_chain = [next(order) if loop.loop_var.name in listed else loop for loop in chain]
 
+    chain_vars = {loop.loop_var.name for loop in chain}
+    bad = first_non_affine(
+        collect(top.body, lambda n: isinstance(n, BlockRealize)), chain_vars
+    )
+    if bad is not None:
+        realize, iter_var, value = bad
+        raise NonAffineBindingError(
+            primitive, top.loop_var.name, realize.block.name, iter_var, value, func,
+            realize.block,
+        )
     for old, new in zip(chain, new_chain, strict=True):
         if old is not new:
             _check_not_mixed(primitive, func, old)
