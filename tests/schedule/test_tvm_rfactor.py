@@ -27,7 +27,9 @@ from workbench.schedule.tree import replace_loop
 
 @T.prim_func
 def transformed_matmul(
-    A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")
+    A: T.Buffer((16, 16), "float32"),
+    B: T.Buffer((16, 16), "float32"),
+    C: T.Buffer((16, 16), "float32"),
 ):
     for i0, i1, i2_outer, i2_inner_outer, i2_inner_inner in T.grid(16, 16, 2, 2, 4):
         with T.block("update"):
@@ -40,7 +42,9 @@ def transformed_matmul(
 
 @T.prim_func
 def matmul_rfactor(
-    A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")
+    A: T.Buffer((16, 16), "float32"),
+    B: T.Buffer((16, 16), "float32"),
+    C: T.Buffer((16, 16), "float32"),
 ):
     C_rf = T.alloc_buffer((4, 16, 16), "float32")
     for i0, i1, i2_outer, i2_inner_outer, i2_inner_inner in T.grid(16, 16, 2, 2, 4):
@@ -91,9 +95,11 @@ def square_sum_rfactor(A: T.Buffer((4, 8, 8), "float32"), C: T.Buffer((4,), "flo
 
 
 @T.prim_func
-def square_sum_square_root_factor_one_1(A: T.Buffer((4, 8, 8), "float32"), D: T.Buffer((4,), "float32")):
+def square_sum_square_root_factor_one_1(
+    A: T.Buffer((4, 8, 8), "float32"), D: T.Buffer((4,), "float32")
+):
     C = T.alloc_buffer((4,), "float32")
-    for i0, i1_i2_fused_outer, i1_i2_fused_inner in T.grid(4, 64, 1):
+    for i0, i1_i2_fused_outer, i1_i2_fused_inner in T.grid(4, 64, 1):  # noqa: B007
         with T.block("C"):
             b = T.axis.spatial(4, i0)
             i = T.axis.reduce(8, i1_i2_fused_outer // 8)
@@ -135,9 +141,11 @@ def square_sum_square_root_factor_one_1_rfactor(
 
 
 @T.prim_func
-def square_sum_square_root_factor_one_2(A: T.Buffer((4, 8, 8), "float32"), D: T.Buffer((4,), "float32")):
+def square_sum_square_root_factor_one_2(
+    A: T.Buffer((4, 8, 8), "float32"), D: T.Buffer((4,), "float32")
+):
     C = T.alloc_buffer((4,), "float32")
-    for i0, i1_i2_fused_outer, i1_i2_fused_inner in T.grid(4, 1, 64):
+    for i0, i1_i2_fused_outer, i1_i2_fused_inner in T.grid(4, 1, 64):  # noqa: B007
         with T.block("C"):
             b = T.axis.spatial(4, i0)
             i = T.axis.reduce(8, i1_i2_fused_inner // 8)

@@ -9,6 +9,7 @@ import pytest
 from tvm_port import assert_structural, check_numbers, raises_unchanged, verify_trace_roundtrip
 
 from workbench import T
+from workbench.ir import ForKind
 from workbench.schedule import (
     AnnotatedLoopError,
     HasAnnotationOrThreadBindingError,
@@ -18,7 +19,6 @@ from workbench.schedule import (
     Schedule,
     ThreadBoundLoopError,
 )
-from workbench.ir import ForKind
 
 
 @T.prim_func
