@@ -119,15 +119,14 @@ def resolve_consumers(
         if not isinstance(name, str):
             raise InvalidArgumentError(primitive, "consumer_blocks", "a list of blocks", name)
         found, _ = find_block(func, name, primitive)
-        if found is block and primitive == "cache_read":
-            continue  # the block itself is always redirected
-        if not any(found is r for r in readers):
+        itself = found is block and primitive == "cache_read"
+        if not itself and not any(found is r for r in readers):
             raise NotAConsumerError(primitive, found, buffer, func)
         if primitive == "cache_read" and any(w.buffer == buffer for w in found.writes):
             raise CacheReadOfWrittenBufferError(primitive, found, buffer, func)
         if name not in names:
             names.append(name)
-    order = [b.name for b in readers]
+    order = block_names(func)
     return sorted(names, key=order.index)
 
 
@@ -201,14 +200,23 @@ def cache_read(
     src = region.buffer
     if any(w.buffer == src for w in target.writes):
         raise CacheReadOfWrittenBufferError(primitive, target, src, func)
-    others = resolve_consumers(primitive, func, target, src, consumer_blocks, default_all=True)
+    if consumer_blocks is None:
+        redirected = [target.name] + resolve_consumers(
+            primitive, func, target, src, None, default_all=True
+        )
+    else:
+        redirected = resolve_consumers(
+            primitive, func, target, src, consumer_blocks, default_all=True
+        )
+    if not redirected:
+        raise InvalidArgumentError(primitive, "consumer_blocks", "a non-empty list", [])
 
     # the copy goes before the first of the readers it serves, after every writer
-    readers = [(target, ancestors, region)]
-    for name in others:
-        other, other_anc = find_block(func, name, primitive)
-        other_region = next(r for r in other.reads if r.buffer == src)
-        readers.append((other, other_anc, other_region))
+    readers = []
+    for reader in redirected:
+        node, node_anc = find_block(func, reader, primitive)
+        node_region = region if node is target else next(r for r in node.reads if r.buffer == src)
+        readers.append((node, node_anc, node_region))
     order = block_names(func)
     readers.sort(key=lambda item: order.index(item[0].name))
     first, first_anc, first_region = readers[0]
@@ -219,15 +227,12 @@ def cache_read(
     anchor, copy = place_copy(
         func, first, first_anc, writers, first_region, src, cache, name, taken, also=readers[1:]
     )
-    mapping = {src: cache}
-    new_block = target.replace(
-        body=replace_buffers(target.body, mapping),
-        init=None if target.init is None else replace_buffers(target.init, mapping),
-        reads=replace_buffers(target.reads, mapping),
-    )
-    new_func = add_cache(func, target, new_block, anchor, copy, cache, after=False)
-    new_func = redirect_enclosing(new_func, ancestors, src, cache, ("reads",))
-    return redirect_consumers(new_func, others, src, cache), name
+    new_func = add_cache(func, first, first, anchor, copy, cache, after=False)
+    new_func = redirect_consumers(new_func, redirected, src, cache)
+    for reader in redirected:
+        _, reader_anc = find_block(new_func, reader, primitive)
+        new_func = redirect_enclosing(new_func, reader_anc, src, cache, ("reads",))
+    return new_func, name
 
 
 # ---------------------------------------------------------------------------------------
