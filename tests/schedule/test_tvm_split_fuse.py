@@ -248,29 +248,64 @@ def test_fused_symbolic_2d_tiling(rng):
 # --- loop kinds: beyond TVM, which silently makes the new loops serial -----------------
 
 
-def test_split_of_parallel_loop_is_refused():
-    """Not in TVM (TVM drops the kind): split of a parallel/vectorized/unrolled loop."""
+@T.prim_func
+def matmul(
+    A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")
+):
+    for i, j, k in T.grid(8, 8, 8):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def kinds(sch, block="B"):
+    return [sch.get(lp).kind for lp in sch.get_loops(sch.get_block(block))]
+
+
+def test_split_keeps_loop_kinds(rng):
+    """Not in TVM (TVM makes every piece serial): parallel stays on the outer piece,
+    vectorized on the inner one, unroll on all."""
     sch = Schedule(elementwise)
     i, j, k = sch.get_loops(sch.get_block("B"))
     sch.parallel(i)
-    sch.vectorize(k)
     sch.unroll(j)
-    assert raises_unchanged(NonSerialLoopError, sch.split, i, factors=[None, 2]).kind == "parallel"
-    raises_unchanged(NonSerialLoopError, sch.split, j, factors=[None, 2])
-    raises_unchanged(NonSerialLoopError, sch.split, k, factors=[None, 2])
-    raises_unchanged(NonSerialLoopError, sch.fuse, i, j)  # different kinds
+    sch.vectorize(k)
+    sch.split(i, factors=[None, 2])
+    sch.split(j, factors=[None, 4])
+    sch.split(k, factors=[None, 8])
+    S, P, V, U = ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED
+    assert kinds(sch) == [P, S, U, U, S, V]
+    verify_trace_roundtrip(sch)
+    check_numbers(sch, rng)
 
 
 def test_fuse_keeps_a_shared_kind(rng):
-    """Not in TVM: fusing loops that are all parallel gives a parallel loop."""
+    """Not in TVM: fusing loops that are all parallel gives a parallel loop; a parallel loop
+    fused with serial ones too, when parallel accepts the fused loop."""
     sch = Schedule(elementwise)
-    i, j, _ = sch.get_loops(sch.get_block("B"))
+    i, j, k = sch.get_loops(sch.get_block("B"))
     sch.parallel(i)
     sch.parallel(j)
     fused = sch.fuse(i, j)
     assert sch.get(fused).kind is ForKind.PARALLEL
+    fused = sch.fuse(fused, k)
+    assert sch.get(fused).kind is ForKind.PARALLEL
     verify_trace_roundtrip(sch)
     check_numbers(sch, rng)
+
+
+def test_fuse_refuses_a_kind_the_fused_loop_cannot_have():
+    """Not in TVM: a parallel loop fused with a reduction loop would run the reduction in
+    parallel; two different kinds have no one kind."""
+    sch = Schedule(matmul)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.parallel(j)
+    err = raises_unchanged(NonSerialLoopError, sch.fuse, j, k)
+    assert err.kind == "parallel" and "reduction" in err.detail
+    sch.unroll(i)
+    raises_unchanged(NonSerialLoopError, sch.fuse, i, j)
 
 
 def test_split_then_parallel_is_the_way(rng):

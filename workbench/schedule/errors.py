@@ -390,17 +390,21 @@ class ThreadBoundLoopError(HasAnnotationOrThreadBindingError):
 
 
 class NonSerialLoopError(ScheduleError):
-    """``split``/``fuse`` of a parallel, vectorized or unrolled loop whose kind has no one
-    place among the new loops (TVM silently makes them serial; here it is refused)."""
+    """``fuse`` of loops whose parallel/vectorized/unrolled kind the fused loop cannot keep
+    (two different kinds, or a kind whose primitive refuses the fused loop). TVM silently
+    makes the fused loop serial; here the kind is kept or the fuse refused."""
 
-    def __init__(self, primitive: str, loop: str, kind: str, func: PrimFunc, node: Node):
+    def __init__(
+        self, primitive: str, loop: str, kind: str, why: str, func: PrimFunc, node: Node
+    ):
         super().__init__(
             primitive,
             loop,
-            f"loop {loop!r} is {kind}",
-            detail=f"{primitive} would have to choose which new loop is {kind} (or drop it "
-            "silently, as TVM does); fuse keeps a kind only when every fused loop has it",
-            suggestion=f"{primitive} before marking the loop {kind}, then mark the loop you mean",
+            f"loop {loop!r} is {kind} and the fused loop cannot be",
+            detail=f"{primitive} keeps a loop kind on the fused loop only when that is legal; "
+            f"here: {why}",
+            suggestion=f"{primitive} before marking loop {loop!r} {kind}, then mark the loop "
+            "you mean",
             func=func,
             node=node,
         )

@@ -42,6 +42,7 @@ from workbench.schedule.errors import (
     NonPositiveFactorError,
     NonSerialLoopError,
     NotPerfectlyNestedError,
+    ScheduleError,
     ThreadBoundLoopError,
     WrongFactorProductError,
 )
@@ -96,13 +97,9 @@ def normalize_factors(primitive: str, factors: object) -> list[int | None]:
     return result
 
 
-def check_replaceable(primitive: str, func: PrimFunc, loop: For, *, keep_kind: bool) -> None:
-    """Refuse to replace a loop that carries something the new loops cannot inherit.
-
-    As TVM: a thread binding (``ThreadBoundLoopError``) or annotations
-    (``AnnotatedLoopError``). Beyond TVM, which silently makes the new loops serial: a
-    parallel/vectorized/unrolled kind (``NonSerialLoopError``) unless ``keep_kind`` (fuse of
-    loops that all have the kind, which the fused loop keeps).
+def check_replaceable(primitive: str, func: PrimFunc, loop: For) -> None:
+    """Refuse to replace a loop that carries something the new loops cannot inherit: as
+    TVM, a thread binding (``ThreadBoundLoopError``) or annotations (``AnnotatedLoopError``).
     """
     name = loop.loop_var.name
     if loop.thread_binding is not None or loop.kind is ForKind.THREAD_BINDING:
@@ -110,8 +107,48 @@ def check_replaceable(primitive: str, func: PrimFunc, loop: For, *, keep_kind: b
         raise ThreadBoundLoopError(primitive, name, thread, func, loop)
     if loop.annotations:
         raise AnnotatedLoopError(primitive, name, [k for k, _ in loop.annotations], func, loop)
-    if loop.kind is not ForKind.SERIAL and not keep_kind:
-        raise NonSerialLoopError(primitive, name, loop.kind.value, func, loop)
+
+
+def _split_kinds(kind: ForKind, count: int) -> list[ForKind]:
+    """The kinds of the loops a split of a ``kind`` loop gives (TVM makes them all serial):
+    a parallel loop's outermost piece stays parallel (its iterations are groups of the old
+    ones, which did not conflict), a vectorized loop's innermost piece stays vectorized, an
+    unrolled loop's pieces all stay unrolled (together they still unroll it fully)."""
+    kinds = [ForKind.SERIAL] * count
+    if kind is ForKind.PARALLEL:
+        kinds[0] = kind
+    elif kind is ForKind.VECTORIZED:
+        kinds[-1] = kind
+    elif kind is ForKind.UNROLLED:
+        kinds = [kind] * count
+    return kinds
+
+
+def _mark_fused(func: PrimFunc, loops: list[For], fused: str) -> PrimFunc:
+    """Give the fused loop the one non-serial kind its loops had (TVM makes it serial).
+
+    Loops that all had it keep it. A mix of that kind and serial loops keeps it when the
+    kind's own primitive accepts the fused loop (``parallel`` checks the fused loop for
+    reductions and races); otherwise ``NonSerialLoopError``, as for two different kinds.
+    """
+    from workbench.schedule import annotations  # the kind primitives' checks
+
+    kinds = {loop.kind for loop in loops} - {ForKind.SERIAL}
+    if not kinds:
+        return func
+    marked = next(loop for loop in loops if loop.kind is not ForKind.SERIAL)
+    name, kind = marked.loop_var.name, marked.kind
+    if len(kinds) > 1:
+        raise NonSerialLoopError("fuse", name, kind.value, "loops of different kinds", func, marked)
+    apply = {
+        ForKind.PARALLEL: annotations.parallel,
+        ForKind.VECTORIZED: annotations.vectorize,
+        ForKind.UNROLLED: annotations.unroll,
+    }[kind]
+    try:
+        return apply(func, fused)
+    except ScheduleError as err:
+        raise NonSerialLoopError("fuse", name, kind.value, err.message, func, marked) from None
 
 
 def split(
@@ -159,8 +196,11 @@ def split(
     ------
     InvalidArgumentError, MultipleNoneFactorsError, NonPositiveFactorError,
     NonConstantExtentError, WrongFactorProductError, NonDividingFactorError, LoopNotFoundError,
-    ThreadBoundLoopError, AnnotatedLoopError (TVM refuses both), NonSerialLoopError (a
-    parallel, vectorized or unrolled loop: split first, then mark the loop you mean)
+    ThreadBoundLoopError, AnnotatedLoopError (TVM refuses both)
+
+    Loop kinds (TVM makes every new loop serial): a parallel loop's outermost piece stays
+    parallel, a vectorized loop's innermost piece stays vectorized, an unrolled loop's
+    pieces all stay unrolled.
 
     Example
     -------
@@ -171,7 +211,7 @@ def split(
     primitive = "split"
     given = normalize_factors(primitive, factors)
     target, ancestors = find_loop(func, loop, primitive)
-    check_replaceable(primitive, func, target, keep_kind=False)
+    check_replaceable(primitive, func, target)
     if given.count(None) > 1:
         raise MultipleNoneFactorsError(primitive, loop, given, func, target)
     if any(f is not None and f <= 0 for f in given):
@@ -203,8 +243,8 @@ def split(
 
     # the loops around the body: the original's outer loops, then the new ones
     new_loops = [
-        For(v, IntImm(0, dtype), IntImm(s, dtype), ForKind.SERIAL, body)
-        for v, s in zip(new_vars, sizes, strict=True)
+        For(v, IntImm(0, dtype), IntImm(s, dtype), kind, body)
+        for v, s, kind in zip(new_vars, sizes, _split_kinds(target.kind, len(sizes)), strict=True)
     ]
     around = enclosing_loops(ancestors) + new_loops
     if product != extent:
@@ -290,7 +330,11 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
     InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
     LoopsNotAdjacentError, NotPerfectlyNestedError, NonConstantExtentError,
     ThreadBoundLoopError, AnnotatedLoopError (TVM refuses both), NonSerialLoopError (loops
-    of different kinds; loops that all share one kind give a fused loop of that kind)
+    of different non-serial kinds, or a kind the fused loop cannot have)
+
+    Loop kinds (TVM makes the fused loop serial): the fused loop gets the one non-serial
+    kind among the loops when that kind's primitive accepts it (``parallel(i)`` then
+    ``fuse(i, j)`` gives a parallel fused loop when ``j``'s iterations do not conflict).
 
     Example
     -------
@@ -315,9 +359,8 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
             raise LoopsNotAdjacentError(primitive, outer_name, inner_name, [], func, inner)
         raise LoopsNotInSameNestError(primitive, outer_name, inner_name, func, inner)
 
-    same_kind = len({loop.kind for loop, _ in found}) == 1
     for loop, _ in found:
-        check_replaceable(primitive, func, loop, keep_kind=same_kind)
+        check_replaceable(primitive, func, loop)
     for loop, _ in found:
         if not isinstance(const_value(loop.extent), int):
             raise NonConstantExtentError(primitive, loop.loop_var.name, loop.extent, func, loop)
@@ -347,12 +390,13 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
         fused,
         IntImm(0, dtype),
         IntImm(total, dtype),
-        outer_loop.kind,
+        ForKind.SERIAL,
         substitute(loop_list[-1].body, mapping),
     )
     outer = enclosing_loops(outer_anc)
     new_loop = new_loop.replace(body=simplify_realizes(new_loop.body, outer + [new_loop]))
-    return replace_loop(func, loops[0], lambda _: new_loop), fused.name
+    new_func = replace_loop(func, loops[0], lambda _: new_loop)
+    return _mark_fused(new_func, loop_list, fused.name), fused.name
 
 
 def _ancestors_of(found: list[tuple[For, tuple]], loop: For) -> tuple:
