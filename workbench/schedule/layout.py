@@ -49,13 +49,13 @@ from workbench.schedule.errors_layout import (
     PaddingRequiredError,
 )
 from workbench.schedule.handles import BlockRV
-from workbench.schedule.layout_padding import fill_padding, padding_predicate
 from workbench.schedule.layout_index_map import (
     IndexMap,
     check_bijective,
     make_index_map,
     new_shape,
 )
+from workbench.schedule.layout_padding import fill_padding, padding_predicate
 from workbench.schedule.memory import buffer_region, replace_buffers
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import find_block, walk
