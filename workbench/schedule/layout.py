@@ -243,11 +243,16 @@ def _pad_constant(primitive: str, buffer: Buffer, pad_value: object) -> PrimExpr
         return None
     if isinstance(pad_value, bool) or not isinstance(pad_value, (int, float)):
         raise InvalidArgumentError(primitive, "pad_value", "an int or a float", pad_value)
+    # as TVM, the value's type must match the buffer's (no silent int -> float)
     if buffer.dtype.startswith("float"):
-        return FloatImm(float(pad_value), buffer.dtype)
-    if not float(pad_value).is_integer():
+        if not isinstance(pad_value, float):
+            raise InvalidArgumentError(
+                primitive, "pad_value", f"a float for {buffer.dtype}", pad_value
+            )
+        return FloatImm(pad_value, buffer.dtype)
+    if not isinstance(pad_value, int):
         raise InvalidArgumentError(primitive, "pad_value", f"an int for {buffer.dtype}", pad_value)
-    return IntImm(int(pad_value), buffer.dtype)
+    return IntImm(pad_value, buffer.dtype)
 
 
 # ---------------------------------------------------------------------------------------
