@@ -12,8 +12,8 @@ import pytest
 from tvm_port import (
     assert_structural,
     check_numbers,
-    random_inputs,
     raises_unchanged,
+    random_inputs,
     verify_trace_roundtrip,
 )
 
