@@ -174,7 +174,9 @@ def func_with_block_predicate(X: T.Buffer((120,), "float32"), B: T.Buffer((120,)
 
 @T.prim_func
 def func_nested_seq(
-    X: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float32")
+    X: T.Buffer((32, 32), "float32"),
+    B: T.Buffer((32, 32), "float32"),
+    C: T.Buffer((32, 32), "float32"),
 ):
     A = T.alloc_buffer((32, 32), "float32")
     for i, j in T.grid(32, 32):

@@ -235,7 +235,7 @@ def test_padded_transform(rng):
     sch.transform_layout(sch.get_block("block"), "B", lambda i: (i // 4, i % 4), pad_value=0)
     pad = sch.get(sch.get_block("B_pad"))
     assert pad.writes[0].buffer.shape == (4, 4)
-    assert 'pad_value=0' in str(sch.trace)
+    assert "pad_value=0" in str(sch.trace)
     verify_trace_roundtrip(sch)
     check_numbers(sch, rng)
 
