@@ -4,8 +4,8 @@ A *cache* is a new buffer of a chosen storage scope (``"global"``, ``"shared"``,
 ``"local"``) plus a new block that copies between it and the original buffer:
 
 * ``cache_read(block, i, scope)`` copies the ``i``-th buffer ``block`` reads into
-  ``<buffer>_<scope>`` just before ``block``'s loop nest, and makes ``block`` (only that
-  consumer, as in TVM) read the copy;
+  ``<buffer>_<scope>`` just before the first reader's loop nest, and makes every reader
+  (TVM's default; ``consumer_blocks`` picks them) read the copy;
 * ``cache_write(block, i, scope)`` makes ``block`` write (and read, and initialise) the copy
   ``<buffer>_<scope>`` and copies it back into the original buffer just after ``block``'s
   loop nest;
@@ -175,6 +175,10 @@ def cache_read(
         Index into the block's ``T.reads`` list.
     storage_scope : str
         ``"global"``, ``"shared"`` or ``"local"``.
+    consumer_blocks : list of str, optional
+        The blocks that read the copy (TVM): None means every block reading the buffer
+        without writing it; a list means exactly those (``block`` only if listed). The copy
+        covers what all of them read.
 
     Returns
     -------
@@ -185,7 +189,7 @@ def cache_read(
     Raises
     ------
     BlockNotFoundError, InvalidArgumentError, BufferIndexError, UnknownScopeError,
-    CacheReadOfWrittenBufferError
+    CacheReadOfWrittenBufferError, NotAConsumerError
 
     Example
     -------
@@ -285,6 +289,9 @@ def cache_write(
         Index into the block's ``T.writes`` list.
     storage_scope : str
         ``"global"``, ``"shared"`` or ``"local"``.
+    consumer_blocks : list of str, optional
+        Readers that should read the cache directly (TVM; default none): the copy-back
+        then only has to come before the other readers.
 
     Returns
     -------
@@ -294,7 +301,11 @@ def cache_write(
     Raises
     ------
     BlockNotFoundError, InvalidArgumentError, BufferIndexError, UnknownScopeError,
-    CacheWriteOfReadBufferError
+    NotAConsumerError
+
+    A block that reads the buffer before writing it without an init (an update) gets its
+    cache filled from the buffer first, by a block ``<cache>_fill`` placed after the other
+    writers.
 
     Example
     -------
