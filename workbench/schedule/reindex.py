@@ -44,7 +44,7 @@ from workbench.schedule.handles import BlockRV
 from workbench.schedule.layout import _find_buffer, _is_buffer_attr
 from workbench.schedule.memory import buffer_region
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
-from workbench.schedule.tree import block_names, find_block, fresh_name, used_names
+from workbench.schedule.tree import block_names, find_block, fresh_name, simplify, used_names
 
 # ---------------------------------------------------------------------------------------
 # Pure functions
@@ -175,6 +175,11 @@ def reindex(func: PrimFunc, block: str, buffer: object) -> tuple[PrimFunc, str]:
     except ReindexNotLoopChainError:
         raise ReindexNotLoopChainError(node, buf.name, func) from None
     indices = _access_indices(func, node, buf)
+    domain = {
+        iv.var: (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1)
+        for iv in node.iter_vars
+    }
+    indices = tuple(simplify(i, domain) for i in indices)  # co // 64 -> 0 when co < 64
     used = {v for i in indices for v in collect(i, lambda n: isinstance(n, Var))}
     covered = [iv for iv in node.iter_vars if iv.var in used]
 
