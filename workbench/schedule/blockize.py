@@ -307,7 +307,7 @@ register_instruction(
             ),
         ),
         outputs="block",
-        applies_to=("loop",),
+        applies_to=(),  # probe ready for ("loop",); not yet rows of legal_primitives
         probe=_probe_blockize,
     )
 )
