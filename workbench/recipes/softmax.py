@@ -6,7 +6,8 @@
 * ``online_lanes_cpu(online_softmax_lanes(M, N))``: the online rewrite run in vector lanes.
 
 The lane count of the ``rfactor`` split is ``cpu_facts.reduction_lanes(dtype)`` (one vector
-register and at least one cache line of partials) unless given. ``workbench.recipes.softmax_lowering`` walks through them.
+register and at least one cache line of partials) unless given.
+``workbench.recipes.softmax_lowering`` walks through them.
 """
 
 from __future__ import annotations
