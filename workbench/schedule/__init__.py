@@ -13,6 +13,7 @@ l4, l5 = sch.split(l1, factors=[None, 4])
 """
 
 from workbench.schedule import (  # noqa: E402
+    errors_binding,
     errors_compute_location,
     errors_layout,
     errors_memory,
@@ -42,6 +43,7 @@ from workbench.schedule.errors import (
     WrongFactorProductError,
     WrongHandleKindError,
 )
+from workbench.schedule.errors_binding import *  # noqa: F403
 from workbench.schedule.errors_compute_location import *  # noqa: F403
 from workbench.schedule.errors_layout import *  # noqa: F403
 from workbench.schedule.errors_memory import *  # noqa: F403
@@ -94,4 +96,5 @@ __all__ = [
     *errors_memory.__all__,
     *errors_layout.__all__,
     *errors_reduction.__all__,
+    *errors_binding.__all__,
 ]

@@ -14,6 +14,7 @@ from typing import Any
 
 from workbench.ir import Block, For, PrimFunc
 from workbench.schedule.annotations import AnnotationMethods
+from workbench.schedule.binding import BindingMethods
 from workbench.schedule.compute_location import ComputeLocationMethods
 from workbench.schedule.errors import (
     ForeignHandleError,
@@ -55,6 +56,7 @@ class Schedule(
     MemoryMethods,
     LayoutMethods,
     ReductionMethods,
+    BindingMethods,
 ):
     """A PrimFunc under scheduling, as in TVM's ``tir.Schedule``.
 
