@@ -261,7 +261,10 @@ def clear_memory_cache() -> int:
 
 
 def _on_device(value) -> bool:
-    return hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray)
+    """A device array: ``__cuda_array_interface__`` (numba, CuPy, torch) or the simulator's."""
+    if isinstance(value, np.ndarray):
+        return False
+    return hasattr(value, "__cuda_array_interface__") or type(value).__name__ == "FakeCUDAArray"
 
 
 class CudaKernel(Kernel):

@@ -8,7 +8,8 @@ of every block; two loops bound to ``threadIdx.x`` in one kernel (a compute loop
 cooperative copy of a shared tile) are the same index and must have the same extent.
 On the CPU targets a bound loop stays a serial loop.
 
-Legality (TVM's): the loop is serial, binds no reduction variable (data parallel), has a
+Legality (TVM's): the loop is serial (or bound already: binding again replaces the axis, as
+in TVM), binds no reduction variable (data parallel), has a
 constant extent; grid axes enclose thread axes and one grid axis is not nested in itself;
 every loop of a kernel bound to one axis has one extent; threads per block (the product of
 the threadIdx extents) stay within the device limit (1024 by default).
@@ -127,7 +128,7 @@ def bind(
     target, ancestors = find_loop(func, loop, primitive)
     if thread_axis not in THREAD_AXES:
         raise InvalidThreadAxisError(primitive, loop, thread_axis, func, target)
-    if target.kind is not ForKind.SERIAL:
+    if target.kind not in (ForKind.SERIAL, ForKind.THREAD_BINDING):
         raise LoopNotSerialError(primitive, target, func)
     extent = const_value(target.extent)
     if not isinstance(extent, int):
@@ -135,6 +136,8 @@ def bind(
     bound = reduce_binding(target)
     if bound is not None:
         raise ReductionLoopError(primitive, loop, bound[0], bound[1], func, target)
+    if target.kind is ForKind.THREAD_BINDING:  # rebinding: check nesting without the old axis
+        target = target.replace(kind=ForKind.SERIAL, thread_binding=None)
     _check_nesting(func, target, ancestors, thread_axis)
     new_func = replace_loop(
         func,
@@ -210,14 +213,15 @@ class BindingMethods:
 
 
 def _probe_bind(sch, loop: LoopRV):
-    """Default: the outermost unbound level gets blockIdx.x, a loop under one threadIdx.x."""
+    """Default: blockIdx.x outside every bound loop, else the first threadIdx axis unused
+    by the loops around it."""
     node = sch.get(loop)
-    func = sch.mod
-    _, ancestors = find_loop(func, node.loop_var.name, "bind")
-    under_grid = any(
-        isinstance(a, For) and (a.thread_binding or "").startswith("blockIdx") for a in ancestors
-    )
-    return (loop,), {"thread_axis": "threadIdx.x" if under_grid else "blockIdx.x"}
+    _, ancestors = find_loop(sch.mod, node.loop_var.name, "bind")
+    used = {a.thread_binding for a in ancestors if isinstance(a, For) and a.thread_binding}
+    if not used:
+        return (loop,), {"thread_axis": "blockIdx.x"}
+    free = [a for a in THREAD_AXES if a.startswith("threadIdx") and a not in used]
+    return (loop,), {"thread_axis": free[0] if free else "threadIdx.x"}
 
 
 register_instruction(

@@ -42,12 +42,10 @@ class InvalidThreadAxisError(ScheduleError, ValueError):
 
 
 class LoopNotSerialError(ScheduleError):
-    """Binding a loop that is already parallel, vectorized, unrolled or bound."""
+    """Binding a loop that is already parallel, vectorized or unrolled."""
 
     def __init__(self, primitive: str, loop: For, func: PrimFunc):
         kind = loop.kind.value
-        if loop.thread_binding:
-            kind = f"bound to {loop.thread_binding}"
         super().__init__(
             primitive,
             loop.loop_var.name,
