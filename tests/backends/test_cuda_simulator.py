@@ -110,6 +110,19 @@ def test_layernorm_one_block_per_row(rng):
     _check(recipes.row_reduction_per_block(func, threads=16), args, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("op", ["softmax", "layernorm"])
+def test_row_reductions_shared_across_threads(rng, op):
+    """rfactor into shared partials, one barrier per reduction, statistics in local."""
+    func = getattr(ops, op)(2, 64)
+    args = [rng.standard_normal((2, 64), dtype=np.float32)]
+    if op == "layernorm":
+        args += [rng.standard_normal(64, dtype=np.float32) for _ in range(2)]
+    args.append(np.zeros((2, 64), np.float32))
+    kernel = _check(recipes.row_reduction_rfactor(func, threads=16), args, rtol=1e-4, atol=1e-5)
+    assert kernel.source.count("cuda.syncthreads()") == 2
+    assert kernel.source.count("cuda.shared.array((16, 1), numba.float32)") == 2
+
+
 def test_conv2d(rng):
     func = ops.conv2d_nchw(1, 2, 6, 6, 2, 3, 3)
     args = [

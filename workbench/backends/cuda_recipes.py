@@ -137,6 +137,40 @@ def row_reduction_per_block(func: PrimFunc, threads: int = 32) -> Schedule:
     return sch
 
 
+def row_reduction_rfactor(func: PrimFunc, threads: int = 32) -> Schedule:
+    """Softmax / layernorm, one CUDA block per row, reductions shared across the threads.
+
+    Each row reduction is split ``k = k_0 * threads + k_1`` and ``rfactor``-ed over ``k_1``:
+    thread ``k_1`` reduces a strided slice of the row (coalesced: neighbouring threads read
+    neighbouring elements) into a ``shared`` partial buffer; then every thread combines the
+    ``threads`` partials into its own ``local`` copy of the row statistic. The build puts
+    the barrier between the two. The output's columns are split the same way.
+    """
+    sch = Schedule(func)
+    blocks = sch.get_child_blocks(sch.get_block("root"))
+    names = [sch.get(b).name for b in blocks]
+    reductions, out = names[:-1], names[-1]
+    partials = {}
+    for name in reductions:
+        k = sch.get_loops(sch.get_block(name))[-1]
+        _, k_1 = sch.split(k, factors=[None, threads])
+        partials[name] = sch.rfactor(k_1, 0)
+    i, j = sch.get_loops(sch.get_block(out))
+    j_0, j_1 = sch.split(j, factors=[None, threads])
+    sch.reorder(j_1, j_0)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j_1, "threadIdx.x")
+    for name in reversed(reductions):
+        sch.compute_at(sch.get_block(name), i)
+        sch.compute_at(partials[name], i)
+    for name in reductions:
+        rf = partials[name]
+        sch.bind(sch.get_loops(rf)[1], "threadIdx.x")
+        sch.set_scope(rf, 0, "shared")
+        sch.set_scope(sch.get_block(name), 0, "local")
+    return sch
+
+
 def conv2d_direct(func: PrimFunc, threads: int = 32) -> Schedule:
     """Padding inlined; one thread per output element; the reduction in each thread."""
     sch = Schedule(func)

@@ -13,7 +13,10 @@ unneeded, never miss one):
 
 * statements are compared in program order at each ``SeqStmt``; a statement ``s`` needs a
   barrier before it when it reads a shared buffer written, or writes one read or written,
-  by a *different* store since the last barrier;
+  by a *different* statement since the last barrier, unless both accesses use the same
+  index and that index is
+  private to one thread (each launched ``threadIdx`` axis appears as a whole dimension:
+  ``partial[tx, 0]``), so that no other thread can reach the element;
 * for a serial loop, the accesses after the body's last barrier are compared the same way
   with the accesses before its first barrier (the next iteration): a conflict puts a
   barrier at the end of the body;
@@ -33,8 +36,10 @@ from workbench.ir import (
     For,
     ForKind,
     IfThenElse,
+    IntImm,
     SeqStmt,
     Stmt,
+    Var,
     seq,
 )
 from workbench.ir.functor import collect
@@ -52,7 +57,7 @@ class SyncThreads(Stmt):
 
 @dataclasses.dataclass
 class _Accesses:
-    """Shared-buffer accesses as sets of ``(buffer name, store id)``."""
+    """Shared-buffer accesses as sets of ``(buffer name, private index or None, statement id)``."""
 
     reads: set = dataclasses.field(default_factory=set)
     writes: set = dataclasses.field(default_factory=set)
@@ -66,10 +71,14 @@ class _Accesses:
 
 
 def _conflict(before: _Accesses, after: _Accesses) -> bool:
-    """Whether ``after`` must wait for ``before``: RAW, WAR or WAW by different stores."""
+    """Whether ``after`` must wait for ``before``: RAW, WAR or WAW that may cross threads."""
 
     def clash(first: set, second: set) -> bool:
-        return any(b1 == b2 and s1 != s2 for b1, s1 in first for b2, s2 in second)
+        return any(
+            b1 == b2 and s1 != s2 and not (k1 is not None and k1 == k2)
+            for b1, k1, s1 in first
+            for b2, k2, s2 in second
+        )
 
     return (
         clash(before.writes, after.reads)
@@ -78,19 +87,41 @@ def _conflict(before: _Accesses, after: _Accesses) -> bool:
     )
 
 
-def _accesses(stmt: Stmt, shared: set[str]) -> _Accesses:
+class _ThreadPrivacy:
+    """Decides whether an index tuple is private to one thread: for every launched
+    ``threadIdx`` axis of extent > 1, some dimension's index is exactly a variable bound
+    to that axis, so two different threads never reach the same element through it."""
+
+    def __init__(self, kernel: Stmt):
+        loops = collect(
+            kernel,
+            lambda n: isinstance(n, For) and (n.thread_binding or "").startswith("threadIdx"),
+        )
+        self.axis_of = {loop.loop_var: loop.thread_binding for loop in loops}
+        self.axes = {
+            loop.thread_binding
+            for loop in loops
+            if not (isinstance(loop.extent, IntImm) and loop.extent.value == 1)
+        }
+
+    def key(self, indices: tuple) -> tuple | None:
+        covered = {self.axis_of[i] for i in indices if isinstance(i, Var) and i in self.axis_of}
+        return indices if self.axes and self.axes <= covered else None
+
+
+def _accesses(stmt: Stmt, shared: set[str], privacy: _ThreadPrivacy) -> _Accesses:
     found = _Accesses()
     for store in collect(stmt, lambda n: isinstance(n, BufferStore)):
         tag = id(store)
         if store.buffer.name in shared:
-            found.writes.add((store.buffer.name, tag))
+            found.writes.add((store.buffer.name, privacy.key(store.indices), tag))
         for load in collect(store, lambda n: isinstance(n, BufferLoad)):
             if load.buffer.name in shared:
-                found.reads.add((load.buffer.name, tag))
+                found.reads.add((load.buffer.name, privacy.key(load.indices), tag))
     for cond in collect(stmt, lambda n: isinstance(n, IfThenElse)):
         for load in collect(cond.condition, lambda n: isinstance(n, BufferLoad)):
             if load.buffer.name in shared:
-                found.reads.add((load.buffer.name, id(cond)))
+                found.reads.add((load.buffer.name, privacy.key(load.indices), id(cond)))
     return found
 
 
@@ -98,7 +129,7 @@ def insert_syncthreads(kernel: Stmt, shared: set[str]) -> Stmt:
     """``kernel`` (one kernel's statement) with barriers for its ``shared`` buffers."""
     if not shared:
         return kernel
-    return _Planner(shared).stmt(kernel)
+    return _Planner(shared, _ThreadPrivacy(kernel)).stmt(kernel)
 
 
 @dataclasses.dataclass
@@ -109,8 +140,9 @@ class _Summary:
 
 
 class _Planner:
-    def __init__(self, shared: set[str]):
+    def __init__(self, shared: set[str], privacy: _ThreadPrivacy):
         self.shared = shared
+        self.privacy = privacy
 
     def stmt(self, stmt: Stmt) -> Stmt:
         new, _ = self._visit(stmt, under_if=False)
@@ -137,7 +169,7 @@ class _Planner:
         return stmt, self._leaf(stmt)
 
     def _leaf(self, stmt: Stmt) -> _Summary:
-        found = _accesses(stmt, self.shared)
+        found = _accesses(stmt, self.shared, self.privacy)
         return _Summary(found, found, False)
 
     def _sequence(self, stmts: list[Stmt], under_if: bool) -> tuple[Stmt, _Summary]:
