@@ -27,7 +27,9 @@ def test_target_objects_and_strings_build_the_same_kernel():
 
 def test_target_options_defaults_and_errors():
     t = Target("cpu", promote=False)
-    assert dict(t.options) == {"fastmath": True, "fast_exp": True, "boundscheck": False, "promote": False}
+    assert dict(t.options) == {
+        "fastmath": True, "fast_exp": True, "boundscheck": False, "promote": False, "workspace": True
+    }
     assert t == "cpu" and str(t) == "cpu" and t.with_options(promote=True) == Target("cpu")
     with pytest.raises(TypeError, match="unknown option\\(s\\) fast for target 'cpu'"):
         Target("cpu", fast=True)
@@ -81,6 +83,9 @@ def test_printers_share_one_base():
 
 def test_cpu_global_scratch_is_a_reused_workspace(rng):
     func = ops.add_mul_gelu(4, 8)
+    assert "T_add = np.empty((4, 8), dtype=np.float32)" in build(
+        func, target="cpu", workspace=False
+    ).source
     kernel = build(func, target="cpu")
     generated = generate_source(lower(func), target="cpu")
     assert generated.param_names == ("A", "B", "C", "T_gelu", "T_add", "T_multiply")

@@ -124,6 +124,7 @@ def generate_source(
     boundscheck: bool = False,
     promote: bool = True,
     cache: bool = True,
+    workspace: bool = True,
 ) -> GeneratedSource:
     """Python source for the lowered function ``lowered`` (see ``workbench.backends.lower``).
 
@@ -137,7 +138,7 @@ def generate_source(
     func = place_allocations(func)
     if target == "python":
         return PythonPrinter(func).run()
-    return CpuPrinter(func, fastmath, fast_exp, boundscheck, cache).run()
+    return CpuPrinter(func, fastmath, fast_exp, boundscheck, cache, workspace).run()
 
 
 def _names_in(func: PrimFunc) -> set[str]:
@@ -332,8 +333,9 @@ def _import_lines(groups: list[list[str]]) -> list[str]:
 class CpuPrinter(PythonPrinter):
     """The ``cpu`` target's printer: one ``@numba.njit`` function.
 
-    Global scratch buffers are workspace parameters after the function's own; small
-    ``local``/``shared`` buffers live on the stack (see ``STACK_MAX_BYTES``).
+    With ``workspace=True`` global scratch buffers are workspace parameters after the
+    function's own (else ``np.empty`` per call); small ``local``/``shared`` buffers live on
+    the stack (see ``STACK_MAX_BYTES``).
     """
 
     target = "cpu"
@@ -346,6 +348,7 @@ class CpuPrinter(PythonPrinter):
         fast_exp: bool = True,
         boundscheck: bool = False,
         cache: bool = True,
+        workspace: bool = True,
     ):
         self.options = dict(fastmath=fastmath, boundscheck=boundscheck, cache=cache)
         self.fast_exp = fast_exp
@@ -353,7 +356,7 @@ class CpuPrinter(PythonPrinter):
         super().__init__(func)
         self.numba = True
         self.unsigned = self.unsigned_candidate
-        self.workspace = workspace_buffers(func)
+        self.workspace = workspace_buffers(func) if workspace else ()
         self.stack = self._stack_allocators()
 
     def _expr_printer(self) -> ExprPrinter:
