@@ -34,6 +34,24 @@ _PUBLIC = {
     "MeasureResult": "workbench.measure",
     "ops": "workbench.ops",
     "analysis": "workbench.ir.analysis",
+    # visualizers (issue 8): each usable alone, rich in a notebook, text elsewhere
+    "ir_html": "workbench.viz",
+    "code_html": "workbench.viz",
+    "ir_diff": "workbench.viz",
+    "code_diff": "workbench.viz",
+    "loop_nest_graph": "workbench.viz",
+    "loop_nest": "workbench.viz",
+    "access_map": "workbench.viz",
+    "access_figure": "workbench.viz",
+    "tile_footprint": "workbench.viz",
+    "footprint_warnings": "workbench.viz",
+    "plot_roofline": "workbench.viz",
+    "analytic_point": "workbench.viz",
+    "latency_figure": "workbench.viz",
+    "sweep_heatmap": "workbench.viz",
+    "graph_figure": "workbench.viz",
+    "peaks_consistent": "workbench.measure.peaks",
+    "viz": "workbench.viz",
 }
 
 

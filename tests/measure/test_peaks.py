@@ -54,6 +54,7 @@ def fake_measurements(monkeypatch):
 
     monkeypatch.setattr(peaks_module, "measure_peaks", fake_measure_peaks)
     monkeypatch.setattr(peaks_module, "_MEMO", {})
+    monkeypatch.setattr(peaks_module, "plausible_band", lambda facts=None: None)
     return calls
 
 
@@ -98,6 +99,113 @@ def test_default_cache_path_follows_workbench_cache_dir(monkeypatch, tmp_path):
     assert peaks_module.default_cache_path() == tmp_path / "peaks.json"
     monkeypatch.delenv("WORKBENCH_CACHE_DIR")
     assert str(peaks_module.default_cache_path()).endswith(".cache/workbench/peaks.json")
+
+
+def sequence(*values):
+    """A measurement returning ``values`` one call after the other."""
+    it = iter(values)
+    return lambda: next(it)
+
+
+BAND = peaks_module.PlausibleBand(theoretical_gflops=500.0, low_gflops=50.0, detail="test")
+
+
+def test_each_peak_is_the_best_of_the_trials():
+    peaks = peaks_module.measure_peaks(
+        trials=3, pause_s=0.0, band=None,
+        measurements={"blas": sequence(40.0, 400.0, 390.0), "fma": sequence(100.0, 90.0, 95.0),
+                      "stream": sequence(8.6, 39.0, 41.0)})
+    assert (peaks.gflops, peaks.gflops_blas, peaks.gflops_fma, peaks.gbps) == (400.0, 400.0,
+                                                                               100.0, 41.0)
+    assert peaks.extra["trials"] == 3 and peaks.extra["suspect"] is False
+
+
+def test_compute_peak_below_the_plausible_band_is_measured_again():
+    """41 GFLOP/s measured on a busy machine whose CPU can do 500: measure again."""
+    peaks = peaks_module.measure_peaks(
+        trials=1, retries=3, pause_s=0.0, band=BAND,
+        measurements={"blas": sequence(41.0, 45.0, 470.0), "fma": sequence(1.0, 1.0, 1.0),
+                      "stream": sequence(8.6, 9.0, 40.0)})
+    assert peaks.gflops == 470.0 and peaks.gbps == 40.0
+    assert peaks.extra["trials"] == 3 and peaks.extra["suspect"] is False
+    assert peaks.extra["theoretical_gflops"] == 500.0
+
+
+def test_still_low_after_retries_is_marked_suspect_and_not_trusted(tmp_path, monkeypatch):
+    with pytest.warns(UserWarning, match="below 10% of this CPU's theoretical 500 GFLOP/s"):
+        suspect = peaks_module.measure_peaks(
+            trials=1, retries=1, pause_s=0.0, band=BAND,
+            measurements={"blas": sequence(41.0, 42.0), "fma": sequence(1.0, 1.0),
+                          "stream": sequence(8.6, 8.0)})
+    assert suspect.extra["suspect"] is True and suspect.gflops == 42.0
+    # cached by a busy process: the next process measures again instead of trusting it
+    path = tmp_path / "peaks.json"
+    path.write_text(json.dumps({machine_key(): suspect.to_dict()}))
+    monkeypatch.setattr(peaks_module, "_MEMO", {})
+    monkeypatch.setattr(peaks_module, "plausible_band", lambda facts=None: BAND)
+    quiet = MachinePeaks(gflops=470.0, gbps=40.0, gflops_blas=470.0, key=machine_key())
+    monkeypatch.setattr(peaks_module, "measure_peaks", lambda: quiet)
+    assert machine_peaks(cache_path=path) == quiet
+    assert json.loads(path.read_text())[machine_key()]["gflops"] == 470.0
+
+
+def test_cached_entry_below_the_band_is_measured_again(tmp_path, monkeypatch):
+    path = tmp_path / "peaks.json"
+    busy = MachinePeaks(gflops=41.0, gbps=8.6, key=machine_key())  # an old cache, no flag
+    path.write_text(json.dumps({machine_key(): busy.to_dict()}))
+    monkeypatch.setattr(peaks_module, "_MEMO", {})
+    monkeypatch.setattr(peaks_module, "plausible_band", lambda facts=None: BAND)
+    monkeypatch.setattr(peaks_module, "measure_peaks",
+                        lambda: MachinePeaks(gflops=470.0, gbps=40.0, key=machine_key()))
+    assert machine_peaks(cache_path=path).gflops == 470.0
+
+
+def test_refresh_keeps_the_best_roofs(tmp_path, monkeypatch):
+    path = tmp_path / "peaks.json"
+    good = MachinePeaks(gflops=470.0, gbps=40.0, gflops_blas=470.0, gflops_fma=300.0,
+                        key=machine_key())
+    path.write_text(json.dumps({machine_key(): good.to_dict()}))
+    monkeypatch.setattr(peaks_module, "_MEMO", {})
+    monkeypatch.setattr(peaks_module, "plausible_band", lambda facts=None: None)
+    busy = MachinePeaks(gflops=41.0, gbps=45.0, gflops_blas=41.0, gflops_fma=30.0,
+                        key=machine_key())
+    monkeypatch.setattr(peaks_module, "measure_peaks", lambda: busy)
+    refreshed = machine_peaks(refresh=True, cache_path=path)
+    assert (refreshed.gflops, refreshed.gbps, refreshed.gflops_fma) == (470.0, 45.0, 300.0)
+    assert machine_peaks(refresh=True, cache_path=path, keep_best=False).gflops == 41.0
+
+
+def test_cpu_facts_and_plausible_band_from_proc_cpuinfo():
+    cpuinfo = ("processor\t: 0\ncpu MHz\t\t: 2400.000\nflags\t\t: fpu sse2 avx avx2 fma\n"
+               "processor\t: 1\ncpu MHz\t\t: 3000.000\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    facts = peaks_module.cpu_facts(cpuinfo, cores=16, max_mhz=None)
+    assert facts["lanes"] == 8 and facts["fma_units"] == 2 and facts["cores"] == 16
+    assert facts["mhz"] >= 3000.0  # the highest clock reported (or cpufreq's maximum)
+    band = peaks_module.plausible_band({**facts, "mhz": 3000.0})
+    assert band.theoretical_gflops == pytest.approx(16 * 3.0 * 8 * 2 * 2)  # 1536
+    assert band.low_gflops == pytest.approx(153.6)
+    assert peaks_module.cpu_facts("flags : fpu sse2 avx512f fma\n", cores=1,
+                                  max_mhz=1000.0)["lanes"] == 16
+    assert peaks_module.plausible_band({"cores": 1, "mhz": 0.0, "lanes": 8,
+                                        "fma_units": 2, "flags": ""}) is None
+
+
+def test_peaks_consistent_and_refresh_if_inconsistent():
+    from workbench.measure.result import MeasureResult
+
+    low = MachinePeaks(gflops=41.0, gbps=8.6)
+    r = MeasureResult("mm", "cpu", 1e-3, 0.0, 1, (1e-3,), flops=200_000_000, bytes=2_000_000)
+    # 200 GFLOP/s at 100 FLOP/B, 2 GB/s: above a 41 GFLOP/s roof, under 470
+    assert not peaks_module.peaks_consistent(r, low)
+    assert peaks_module.peaks_consistent(r, MachinePeaks(gflops=470.0, gbps=40.0))
+    assert peaks_module.peaks_consistent(r, MachinePeaks(gflops=180.0, gbps=40.0))  # +20% ok
+    copy = MeasureResult("copy", "cpu", 1e-3, 0.0, 1, (1e-3,), flops=0, bytes=20_000_000)
+    assert not peaks_module.peaks_consistent(copy, low)  # 20 GB/s > 8.6 GB/s roof
+    fresh = MachinePeaks(gflops=470.0, gbps=40.0)
+    peaks, refreshed = peaks_module.refresh_if_inconsistent([r, copy], low, lambda: fresh)
+    assert refreshed and (peaks.gflops, peaks.gbps) == (470.0, 40.0)
+    same, refreshed = peaks_module.refresh_if_inconsistent([r], fresh, lambda: 1 / 0)
+    assert same is fresh and not refreshed
 
 
 @pytest.mark.slow

@@ -85,3 +85,38 @@ class Kernel:
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.func.params)
         return f"<Kernel {self.func.name}({params}) target={self.target!r}>"
+
+    # -- display ----------------------------------------------------------------------
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the kernel's signature and its generated source, highlighted."""
+        import html
+
+        from workbench.viz.html import code_html
+
+        header = html.escape(repr(self))
+        timing = f"compiled in {self.compile_seconds:.2f} s" if self.compile_seconds else ""
+        if self.cache_hit:
+            timing = f"from the {self.cache_hit} cache"
+        return (f"<div class='wb-kernel'><code>{header}</code> "
+                f"<small style='color:#666'>{html.escape(timing)}</small>"
+                f"{code_html(self.source, 'python').html}</div>")
+
+    def show(self) -> None:
+        """Display the generated source: highlighted HTML in Jupyter, text elsewhere.
+
+        Example
+        -------
+        >>> kernel.show()                                          # doctest: +SKIP
+        """
+        try:
+            from IPython import get_ipython
+            from IPython.display import HTML, display
+
+            shell = get_ipython()
+        except ImportError:  # pragma: no cover - IPython is optional
+            shell = None
+        if shell is not None and hasattr(shell, "kernel"):
+            display(HTML(self._repr_html_()))
+            return
+        print(self.source)

@@ -12,6 +12,25 @@
 Measuring takes a few seconds (mostly Numba compiling), so results are cached in a JSON file,
 ``peaks.json`` in ``$WORKBENCH_CACHE_DIR`` or else ``~/.cache/workbench/``, keyed by host name,
 CPU model and core count. ``machine_peaks(refresh=True)`` measures again.
+
+Robustness (peaks measured while the machine is busy are far too low, and a cached low
+value would make every later roofline wrong):
+
+- each measurement is the **best of ``trials`` trials** (each itself the best of several
+  runs), a short pause between trials;
+- the compute peak is **sanity-checked** against the CPU's theoretical peak, cores x clock
+  x float32 vector lanes x 2 (FMA) x FMA units, read from ``/proc/cpuinfo`` (``flags``,
+  ``cpu MHz``) or cpufreq (``plausible_band``). A result below ``PLAUSIBLE_FRACTION`` of it
+  is measured again (up to ``retries`` more trials); still low, it is kept but marked
+  ``extra["suspect"] = True``, with a warning, and a suspect cache entry is measured again
+  by the next process instead of being trusted;
+- a refresh keeps the **best** of the cached and the new numbers (a busy re-measure cannot
+  lower good roofs), unless ``keep_best=False``;
+- a measured kernel above a roof (``peaks_consistent``) is evidence that the roofs are too
+  low: ``plot_roofline`` then measures again (``refresh_if_inconsistent``).
+
+Memory bandwidth has no theoretical value that ``/proc`` tells; it is protected by the best
+of trials, the keep-best refresh and the above-the-roof check.
 """
 
 from __future__ import annotations
@@ -21,7 +40,9 @@ import os
 import platform
 import socket
 import time
-from dataclasses import asdict, dataclass, field
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +52,11 @@ from workbench.measure.rotation import llc_bytes
 STREAM_BYTES_PER_ELEMENT = 24  # triad: read b, read c, write a (float64)
 FMA_CHAIN = 8  # dependent FMAs per element per sweep (see _fma_loop)
 FMA_ELEMENTS = 2048  # float32 per thread: 8 KiB, stays in L1
+PLAUSIBLE_FRACTION = 0.1
+"""A compute peak below this fraction of the CPU's theoretical peak is not believed."""
+CONSISTENCY_TOLERANCE = 1.2
+"""A measured point may exceed a roof by this factor before the roofs are doubted (timing
+noise, STREAM not counting write-allocate traffic)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +130,176 @@ def cpu_model() -> str:
 def machine_key() -> str:
     """``"host | cpu model | N cores"``: peaks are cached per key."""
     return f"{socket.gethostname()} | {cpu_model()} | {os.cpu_count()} cores"
+
+
+# ---------------------------------------------------------------- plausibility
+
+_VECTOR_LANES = (("avx512f", 16), ("avx2", 8), ("avx", 8), ("asimd", 4), ("neon", 4),
+                 ("sse2", 4))
+
+
+@dataclass(frozen=True)
+class PlausibleBand:
+    """What the CPU can do in theory, and the lowest compute peak believed.
+
+    Attributes
+    ----------
+    theoretical_gflops : float
+        cores x GHz x float32 lanes x 2 (FMA) x FMA units per core.
+    low_gflops : float
+        ``PLAUSIBLE_FRACTION`` of it: a measured peak below is measured again.
+    detail : str
+        The facts it was computed from.
+    """
+
+    theoretical_gflops: float
+    low_gflops: float
+    detail: str
+
+
+def cpu_facts(cpuinfo: str | None = None, cores: int | None = None,
+              max_mhz: float | None = None) -> dict:
+    """Cores, clock (MHz, the highest reported), SIMD lanes for float32 and FMA units,
+    from ``/proc/cpuinfo`` text (and cpufreq's ``cpuinfo_max_freq`` when readable).
+
+    Example
+    -------
+    >>> cpu_facts("flags\t: fpu sse2 avx avx2 fma\ncpu MHz\t: 2000.0\n", cores=4)
+    {'cores': 4, 'mhz': 2000.0, 'lanes': 8, 'fma_units': 2, 'flags': 'avx2 fma'}
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    flags: set[str] = set()
+    mhz = 0.0
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("flags", "Features"):
+            flags |= set(value.split())
+        elif key == "cpu MHz":
+            try:
+                mhz = max(mhz, float(value))
+            except ValueError:
+                pass
+    if max_mhz is None:
+        try:
+            khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text()
+            max_mhz = int(khz) / 1000.0
+        except (OSError, ValueError):
+            max_mhz = None
+    if max_mhz:
+        mhz = max(mhz, max_mhz)
+    lanes = next((n for flag, n in _VECTOR_LANES if flag in flags), 1)
+    has_fma = "fma" in flags or "asimd" in flags or "avx512f" in flags
+    fma_units = 2 if has_fma and lanes >= 8 else 1
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+    shown = " ".join(f for f in ("avx512f", "avx2", "asimd", "fma") if f in flags)
+    return {"cores": cores, "mhz": mhz, "lanes": lanes, "fma_units": fma_units,
+            "flags": shown}
+
+
+def plausible_band(facts: dict | None = None) -> PlausibleBand | None:
+    """The theoretical float32 peak of this CPU and the lowest believable measured peak;
+    None when the clock is unknown.
+
+    Example
+    -------
+    >>> band = plausible_band({"cores": 2, "mhz": 2000.0, "lanes": 8, "fma_units": 2,
+    ...                        "flags": "avx2 fma"})
+    >>> band.theoretical_gflops, band.low_gflops
+    (128.0, 12.8)
+    """
+    facts = facts if facts is not None else cpu_facts()
+    if not facts.get("mhz"):
+        return None
+    theoretical = (facts["cores"] * facts["mhz"] / 1000.0 * facts["lanes"] * 2
+                   * facts["fma_units"])
+    detail = (f"{facts['cores']} cores x {facts['mhz'] / 1000:.2f} GHz x {facts['lanes']} "
+              f"float32 lanes x 2 (FMA) x {facts['fma_units']} FMA units [{facts['flags']}]")
+    return PlausibleBand(theoretical, round(theoretical * PLAUSIBLE_FRACTION, 6), detail)
+
+
+def peaks_consistent(result, peaks: MachinePeaks | None = None,
+                     tolerance: float = CONSISTENCY_TOLERANCE) -> bool:
+    """Whether a measured result lies under the roofs (within ``tolerance``).
+
+    A point above a roof means the roofs are too low (measured on a busy machine):
+    the caller should measure the peaks again (``refresh_if_inconsistent``).
+
+    Parameters
+    ----------
+    result : MeasureResult
+        Needs ``gflops``/``gbps``/``arithmetic_intensity`` (missing ones are not checked).
+    peaks : MachinePeaks, optional
+        Default: the result's own.
+
+    Example
+    -------
+    >>> from workbench.measure.result import MeasureResult
+    >>> p = MachinePeaks(gflops=100.0, gbps=10.0)
+    >>> r = MeasureResult("k", "cpu", 1e-3, 0.0, 1, (1e-3,), flops=50_000_000,
+    ...                   bytes=1_000_000)                 # 50 GFLOP/s at 50 FLOP/B
+    >>> peaks_consistent(r, p), peaks_consistent(r, MachinePeaks(gflops=40.0, gbps=10.0))
+    (True, False)
+    """
+    peaks = peaks if peaks is not None else result.peaks
+    if peaks is None:
+        return True
+    gflops, gbps = result.gflops, result.gbps
+    intensity = result.arithmetic_intensity
+    if gflops is not None and intensity is not None:
+        if gflops > tolerance * peaks.attainable_gflops(intensity):
+            return False
+    elif gflops is not None and gflops > tolerance * peaks.gflops:
+        return False
+    return gbps is None or gbps <= tolerance * peaks.gbps
+
+
+def best_of(a: MachinePeaks, b: MachinePeaks) -> MachinePeaks:
+    """Each roof the higher of the two (the later measurement's date and extras)."""
+    blas, fma = max(a.gflops_blas, b.gflops_blas), max(a.gflops_fma, b.gflops_fma)
+    return replace(b, gflops=max(a.gflops, b.gflops, blas, fma), gbps=max(a.gbps, b.gbps),
+                   gflops_blas=blas, gflops_fma=fma)
+
+
+def refresh_if_inconsistent(results: Iterable, peaks: MachinePeaks,
+                            remeasure: Callable[[], MachinePeaks] | None = None,
+                            ) -> tuple[MachinePeaks, bool]:
+    """Measure the peaks again when a result lies above a roof.
+
+    Parameters
+    ----------
+    results : iterable of MeasureResult
+    peaks : MachinePeaks
+        The roofs in use.
+    remeasure : callable, optional
+        Returns fresh peaks; default ``machine_peaks(refresh=True)`` (which keeps the best
+        of the cached and the new numbers and updates the cache).
+
+    Returns
+    -------
+    (MachinePeaks, bool)
+        The roofs to use (the best of the old and the new) and whether they were
+        measured again. A result still above the new roofs gives a warning.
+    """
+    results = list(results)
+    if all(peaks_consistent(r, peaks) for r in results):
+        return peaks, False
+    fresh = remeasure() if remeasure is not None else machine_peaks(refresh=True)
+    merged = best_of(peaks, fresh)
+    above = [r.name for r in results if not peaks_consistent(r, merged)]
+    if above:
+        warnings.warn(f"measured above the roofs even after measuring the peaks again: "
+                      f"{', '.join(above)} (peaks {merged.gflops:.0f} GFLOP/s, "
+                      f"{merged.gbps:.1f} GB/s)", stacklevel=2)
+    return merged, True
 
 
 def default_cache_path() -> Path:
@@ -190,18 +386,82 @@ def measure_fma_gflops(sweeps: int = 100_000, repeats: int = 3) -> float:
     return flops / seconds / 1e9
 
 
-def measure_peaks() -> MachinePeaks:
-    """Measure the peaks now (a few seconds), without reading or writing the cache."""
-    blas = measure_blas_gflops()
-    fma = measure_fma_gflops()
+MEASUREMENTS: dict[str, Callable[[], float]] = {
+    "blas": lambda: measure_blas_gflops(),
+    "fma": lambda: measure_fma_gflops(),
+    "stream": lambda: measure_stream_gbps(),
+}
+"""The three measurements, by name; ``measure_peaks`` takes others (tests inject numbers)."""
+
+
+def measure_peaks(trials: int = 3, *, retries: int = 2, pause_s: float = 0.2,
+                  measurements: dict[str, Callable[[], float]] | None = None,
+                  band: PlausibleBand | None | str = "auto") -> MachinePeaks:
+    """Measure the peaks now, without reading or writing the cache.
+
+    Parameters
+    ----------
+    trials : int
+        Each measurement is the best of this many trials.
+    retries : int
+        Extra trials when the compute peak is below ``band.low_gflops``.
+    pause_s : float
+        Sleep between trials (a busy spell may pass).
+    measurements : dict, optional
+        ``{"blas": f, "fma": f, "stream": f}``, each returning GFLOP/s or GB/s;
+        default ``MEASUREMENTS``.
+    band : PlausibleBand or None
+        Default ``plausible_band()`` of this CPU; None turns the check off.
+
+    Returns
+    -------
+    MachinePeaks
+        ``extra`` records ``trials`` (how many ran), ``suspect`` (still below the band),
+        and the band.
+    """
+    measurements = {**MEASUREMENTS, **(measurements or {})}
+    band = plausible_band() if band == "auto" else band
+    best = {name: 0.0 for name in ("blas", "fma", "stream")}
+
+    def trial() -> None:
+        for name in best:
+            best[name] = max(best[name], measurements[name]())
+
+    done = 0
+    for _ in range(max(trials, 1)):
+        if done:
+            time.sleep(pause_s)
+        trial()
+        done += 1
+    suspect = False
+    if band is not None:
+        for _ in range(retries):
+            if max(best["blas"], best["fma"]) >= band.low_gflops:
+                break
+            time.sleep(pause_s)
+            trial()
+            done += 1
+        suspect = max(best["blas"], best["fma"]) < band.low_gflops
+        if suspect:
+            warnings.warn(
+                f"machine_peaks: compute peak {max(best['blas'], best['fma']):.1f} GFLOP/s "
+                f"is below {PLAUSIBLE_FRACTION:.0%} of this CPU's theoretical "
+                f"{band.theoretical_gflops:.0f} GFLOP/s ({band.detail}) after {done} "
+                "trials: the machine is probably busy; it will be measured again next time",
+                stacklevel=2)
+    extra = {"llc_bytes": llc_bytes(), "numpy": np.__version__, "trials": done,
+             "suspect": suspect}
+    if band is not None:
+        extra["theoretical_gflops"] = band.theoretical_gflops
+        extra["band"] = band.detail
     return MachinePeaks(
-        gflops=max(blas, fma),
-        gbps=measure_stream_gbps(),
-        gflops_blas=blas,
-        gflops_fma=fma,
+        gflops=max(best["blas"], best["fma"]),
+        gbps=best["stream"],
+        gflops_blas=best["blas"],
+        gflops_fma=best["fma"],
         key=machine_key(),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        extra={"llc_bytes": llc_bytes(), "numpy": np.__version__},
+        extra=extra,
     )
 
 
@@ -225,11 +485,23 @@ def _write_cache(path: Path, entries: dict) -> None:
     os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file
 
 
-def machine_peaks(refresh: bool = False, *, cache_path: str | Path | None = None) -> MachinePeaks:
+def _trusted(peaks: MachinePeaks | None) -> bool:
+    """A cached entry is used unless it is empty, marked suspect, or below the band."""
+    if peaks is None or peaks.gflops <= 0 or peaks.gbps <= 0:
+        return False
+    if peaks.extra.get("suspect"):
+        return False
+    band = plausible_band()
+    return band is None or peaks.gflops >= band.low_gflops
+
+
+def machine_peaks(refresh: bool = False, *, cache_path: str | Path | None = None,
+                  keep_best: bool = True) -> MachinePeaks:
     """The peak compute (GFLOP/s) and memory bandwidth (GB/s) of this machine.
 
     Measured once per machine and cached in ``peaks.json`` (see the module docstring);
-    later calls, in this process or another, read the cache.
+    later calls, in this process or another, read the cache. A cached entry that is marked
+    suspect or lies below the CPU's plausible band is measured again.
 
     Parameters
     ----------
@@ -238,6 +510,9 @@ def machine_peaks(refresh: bool = False, *, cache_path: str | Path | None = None
     cache_path : path, optional
         The JSON cache file; default ``$WORKBENCH_CACHE_DIR/peaks.json`` or
         ``~/.cache/workbench/peaks.json``.
+    keep_best : bool
+        On a refresh, keep each roof at the higher of the cached (trusted) and the new
+        value, so a re-measure on a busy machine cannot lower good roofs.
 
     Returns
     -------
@@ -253,19 +528,22 @@ def machine_peaks(refresh: bool = False, *, cache_path: str | Path | None = None
     path = Path(cache_path) if cache_path is not None else default_cache_path()
     key = machine_key()
     memo_key = (str(path), key)
+    cached = None
+    entry = _read_cache(path).get(key)
+    if isinstance(entry, dict):
+        try:
+            cached = MachinePeaks.from_dict(entry)
+        except TypeError:
+            cached = None
     if not refresh:
         if memo_key in _MEMO:
             return _MEMO[memo_key]
-        cached = _read_cache(path).get(key)
-        if isinstance(cached, dict):
-            try:
-                peaks = MachinePeaks.from_dict(cached)
-            except TypeError:
-                peaks = None
-            if peaks is not None and peaks.gflops > 0 and peaks.gbps > 0:
-                _MEMO[memo_key] = peaks
-                return peaks
+        if _trusted(cached):
+            _MEMO[memo_key] = cached
+            return cached
     peaks = measure_peaks()
+    if keep_best and refresh and _trusted(cached):
+        peaks = best_of(cached, peaks)
     entries = _read_cache(path)
     entries[key] = peaks.to_dict()
     _write_cache(path, entries)

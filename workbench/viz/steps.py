@@ -39,6 +39,7 @@ from workbench.ir.function import PrimFunc
 from workbench.ir.functor import IRVisitor
 from workbench.ir.stmt import BufferStore, IterKind
 from workbench.ir.traffic import access_bytes, pass_traffic
+from workbench.viz.tables import round_frame
 
 
 def steps_table(steps: Sequence, measure: bool = False, shape: tuple[int, ...] | None = None,
@@ -53,7 +54,8 @@ def steps_table(steps: Sequence, measure: bool = False, shape: tuple[int, ...] |
         Build each step for the ``cpu`` target, check its output against the first step on
         the ``numpy`` target (column ``max abs error``), and time it with ``wb.measure``
         (columns ``time ms`` (median), ``GB/s``: DRAM bytes of the step / median time, and
-        ``speedup`` against the first step).
+        ``speedup`` against the first step), rounded for display (``tables.round_frame``:
+        3 significant digits, rates to 0.1, speedups to 0.01).
     shape : tuple of int, optional
         The shape of the random inputs (uniform in ``[-4, 4)``); by default each input
         parameter's own shape. Given, it must equal the first parameter's shape (a check
@@ -86,7 +88,7 @@ def steps_table(steps: Sequence, measure: bool = False, shape: tuple[int, ...] |
         table[column] = [m[column] for m in measured]
     table["GB/s"] = table["DRAM bytes"] / (table["time ms"] * 1e-3) / 1e9
     table["speedup"] = table["time ms"].iloc[0] / table["time ms"]
-    return table
+    return round_frame(table)  # shown rounded: unrounded floats wrapped across lines
 
 
 def _static_row(step) -> dict:
