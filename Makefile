@@ -7,7 +7,8 @@
 #   make lint       ruff check
 #
 # Set-up is shared by every target through `setup`: it creates .venv with `python3 -m venv`
-# when it is missing, installs the package editable with the [dev] extra, and installs the
+# when it is missing, installs the package editable with the [dev] and [gpu] extras (numba-cuda:
+# the CUDA tests run under its simulator, NUMBA_ENABLE_CUDASIM=1, no GPU needed), and installs the
 # Graphviz `dot` program (Debian package `graphviz`) when it is missing. The pip step re-runs
 # only when pyproject.toml is newer than the stamp file, so a second `make test` starts at once.
 
@@ -53,8 +54,8 @@ $(PY):
 	fi
 
 $(STAMP): pyproject.toml | $(PY)
-	@echo "==> installing workbench (editable, [dev]) into $(VENV)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@echo "==> installing workbench (editable, [dev,gpu]) into $(VENV)"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,gpu]'
 	@touch $@
 
 # Graphviz: the PyPI package is only a wrapper around the `dot` program.

@@ -90,9 +90,12 @@ def bench_sgemm(results, n, variants):
              f"first call (codegen + JIT) {compile_s:.1f}s; {usage}")
 
 
-def bench_elementwise(results, m, n):
+def bench_elementwise(results, m, n, recipe="rows"):
     func = ops.add_mul_gelu(m, n)
-    sch = recipes.elementwise_fused(func, threads=256)
+    if recipe == "rows":
+        sch = recipes.elementwise_rows(func, threads=256)
+    else:
+        sch = recipes.elementwise_fused(func, threads=256)
     kernel = wb.build(sch, target="cuda")
     x = [torch.randn(m, n, device="cuda") for _ in range(3)]
     out = torch.empty(m, n, device="cuda")
@@ -105,10 +108,11 @@ def bench_elementwise(results, m, n):
     src = torch.randn(2 * m * n, device="cuda")
     dst = torch.empty(2 * m * n, device="cuda")
     copy = cuda_time(lambda: dst.copy_(src))
-    rows(results, f"elementwise gelu((a+b)*c) {m}x{n} vs torch copy of the same bytes",
+    rows(results, f"elementwise gelu((a+b)*c) {m}x{n} ({recipe}) vs torch copy of the same bytes",
          ours, copy, 4 * 4 * m * n, "GB/s", "torch_ms is a device copy moving the same 4 arrays")
     torch_chain = cuda_time(lambda: torch.nn.functional.gelu((x[0] + x[1]) * x[2]))
-    rows(results, f"elementwise gelu((a+b)*c) {m}x{n} vs torch eager chain", ours, torch_chain,
+    rows(results, f"elementwise gelu((a+b)*c) {m}x{n} ({recipe}) vs torch eager chain", ours,
+         torch_chain,
          4 * 4 * m * n, "GB/s")
 
 
@@ -171,6 +175,7 @@ def bench_launch_overhead(results):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="", help="comma-separated bench names to run")
     parser.add_argument("--json")
     args = parser.parse_args()
     print(torch.cuda.get_device_name(), "numba-cuda", cuda.__name__, flush=True)
@@ -178,7 +183,8 @@ def main():
     n = 1024 if args.quick else 4096
     m = 1024 if args.quick else 8192
     steps = [
-        ("elementwise", lambda: bench_elementwise(results, 4096, 4096)),
+        ("elementwise", lambda: bench_elementwise(results, 4096, 4096, "rows")),
+        ("elementwise fused", lambda: bench_elementwise(results, 4096, 4096, "fused")),
         ("launch overhead", lambda: bench_launch_overhead(results)),
         ("row reductions", lambda: bench_rows(results, m, m, 256)),
         ("sgemm", lambda: bench_sgemm(results, n, [
@@ -188,7 +194,10 @@ def main():
              recipes.matmul_register_blocked(ops.matmul(n, n, n), 16, 8, 8)),
         ])),
     ]
+    wanted = [w for w in args.only.split(",") if w]
     for name, step in steps:
+        if wanted and name not in wanted:
+            continue
         try:
             step()
         except Exception:  # noqa: BLE001 - report and go on with the next bench

@@ -43,7 +43,8 @@ def test_matmul_naive(rng):
     kernel = _check(recipes.matmul_naive(ops.matmul(16, 16, 16), tile=4), _matmul_args(rng, 16, 16, 16))
     assert [(c.grid, c.block) for c in kernel.launches] == [((4, 4, 1), (4, 4, 1))]
     assert "i_1 = cuda.threadIdx.y" in kernel.source
-    assert "matmul_kernel0[(4, 4, 1), (4, 4, 1)](A, B, C)" in kernel.source
+    assert "matmul_kernel0_launch = matmul_kernel0[(4, 4, 1), (4, 4, 1)]" in kernel.source
+    assert "    matmul_kernel0_launch(A, B, C)" in kernel.source
     assert "syncthreads" not in kernel.source
 
 
@@ -89,6 +90,25 @@ def test_elementwise_chain_fused_and_unfused(rng):
     first = unfused.workspace
     unfused(*[a.copy() for a in args])
     assert unfused.workspace is first and len(first) == 2
+
+
+def test_elementwise_chain_one_block_per_row(rng):
+    func = ops.add_mul_gelu(4, 32)
+    args = [rng.standard_normal((4, 32), dtype=np.float32) for _ in range(3)]
+    args.append(np.zeros((4, 32), np.float32))
+    kernel = _check(recipes.elementwise_rows(func, threads=8), args)
+    assert kernel.launches[0].grid == (4, 1, 1) and "//" not in kernel.source
+
+
+@pytest.mark.skipif(
+    __import__("os").environ.get("NUMBA_ENABLE_CUDASIM") == "1", reason="needs a real GPU"
+)
+def test_inspection_on_a_real_gpu(rng):
+    kernel = build(recipes.matmul_shared(ops.matmul(16, 16, 16), tile=4, k_tile=4), target="cuda")
+    kernel(*_matmul_args(rng, 16, 16, 16))
+    assert ".entry" in kernel.ptx and "bar.sync" in kernel.ptx
+    (usage,) = kernel.resource_usage()
+    assert usage["shared_bytes_per_block"] == 2 * 4 * 4 * 4 and usage["threads_per_block"] == 16
 
 
 def test_softmax_one_block_per_row(rng):
@@ -162,6 +182,20 @@ def test_device_arrays_are_launched_directly(rng):
     np.testing.assert_allclose(dc.copy_to_host(), a @ b, rtol=1e-5, atol=1e-5)
 
 
+def test_wrong_device_array_is_refused(rng):
+    from numba import cuda
+
+    from workbench.backends import KernelArgumentError
+
+    kernel = build(recipes.matmul_naive(ops.matmul(8, 8, 8), tile=4), target="cuda")
+    a, b, c = (cuda.to_device(x) for x in _matmul_args(rng, 8, 8, 8))
+    with pytest.raises(KernelArgumentError, match="argument 'B' of matmul: expected float32"):
+        kernel(a, cuda.to_device(np.zeros((8, 8))), c)
+
+
+@pytest.mark.skipif(
+    __import__("os").environ.get("NUMBA_ENABLE_CUDASIM") != "1", reason="simulator behaviour"
+)
 def test_inspection_needs_a_real_gpu():
     kernel = build(recipes.matmul_naive(ops.matmul(8, 8, 8), tile=4), target="cuda")
     with pytest.raises(RuntimeError, match="need a real GPU"):

@@ -105,6 +105,25 @@ def elementwise_fused(func: PrimFunc, threads: int = 32) -> Schedule:
     return sch
 
 
+def elementwise_rows(func: PrimFunc, threads: int = 256) -> Schedule:
+    """Inline the producers; one CUDA block per row, threads striding along the row.
+
+    ``j = j_0 * threads + j_1`` with ``j_1`` on ``threadIdx.x``: neighbouring threads touch
+    neighbouring elements (coalesced) and no ``//`` or ``%`` of a fused index is computed.
+    """
+    sch = Schedule(func)
+    blocks = sch.get_child_blocks(sch.get_block("root"))
+    for producer in blocks[:-1]:
+        sch.compute_inline(producer)
+    out = sch.get_child_blocks(sch.get_block("root"))[-1]
+    i, j = sch.get_loops(out)
+    j_0, j_1 = sch.split(j, factors=[None, threads])
+    sch.reorder(j_1, j_0)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j_1, "threadIdx.x")
+    return sch
+
+
 def elementwise_unfused(func: PrimFunc, threads: int = 32) -> Schedule:
     """Each block its own kernel (the intermediates are global workspace buffers)."""
     sch = Schedule(func)

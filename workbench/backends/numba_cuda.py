@@ -288,6 +288,9 @@ class CudaKernel(Kernel):
         self.launches = compiled.launches
         self.device_func = compiled.device_func
         self._device_workspace = None
+        self._expected = tuple(
+            (p.name, tuple(int(n) for n in p.shape), np.dtype(p.dtype)) for p in self.func.params
+        )
 
     @property
     def workspace(self) -> tuple:
@@ -302,9 +305,9 @@ class CudaKernel(Kernel):
         return self._device_workspace
 
     def __call__(self, *arrays) -> None:
-        if arrays and all(_on_device(a) for a in arrays):
+        if arrays and _on_device(arrays[0]) and all(_on_device(a) for a in arrays):
             self._check_device_arguments(arrays)
-            self._runner(*arrays, *self.workspace)
+            self._runner(*arrays, *(self._device_workspace or self.workspace))
             return
         check_arguments(self.func, arrays, self._written)
         from numba import cuda
@@ -316,23 +319,27 @@ class CudaKernel(Kernel):
                 dev.copy_to_host(host)
 
     def _check_device_arguments(self, arrays) -> None:
-        params = self.func.params
-        if len(arrays) != len(params):
+        """Shape and dtype of device arrays, against the parameters (kept cheap: this runs
+        on every call of the cached path)."""
+        expected = self._expected
+        if len(arrays) != len(expected):
             raise KernelArgumentError(
-                f"{self.func.name} expects {len(params)} arrays, got {len(arrays)}"
+                f"{self.func.name} expects {len(expected)} arrays, got {len(arrays)}"
             )
-        for param, value in zip(params, arrays, strict=True):
-            shape = tuple(value.shape)
-            dtype = np.dtype(str(value.dtype).replace("torch.", ""))
-            if shape != tuple(param.shape) or dtype != np.dtype(param.dtype):
+        for (name, shape, dtype), value in zip(expected, arrays, strict=True):
+            if value.shape != shape or value.dtype != dtype:
+                got_dtype = np.dtype(str(value.dtype).replace("torch.", ""))
+                if tuple(value.shape) == shape and got_dtype == dtype:
+                    continue  # a torch tensor: torch.Size and torch.dtype compare unequal
                 raise KernelArgumentError(
-                    f"argument {param.name!r} of {self.func.name}: expected {param.dtype} "
-                    f"array of shape {tuple(param.shape)}, got {dtype} array of shape {shape}"
+                    f"argument {name!r} of {self.func.name}: expected {dtype} array of shape "
+                    f"{shape}, got {got_dtype} array of shape {tuple(value.shape)}"
                 )
 
     # -- inspection (a real GPU, after the first call compiled the kernels) ---------------
 
     def _specializations(self):
+        """One compiled overload per kernel (Numba compiles on the first launch)."""
         if simulator_enabled():
             raise RuntimeError(
                 "kernel.ptx and the resource usage need a real GPU: under the CUDA simulator "
@@ -349,24 +356,35 @@ class CudaKernel(Kernel):
     @property
     def ptx(self) -> str:
         """The PTX of every kernel, in launch order."""
-        return "\n".join(kernel.inspect_asm() for kernel in self._specializations())
+        texts = []
+        for overload in self._specializations():
+            asm = overload.inspect_asm()
+            texts.append("\n".join(asm.values()) if isinstance(asm, dict) else str(asm))
+        return "\n".join(texts)
 
     def resource_usage(self) -> list[dict]:
         """Per kernel: registers per thread, shared memory per block, threads, occupancy."""
         rows = []
-        for kernel, launch in zip(self._specializations(), self.launches, strict=True):
-            regs = int(kernel.get_regs_per_thread())
-            shared = int(kernel.get_shared_mem_per_block())
+        for overload, launch in zip(self._specializations(), self.launches, strict=True):
+            regs = int(_attribute(overload, "regs_per_thread", "get_regs_per_thread"))
+            shared = int(_attribute(overload, "shared_mem_per_block", "get_shared_mem_per_block"))
             threads = launch.threads_per_block
             rows.append(
                 {
                     "registers_per_thread": regs,
                     "shared_bytes_per_block": shared,
                     "threads_per_block": threads,
-                    "occupancy": occupancy(regs, shared, threads),
+                    "occupancy": round(occupancy(regs, shared, threads), 3),
                 }
             )
         return rows
+
+
+def _attribute(obj, name: str, method: str):
+    value = getattr(obj, name, None)
+    if value is None:
+        value = getattr(obj, method)()
+    return value() if callable(value) else value
 
 
 def occupancy(

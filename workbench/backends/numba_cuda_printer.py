@@ -11,8 +11,11 @@ taken from the bound loops' extents::
         C[i_0 * 32 + i_1] = A[i_0 * 32 + i_1] + B[i_0 * 32 + i_1]
 
 
+    add_kernel0_launch = add_kernel0[(4, 1, 1), (32, 1, 1)]
+
+
     def add(A, B, C):
-        add_kernel0[(4, 1, 1), (32, 1, 1)](A, B, C)
+        add_kernel0_launch(A, B, C)
 
 A loop bound to a thread axis prints as the assignment of its index (it is not a loop on
 the GPU); ``shared`` buffers are ``cuda.shared.array`` at the top of their kernel, ``local``
@@ -103,6 +106,7 @@ class CudaPrinter(PythonPrinter):
         taken = set(self.names.values()) | {self.func_name}
         sections: list[str] = []
         launches: list[str] = []
+        configs: list[str] = []
         for number, (stmt, config) in enumerate(self.kernels):
             name = python_identifier(f"{self.func_name}_kernel{number}", taken)
             taken.add(name)
@@ -119,8 +123,15 @@ class CudaPrinter(PythonPrinter):
                 f"def {name}({', '.join(params)}):",
             ]
             sections.append("\n".join(head + self.lines))
-            launches.append(f"    {name}[{config.grid}, {config.block}]({', '.join(params)})")
+            configured = python_identifier(f"{name}_launch", taken)
+            taken.add(configured)
+            configs.append(f"{configured} = {name}[{config.grid}, {config.block}]")
+            launches.append(f"    {configured}({', '.join(params)})")
         host = [
+            "# launch configurations, made once (not on every call)",
+            *configs,
+            "",
+            "",
             f"def {self.func_name}({', '.join(params)}):",
             '    """Launch the kernels in order (arguments: device arrays or host arrays)."""',
             *(launches or ["    pass"]),
