@@ -138,20 +138,25 @@ def test_still_low_after_retries_is_marked_suspect_and_not_trusted(tmp_path, mon
             measurements={"blas": sequence(41.0, 42.0), "fma": sequence(1.0, 1.0),
                           "stream": sequence(8.6, 8.0)})
     assert suspect.extra["suspect"] is True and suspect.gflops == 42.0
-    # cached by a busy process: the next process measures again instead of trusting it
     path = tmp_path / "peaks.json"
-    path.write_text(json.dumps({machine_key(): suspect.to_dict()}))
-    monkeypatch.setattr(peaks_module, "_MEMO", {})
     monkeypatch.setattr(peaks_module, "plausible_band", lambda facts=None: BAND)
     quiet = MachinePeaks(gflops=470.0, gbps=40.0, gflops_blas=470.0, key=machine_key())
     monkeypatch.setattr(peaks_module, "measure_peaks", lambda: quiet)
+    # cached by a busy process a minute ago: used (not every process measures again)
+    path.write_text(json.dumps({machine_key(): suspect.to_dict()}))
+    monkeypatch.setattr(peaks_module, "_MEMO", {})
+    assert machine_peaks(cache_path=path).gflops == 42.0
+    # older than SUSPECT_RETRY_S: measured again instead of trusted
+    old = {**suspect.to_dict(), "measured_at": "2026-01-01T00:00:00Z"}
+    path.write_text(json.dumps({machine_key(): old}))
+    monkeypatch.setattr(peaks_module, "_MEMO", {})
     assert machine_peaks(cache_path=path) == quiet
     assert json.loads(path.read_text())[machine_key()]["gflops"] == 470.0
 
 
 def test_cached_entry_below_the_band_is_measured_again(tmp_path, monkeypatch):
     path = tmp_path / "peaks.json"
-    busy = MachinePeaks(gflops=41.0, gbps=8.6, key=machine_key())  # an old cache, no flag
+    busy = MachinePeaks(gflops=41.0, gbps=8.6, key=machine_key())  # an old cache: no flag, no date
     path.write_text(json.dumps({machine_key(): busy.to_dict()}))
     monkeypatch.setattr(peaks_module, "_MEMO", {})
     monkeypatch.setattr(peaks_module, "plausible_band", lambda facts=None: BAND)

@@ -175,7 +175,22 @@ def test_point_above_the_roof_remeasures_the_peaks():
     assert line(ax, "result:fast").get_label() == "fast [cpu]: 50.0% of roof"
 
 
-def test_point_under_the_roof_or_explicit_peaks_do_not_remeasure(monkeypatch):
+def test_this_machines_peaks_are_remeasured_when_a_point_is_above(monkeypatch):
+    """Notebook 02 passes ``peaks=wb.machine_peaks()``: those are re-measured too."""
+    from workbench.measure.peaks import machine_key
+
+    cached = MachinePeaks(gflops=41.0, gbps=8.6, key=machine_key())  # measured while busy
+    quiet = MachinePeaks(gflops=470.0, gbps=40.0, key=machine_key())
+    calls = []
+    monkeypatch.setattr(peaks_module, "machine_peaks",
+                        lambda refresh=False, **kw: calls.append(refresh) or quiet)
+    point = result("tiled", flops=200_000_000, bytes_=1_000_000, median_s=1e-3, peaks=cached)
+    ax = plot_roofline([point], peaks=cached)  # 200 GFLOP/s above the 41 GFLOP/s roof
+    assert calls == [True]
+    assert (ax.roofline_peaks.gflops, ax.roofline_peaks.gbps) == (470.0, 40.0)
+
+
+def test_point_under_the_roof_or_hand_made_peaks_do_not_remeasure(monkeypatch):
     def fail():
         raise AssertionError("must not measure")
 
@@ -185,5 +200,5 @@ def test_point_under_the_roof_or_explicit_peaks_do_not_remeasure(monkeypatch):
     above = result("above", flops=500_000_000, bytes_=1_000_000, median_s=1e-3)  # 500 > 100
     with pytest.warns(UserWarning, match="above the roofs"):
         plot_roofline([above], remeasure=lambda: MachinePeaks(gflops=20.0, gbps=2.0))
-    ax = plot_roofline([above], peaks=PEAKS)  # explicit peaks: drawn as given
+    ax = plot_roofline([above], peaks=PEAKS)  # hand-made peaks (no machine key): as given
     assert ax.roofline_peaks is PEAKS

@@ -22,8 +22,9 @@ value would make every later roofline wrong):
   x float32 vector lanes x 2 (FMA) x FMA units, read from ``/proc/cpuinfo`` (``flags``,
   ``cpu MHz``) or cpufreq (``plausible_band``). A result below ``PLAUSIBLE_FRACTION`` of it
   is measured again (up to ``retries`` more trials); still low, it is kept but marked
-  ``extra["suspect"] = True``, with a warning, and a suspect cache entry is measured again
-  by the next process instead of being trusted;
+  ``extra["suspect"] = True``, with a warning; a suspect cache entry (or an old one below
+  the band) is measured again by the next process once it is ``SUSPECT_RETRY_S`` (10 min)
+  old, so a busy machine is not measured by every process either;
 - a refresh keeps the **best** of the cached and the new numbers (a busy re-measure cannot
   lower good roofs), unless ``keep_best=False``;
 - a measured kernel above a roof (``peaks_consistent``) is evidence that the roofs are too
@@ -54,6 +55,8 @@ FMA_CHAIN = 8  # dependent FMAs per element per sweep (see _fma_loop)
 FMA_ELEMENTS = 2048  # float32 per thread: 8 KiB, stays in L1
 PLAUSIBLE_FRACTION = 0.1
 """A compute peak below this fraction of the CPU's theoretical peak is not believed."""
+SUSPECT_RETRY_S = 600.0
+"""A suspect cache entry is used for this long after it was measured, then measured again."""
 CONSISTENCY_TOLERANCE = 1.2
 """A measured point may exceed a roof by this factor before the roofs are doubted (timing
 noise, STREAM not counting write-allocate traffic)."""
@@ -164,7 +167,7 @@ def cpu_facts(cpuinfo: str | None = None, cores: int | None = None,
 
     Example
     -------
-    >>> cpu_facts("flags\t: fpu sse2 avx avx2 fma\ncpu MHz\t: 2000.0\n", cores=4)
+    >>> cpu_facts("flags : fpu sse2 avx avx2 fma\\ncpu MHz : 2000.0\\n", cores=4, max_mhz=0)
     {'cores': 4, 'mhz': 2000.0, 'lanes': 8, 'fma_units': 2, 'flags': 'avx2 fma'}
     """
     if cpuinfo is None:
@@ -321,16 +324,50 @@ def _best_time(run, repeats: int) -> float:
     return best
 
 
+_KERNELS: dict[str, object] = {}
+
+
+def _kernel(name: str):
+    """The Numba kernel ``name`` (``"triad"`` or ``"fma"``), compiled once per process, so
+    repeated trials do not compile again."""
+    if name in _KERNELS:
+        return _KERNELS[name]
+    from numba import njit, prange
+
+    if name == "triad":
+
+        @njit(parallel=True, cache=False)
+        def kernel(a, b, c, s):
+            for i in prange(a.shape[0]):
+                a[i] = b[i] + s * c[i]
+
+    else:
+
+        @njit(parallel=True, fastmath={"contract"}, cache=False)
+        def kernel(x, m, c, sweeps):
+            for t in prange(x.shape[0]):
+                row = x[t]
+                for _ in range(sweeps):
+                    for i in range(row.shape[0]):
+                        v = row[i]
+                        v = v * m + c
+                        v = v * m + c
+                        v = v * m + c
+                        v = v * m + c
+                        v = v * m + c
+                        v = v * m + c
+                        v = v * m + c
+                        v = v * m + c
+                        row[i] = v
+
+    _KERNELS[name] = kernel
+    return kernel
+
+
 def measure_stream_gbps(repeats: int = 5) -> float:
     """Memory bandwidth in GB/s from a parallel STREAM triad over arrays 4x the LLC
     (at least 32 MiB each)."""
-    from numba import njit, prange
-
-    @njit(parallel=True, cache=False)
-    def triad(a, b, c, s):
-        for i in prange(a.shape[0]):
-            a[i] = b[i] + s * c[i]
-
+    triad = _kernel("triad")
     n = max(4 * llc_bytes(), 32 << 20) // 8
     a, b, c = np.zeros(n), np.full(n, 1.0), np.full(n, 2.0)
     seconds = _best_time(lambda: triad(a, b, c, 3.0), repeats)
@@ -359,25 +396,9 @@ def measure_fma_gflops(sweeps: int = 100_000, repeats: int = 3) -> float:
     ``fastmath={"contract"}`` allows fusing multiply and add without allowing reassociation
     (which could fold the chain into fewer operations).
     """
-    from numba import get_num_threads, njit, prange
+    from numba import get_num_threads
 
-    @njit(parallel=True, fastmath={"contract"}, cache=False)
-    def fma_loop(x, m, c, sweeps):
-        for t in prange(x.shape[0]):
-            row = x[t]
-            for _ in range(sweeps):
-                for i in range(row.shape[0]):
-                    v = row[i]
-                    v = v * m + c
-                    v = v * m + c
-                    v = v * m + c
-                    v = v * m + c
-                    v = v * m + c
-                    v = v * m + c
-                    v = v * m + c
-                    v = v * m + c
-                    row[i] = v
-
+    fma_loop = _kernel("fma")
     threads = get_num_threads()
     x = np.ones((threads, FMA_ELEMENTS), dtype=np.float32)
     m, c = np.float32(0.5), np.float32(0.5)  # fixed point 1.0: no overflow, no denormals
@@ -485,14 +506,27 @@ def _write_cache(path: Path, entries: dict) -> None:
     os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file
 
 
+def _age_s(peaks: MachinePeaks) -> float:
+    """Seconds since the peaks were measured (infinite when unknown)."""
+    import calendar
+
+    try:
+        measured = calendar.timegm(time.strptime(peaks.measured_at, "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError):
+        return float("inf")
+    return time.time() - measured
+
+
 def _trusted(peaks: MachinePeaks | None) -> bool:
-    """A cached entry is used unless it is empty, marked suspect, or below the band."""
+    """A cached entry is used unless it is empty, or suspect (marked so, or below the
+    band) and older than ``SUSPECT_RETRY_S`` (a busy machine is not measured again by
+    every process: at most once per that interval)."""
     if peaks is None or peaks.gflops <= 0 or peaks.gbps <= 0:
         return False
-    if peaks.extra.get("suspect"):
-        return False
     band = plausible_band()
-    return band is None or peaks.gflops >= band.low_gflops
+    suspect = peaks.extra.get("suspect") or (band is not None
+                                             and peaks.gflops < band.low_gflops)
+    return not suspect or _age_s(peaks) < SUSPECT_RETRY_S
 
 
 def machine_peaks(refresh: bool = False, *, cache_path: str | Path | None = None,

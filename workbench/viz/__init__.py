@@ -7,6 +7,7 @@
 ``access_map`` / ``..figure`` which elements of a buffer one tile touches, and in which order
 ``tile_footprint``            bytes per buffer touched by one iteration of a loop's body
 ``footprint_warnings``        that footprint against the machine's L1/L2 or a GPU's shared memory
+``schedule_warnings``         vector-width alignment, cores, unroll size, threads per block
 ``plot_roofline``             measured and analytic points on the machine's roofs, arrows per step
 ``latency_figure``            median latency with spread, GFLOP/s and GB/s against a baseline
 ``sweep_heatmap``             two tile sizes to a measured value
@@ -39,10 +40,12 @@ _PUBLIC = {
     "tile_footprint": "workbench.viz.footprint",
     "footprint_warnings": "workbench.viz.footprint",
     "cache_sizes": "workbench.viz.footprint",
+    "schedule_warnings": "workbench.viz.advice",
     "plot_roofline": "workbench.viz.roofline",
     "roofline_figure": "workbench.viz.roofline",
     "analytic_point": "workbench.viz.roofline",
     "AnalyticPoint": "workbench.viz.roofline",
+    "new_figure": "workbench.viz.figures",
     "peaks_consistent": "workbench.measure.peaks",
     "latency_figure": "workbench.viz.perf",
     "sweep_heatmap": "workbench.viz.perf",
@@ -51,6 +54,10 @@ _PUBLIC = {
     "graph_figure": "workbench.viz.graph",
     "GraphNode": "workbench.viz.graph",
     "GraphEdge": "workbench.viz.graph",
+    "GraphView": "workbench.viz.graph",
+    "graph_text": "workbench.viz.graph",
+    "place_labels": "workbench.viz.roofline",
+    "refresh_if_inconsistent": "workbench.measure.peaks",
     "steps_table": "workbench.viz.steps",
     "show_steps": "workbench.viz.steps",
 }

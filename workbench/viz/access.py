@@ -31,11 +31,15 @@ from workbench.ir.function import PrimFunc
 from workbench.viz.iteration import (
     MAX_ITERATIONS,
     BlockPath,
+    access_elements,
     block_accesses,
     block_paths,
+    dense_ranks,
     enumerate_block,
+    loop_dependencies,
+    order_keys,
+    pad_keys,
     pinned_loops,
-    touched_elements,
 )
 
 UNTOUCHED_COLOR = "#dddddd"
@@ -74,9 +78,11 @@ def _selected_paths(func: PrimFunc, buffer: Buffer, block: str | None,
     return paths
 
 
-def auto_tile(path: BlockPath, fixed: dict | None, limit: int = MAX_ITERATIONS) -> str | None:
+def auto_tile(path: BlockPath, fixed: dict | None, limit: int = MAX_ITERATIONS,
+              needed: set[str] | None = None) -> str | None:
     """The outermost loop whose body (with the loops around it pinned) has at most
-    ``limit`` varying iterations; None when the whole nest fits."""
+    ``limit`` varying iterations (counting only the ``needed`` loops when given); None
+    when the whole nest fits."""
     from workbench.ir.arith import simplify
     from workbench.ir.expr import IntImm
 
@@ -84,7 +90,8 @@ def auto_tile(path: BlockPath, fixed: dict | None, limit: int = MAX_ITERATIONS) 
     extents = []
     for loop in path.loops:
         extent = simplify(loop.extent)
-        varies = loop.loop_var.name not in fixed
+        varies = loop.loop_var.name not in fixed and (needed is None
+                                                       or loop.loop_var.name in needed)
         extents.append(extent.value if isinstance(extent, IntImm) and varies else 1)
     if math.prod(extents) <= limit:
         return None
@@ -104,7 +111,8 @@ class AccessMap(np.ndarray):
 
 
 def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
-               fixed: dict[str, int] | None = None, tile: str | None = None) -> AccessMap:
+               fixed: dict[str, int] | None = None, tile: str | None = None,
+               limit: int = MAX_ITERATIONS) -> AccessMap:
     """The first iteration that touches each element of ``buffer`` (``-1``: never).
 
     Parameters
@@ -114,14 +122,17 @@ def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
     buffer : str or Buffer
         A parameter or an allocated buffer.
     block : str, optional
-        Count only this block's accesses; default every block that accesses the buffer
-        (in program order: the iterations of a later block are numbered after those of
-        an earlier one).
+        Count only this block's accesses; default every block that accesses the buffer.
+        Iterations are numbered in execution order across the blocks (a stage moved by
+        ``compute_at`` interleaves with its consumer).
     fixed : dict of loop name to value, optional
         Loops pinned to one value (the loop variable's value).
     tile : str, optional
         A loop: pin it and every loop around it (to 0, or as ``fixed`` says), so the map
         shows one iteration of its body.
+    limit : int
+        Most iterations enumerated per access (only the loops an access depends on are
+        enumerated); past it, outer loops are pinned (``AccessMap.tile``).
 
     Returns
     -------
@@ -142,17 +153,32 @@ def access_map(obj, buffer: str | Buffer, *, block: str | None = None,
     func = _function_of(obj)
     buf = find_buffer(func, buffer)
     paths = _selected_paths(func, buf, block, tile)
-    result = np.full(buf.size, np.iinfo(np.int64).max, dtype=np.int64)
-    offset = 0
     chosen_tile = tile
+    events = []  # per access: (elements, positions, run, path)
     for path in paths:
-        path_tile = tile if tile is not None else auto_tile(path, fixed)
+        accesses = block_accesses(path.block, buf)
+        needed = [loop_dependencies(path, indices) for indices in accesses]
+        path_tile = tile if tile is not None else auto_tile(path, fixed, limit,
+                                                            needed=set().union(*needed))
         chosen_tile = chosen_tile or path_tile
-        env, mask = enumerate_block(path, pinned_loops(path, fixed, path_tile))
-        elements, steps = touched_elements(path, buf, env, mask)
-        if elements.size:
-            np.minimum.at(result, elements, steps + offset)
-        offset += int(mask.sum())
+        pinned = pinned_loops(path, fixed, path_tile)
+        for indices, loops in zip(accesses, needed, strict=True):
+            run = enumerate_block(path, pinned, limit, needed=loops)
+            elements, positions = access_elements(buf, indices, run)
+            events.append((elements, positions, run, path))
+    if len(paths) == 1:
+        steps = [run.number[positions] for _, positions, run, _ in events]
+    else:  # number iterations across blocks in execution order (a stage interleaves)
+        keys = [[column[positions] for column in order_keys(path, run.env, run.size)]
+                for _, positions, run, path in events]
+        ranks = dense_ranks(pad_keys(keys))
+        bounds = np.cumsum([0] + [positions.size for _, positions, _, _ in events])
+        steps = [ranks[bounds[i]:bounds[i + 1]] for i in range(len(events))]
+    result = np.full(buf.size, np.iinfo(np.int64).max, dtype=np.int64)
+    for (elements, _, _, _), numbers in zip(events, steps, strict=True):
+        if elements.size:  # numbers grow along an access: an element's first is its min
+            unique, first = np.unique(elements, return_index=True)
+            result[unique] = np.minimum(result[unique], numbers[first])
     result[result == np.iinfo(np.int64).max] = -1
     out = result.reshape(buf.shape).view(AccessMap)
     out.buffer, out.tile = buf, chosen_tile
@@ -189,8 +215,9 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
     -------
     >>> fig = access_figure(sch, ["A", "B", "C"], tile="j_0")        # doctest: +SKIP
     """
-    import matplotlib.pyplot as plt
+    import matplotlib
 
+    from workbench.viz.figures import new_figure
     from workbench.viz.html import _function_of
     from workbench.viz.loopnest import format_bytes
 
@@ -203,10 +230,9 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
         names = list(buffer)
     buffers = [find_buffer(func, name) for name in names]
     width = min(4.0 * len(buffers), 14.0)
-    fig, axes = plt.subplots(1, len(buffers), figsize=(width, 3.6), squeeze=False)
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad(UNTOUCHED_COLOR)
-    image = None
+    fig, axes = new_figure((width, 3.6), nrows=1, ncols=len(buffers), squeeze=False)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=UNTOUCHED_COLOR)
+    image, tiles = None, set()
     for ax, buf in zip(axes[0], buffers, strict=True):
         values = access_map(func, buf, block=block, fixed=fixed, tile=tile)
         touched = int((values >= 0).sum())
@@ -217,9 +243,12 @@ def access_figure(obj, buffer: str | Buffer | list | None = None, *, block: str 
         ax.set_xlabel("last index", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_gid(f"access:{buf.name}")
-        if values.tile:
-            ax.text(0.0, -0.02, f"one iteration of {values.tile}", transform=ax.transAxes,
-                    va="top", fontsize=7, color="0.4")
+        tiles.add(values.tile)
+    tiles.discard(None)
+    selection = [f"one iteration of {', '.join(sorted(tiles))}"] if tiles else []
+    selection += [f"{name} = {value}" for name, value in (fixed or {}).items()]
+    if selection:
+        fig.suptitle(", ".join(selection), fontsize=9, color="0.3", y=1.04)
     if image is not None:
         fig.colorbar(image, ax=list(axes[0]), label="first touched at iteration", shrink=0.8)
     return fig

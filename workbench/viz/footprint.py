@@ -30,11 +30,12 @@ from workbench.viz.iteration import (
     MAX_ITERATIONS,
     BlockPath,
     TooManyIterationsError,
+    access_elements,
     block_accesses,
     block_paths,
     enumerate_block,
+    loop_dependencies,
     pinned_loops,
-    touched_elements,
 )
 from workbench.viz.loopnest import format_bytes
 
@@ -131,21 +132,22 @@ def _bounding_box(path: BlockPath, pinned: dict, indices: tuple[PrimExpr, ...],
 def _elements(buffer: Buffer, paths: list[BlockPath], loop: str,
               limit: int) -> tuple[int, bool]:
     """Distinct elements of ``buffer`` one iteration of ``loop``'s body touches, and
-    whether the count is exact."""
+    whether the count is exact. Each access enumerates only the loops it depends on."""
     import numpy as np
 
     touched = np.zeros(buffer.size, dtype=bool)
     boxes = []
     for path in paths:
         pinned = pinned_loops(path, None, loop)
-        try:
-            env, mask = enumerate_block(path, pinned, limit)
-        except TooManyIterationsError:
-            boxes += [_bounding_box(path, pinned, ix, buffer)
-                      for ix in block_accesses(path.block, buffer)]
-            continue
-        elements, _ = touched_elements(path, buffer, env, mask)
-        touched[elements] = True
+        for indices in block_accesses(path.block, buffer):
+            needed = loop_dependencies(path, indices)
+            try:
+                run = enumerate_block(path, pinned, limit, needed=needed)
+            except TooManyIterationsError:
+                boxes.append(_bounding_box(path, pinned, indices, buffer))
+                continue
+            elements, _ = access_elements(buffer, indices, run)
+            touched[elements] = True
     if not boxes:
         return int(touched.sum()), True
     grid = touched.reshape(buffer.shape) if buffer.shape else touched
@@ -173,9 +175,13 @@ def tile_footprint(obj, loop, *, limit: int = MAX_ITERATIONS) -> dict[str, int]:
 
     Example
     -------
-    >>> sch = wb.Schedule(wb.ops.matmul(64, 64, 64))                  # doctest: +SKIP
-    >>> io, ii = sch.split(i, factors=[None, 16]); jo, ji = sch.split(j, factors=[None, 16])
-    >>> sch.reorder(io, jo, k, ii, ji); tile_footprint(sch, "j_0")
+    >>> import workbench as wb
+    >>> sch = wb.Schedule(wb.ops.matmul(64, 64, 64))
+    >>> i, j, k = sch.get_loops(sch.get_block("C"))
+    >>> io, ii = sch.split(i, factors=[None, 16])
+    >>> jo, ji = sch.split(j, factors=[None, 16])
+    >>> sch.reorder(io, jo, k, ii, ji)
+    >>> tile_footprint(sch, "j_0")
     {'C': 1024, 'A': 4096, 'B': 4096}
     """
     from workbench.viz.html import _function_of
@@ -217,7 +223,9 @@ def footprint_warnings(obj, loop, caches: dict[str, int] | None = None) -> list[
 
     Example
     -------
-    >>> footprint_warnings(sch, "j", caches={"L1d": 256, "L2": 4096})     # doctest: +SKIP
+    >>> import workbench as wb
+    >>> sch = wb.Schedule(wb.ops.matmul(64, 64, 64))
+    >>> footprint_warnings(sch, "j", caches={"L1d": 256, "L2": 4096})
     ['tile of j: 516 B (C 4 B, A 256 B, B 256 B) exceeds L1d (256 B)']
     """
     from workbench.viz.html import _function_of

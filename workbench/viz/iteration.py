@@ -96,6 +96,7 @@ class BlockPath:
 
     realize: BlockRealize
     path: tuple  # For and BlockRealize nodes, outermost first (the block's own realize last)
+    positions: tuple = ()  # each node's place among its siblings (program order)
 
     @property
     def block(self) -> Block:
@@ -110,24 +111,46 @@ def block_paths(func: PrimFunc) -> list[BlockPath]:
     """Every block but the root, in program order, with its enclosing loops and blocks."""
     out: list[BlockPath] = []
 
-    def walk(stmt: Stmt | None, path: tuple) -> None:
+    def walk(stmt: Stmt | None, path: tuple, positions: tuple, position: int) -> None:
         if stmt is None:
             return
         if isinstance(stmt, SeqStmt):
-            for s in stmt.stmts:
-                walk(s, path)
+            for index, s in enumerate(stmt.stmts):
+                walk(s, path, positions, position * 1024 + index)
         elif isinstance(stmt, IfThenElse):
-            walk(stmt.then_case, path)
-            walk(stmt.else_case, path)
+            walk(stmt.then_case, path, positions, position * 2)
+            walk(stmt.else_case, path, positions, position * 2 + 1)
         elif isinstance(stmt, For):
-            walk(stmt.body, path + (stmt,))
+            walk(stmt.body, path + (stmt,), positions + (position,), 0)
         elif isinstance(stmt, BlockRealize):
-            out.append(BlockPath(stmt, path + (stmt,)))
-            walk(stmt.block.init, path + (stmt,))
-            walk(stmt.block.body, path + (stmt,))
+            here, at = path + (stmt,), positions + (position,)
+            out.append(BlockPath(stmt, here, at))
+            walk(stmt.block.init, here, at, 0)
+            walk(stmt.block.body, here, at, 1)
 
-    walk(func.root_block.body, ())
+    walk(func.root_block.body, (), (), 0)
     return out
+
+
+def order_keys(path: BlockPath, env: dict, count: int) -> list[np.ndarray]:
+    """Columns whose lexicographic order is the execution order of the iterations of
+    ``path`` among those of every other block (sibling position, then loop value, per
+    level); shorter key lists are padded with zeros (``pad_keys``)."""
+    columns = []
+    for node, position in zip(path.path, path.positions, strict=True):
+        columns.append(np.full(count, position, dtype=np.int64))
+        if isinstance(node, For):
+            columns.append(np.broadcast_to(env[node.loop_var], (count,)).astype(np.int64))
+    return columns
+
+
+def pad_keys(keys: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Several enumerations' key columns, padded to one width and concatenated."""
+    width = max((len(k) for k in keys), default=0)
+    sizes = [k[0].size if k else 0 for k in keys]
+    return [np.concatenate([k[level] if level < len(k) else np.zeros(size, np.int64)
+                            for k, size in zip(keys, sizes, strict=True)])
+            for level in range(width)]
 
 
 class _Accesses(IRVisitor):
@@ -193,63 +216,134 @@ def pinned_loops(path: BlockPath, fixed: dict[str, int] | None, tile: str | None
     return pinned
 
 
-def enumerate_block(path: BlockPath, pinned: dict, limit: int = MAX_ITERATIONS):
-    """The environment (variable -> flat array over the varying iterations, in execution
-    order) and the mask of iterations whose block predicates hold.
+def loop_dependencies(path: BlockPath, exprs) -> set[str]:
+    """Names of the loops of ``path`` whose values the expressions (over the block's
+    iteration variables) depend on, through the iteration values of the blocks, the blocks'
+    predicates and the loops' lower bounds."""
+    from workbench.ir.functor import collect
+
+    def variables(expr) -> set:
+        return set(collect(expr, lambda n: isinstance(n, Var)))
+
+    needed: set = set()
+    for expr in exprs:
+        needed |= variables(expr)
+    for node in reversed(path.path):
+        if isinstance(node, For):
+            if node.loop_var in needed:
+                needed |= variables(node.min)
+        else:
+            needed |= variables(node.predicate)
+            for iv, value in zip(node.block.iter_vars, node.iter_values, strict=True):
+                if iv.var in needed:
+                    needed |= variables(value)
+    return {loop.loop_var.name for loop in path.loops if loop.loop_var in needed}
+
+
+@dataclass
+class Enumeration:
+    """Some iterations of a block, in execution order.
+
+    Attributes
+    ----------
+    env : dict
+        Variable -> array of its value at each enumerated iteration.
+    mask : ndarray of bool
+        Where the blocks' predicates hold.
+    number : ndarray of int64
+        Each iteration's number among all the varying iterations (C order over the
+        varying loops, so increasing along the arrays).
+    """
+
+    env: dict
+    mask: np.ndarray
+    number: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.mask.size
+
+
+def enumerate_block(path: BlockPath, pinned: dict, limit: int = MAX_ITERATIONS,
+                    needed: set[str] | None = None) -> Enumeration:
+    """Enumerate the varying iterations of a block (loops not in ``pinned``).
+
+    Loops that vary but are not in ``needed`` (when given) stay at their first value: an
+    access that does not depend on them touches the same elements at every value, first at
+    the first one, so its first-touch numbers and element set are exact.
 
     Raises
     ------
     TooManyIterationsError
-        When more than ``limit`` iterations vary.
+        When more than ``limit`` iterations would be enumerated.
     """
     varying = [loop for loop in path.loops if loop.loop_var.name not in pinned]
-    extents = [_constant(loop.extent, f"the extent of loop {loop.loop_var.name}")
-               for loop in varying]
-    count = math.prod(extents)
+    extents = {loop: _constant(loop.extent, f"the extent of loop {loop.loop_var.name}")
+               for loop in varying}
+    strides, stride = {}, 1
+    for loop in reversed(varying):
+        strides[loop] = stride
+        stride *= extents[loop]
+    listed = [loop for loop in varying if needed is None or loop.loop_var.name in needed]
+    count = math.prod(extents[loop] for loop in listed)
     if count > limit:
-        names = ", ".join(loop.loop_var.name for loop in varying)
+        names = ", ".join(loop.loop_var.name for loop in listed)
         raise TooManyIterationsError(
             f"{count} iterations of block {path.block.name!r} vary (loops {names}); "
             f"fix some with fixed={{name: value}} or tile=<loop name> (limit {limit})")
-    grids = np.meshgrid(*[np.arange(e, dtype=np.int64) for e in extents], indexing="ij")
-    offsets = {loop: grid.reshape(-1) for loop, grid in zip(varying, grids, strict=True)}
+    grids = np.meshgrid(*[np.arange(extents[loop], dtype=np.int64) for loop in listed],
+                        indexing="ij")
+    offsets = {loop: grid.reshape(-1) for loop, grid in zip(listed, grids, strict=True)}
+    number = np.zeros(count, dtype=np.int64)
+    for loop, offset in offsets.items():
+        number += offset * strides[loop]
     env: dict = {}
     mask = np.ones(count, dtype=bool)
     for node in path.path:
         if isinstance(node, For):
             start = evaluate_index(node.min, env)
+            value = pinned.get(node.loop_var.name)
             if node in offsets:
                 env[node.loop_var] = start + offsets[node]
+            elif value is not None:
+                env[node.loop_var] = np.full(count, value, dtype=np.int64)
             else:
-                value = pinned[node.loop_var.name]
-                env[node.loop_var] = np.full(count, start if value is None else value,
-                                             dtype=np.int64)
+                env[node.loop_var] = np.broadcast_to(np.asarray(start, np.int64), (count,))
         else:
             for iv, value in zip(node.block.iter_vars, node.iter_values, strict=True):
                 env[iv.var] = np.broadcast_to(evaluate_index(value, env), (count,))
             mask &= np.broadcast_to(np.asarray(evaluate_index(node.predicate, env), bool),
                                     (count,))
-    return env, mask
+    return Enumeration(env, mask, number)
 
 
-def touched_elements(path: BlockPath, buffer: Buffer, env: dict, mask: np.ndarray):
-    """``(flat element index, iteration number)`` arrays of every access of ``buffer``
-    by the iterations in ``mask`` (numbered 0, 1, ... in execution order); out-of-bounds
-    indices are dropped."""
-    order = np.cumsum(mask) - 1
-    elements, steps = [], []
-    for indices in block_accesses(path.block, buffer):
-        coords = [np.broadcast_to(np.asarray(evaluate_index(ix, env), np.int64), mask.shape)
-                  for ix in indices]
-        inside = mask.copy()
-        for coord, size in zip(coords, buffer.shape, strict=True):
-            inside &= (coord >= 0) & (coord < size)
-        if buffer.shape:
-            flat = np.ravel_multi_index([c[inside] for c in coords], buffer.shape)
-        else:
-            flat = np.zeros(int(inside.sum()), dtype=np.int64)
-        elements.append(flat)
-        steps.append(order[inside])
-    if not elements:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(elements), np.concatenate(steps)
+def access_elements(buffer: Buffer, indices: tuple[PrimExpr, ...], run: Enumeration):
+    """``(flat element index, position in run)`` of one access over the iterations of
+    ``run`` whose predicates hold; out-of-bounds indices are dropped."""
+    coords = [np.broadcast_to(np.asarray(evaluate_index(ix, run.env), np.int64), (run.size,))
+              for ix in indices]
+    inside = run.mask.copy()
+    for coord, size in zip(coords, buffer.shape, strict=True):
+        inside &= (coord >= 0) & (coord < size)
+    positions = np.flatnonzero(inside)
+    if buffer.shape:
+        flat = np.ravel_multi_index([c[positions] for c in coords], buffer.shape)
+    else:
+        flat = np.zeros(positions.size, dtype=np.int64)
+    return flat, positions
+
+
+def dense_ranks(columns: list[np.ndarray]) -> np.ndarray:
+    """The rank of each row (0, 1, ... with equal rows sharing a rank) in lexicographic
+    order of the key ``columns``."""
+    if not columns or columns[0].size == 0:
+        return np.zeros(columns[0].size if columns else 0, np.int64)
+    order = np.lexsort(columns[::-1])
+    new = np.zeros(order.size, dtype=bool)
+    new[0] = True
+    for column in columns:
+        sorted_column = column[order]
+        new[1:] |= sorted_column[1:] != sorted_column[:-1]
+    ranks = np.empty(order.size, dtype=np.int64)
+    ranks[order] = np.cumsum(new) - 1
+    return ranks

@@ -20,7 +20,7 @@ Example
 -------
 >>> from workbench import ops
 >>> g = loop_nest_graph(ops.matmul(8, 8, 8))
->>> 'loop_k [label="k\\n8 · serial"' in g.source
+>>> 'loop_k [label="k\\\\n8 · serial"' in g.source
 True
 """
 

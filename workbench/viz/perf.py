@@ -72,13 +72,13 @@ def latency_figure(results, baseline=None):
     -------
     >>> fig = latency_figure([naive, tiled], baseline="naive")      # doctest: +SKIP
     """
-    import matplotlib.pyplot as plt
+    from workbench.viz.figures import new_figure
 
     results = _named(results)
     base = _baseline(results, baseline)
     n = len(results)
-    fig, (lat_ax, thr_ax) = plt.subplots(1, 2, figsize=(10.0, 1.2 + 0.45 * max(n, 1)),
-                                         gridspec_kw={"width_ratios": [3, 2]})
+    fig, (lat_ax, thr_ax) = new_figure((10.0, 1.8 + 0.45 * max(n, 1)), nrows=1, ncols=2,
+                                       gridspec_kw={"width_ratios": [3, 2]})
     lat_ax.set_gid(LATENCY_GID)
     thr_ax.set_gid(THROUGHPUT_GID)
     positions = np.arange(n)[::-1]
@@ -124,12 +124,13 @@ def latency_figure(results, baseline=None):
                            gid="baseline-gbps")
     thr_ax.set_yticks(positions, [""] * n)
     thr_ax.set_xlabel("GFLOP/s and GB/s")
-    thr_ax.legend(fontsize=8, loc="lower right")
+    handles, labels = thr_ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper right", ncol=2, frameon=False)
     title = "latency and throughput"
     if base is not None:
         title += f" (baseline: {base.name})"
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(title, fontsize=10, x=0.02, ha="left")
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 0.88))
     fig.latency_data = data
     return fig
 
@@ -158,19 +159,20 @@ def sweep_heatmap(frame, x: str, y: str, value: str, *, ax=None, fmt: str = "{:.
         Its first axes' image holds the pivoted values (NaN where not measured); the best
         cell has a rectangle with gid ``"best"``; ``fig.sweep_table`` is the pivot table.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib
     from matplotlib.patches import Rectangle
+
+    from workbench.viz.figures import new_figure
 
     table = frame.pivot_table(index=y, columns=x, values=value,
                               aggfunc="max" if higher_is_better else "min")
     table = table.sort_index().sort_index(axis=1)
     if ax is None:
-        fig, ax = plt.subplots(figsize=(1.2 + 0.8 * len(table.columns),
-                                        1.0 + 0.6 * len(table.index)))
+        fig, ax = new_figure((1.2 + 0.8 * len(table.columns), 1.0 + 0.6 * len(table.index)))
     fig = ax.figure
     values = table.to_numpy(dtype=float)
-    cmap = plt.get_cmap("viridis" if higher_is_better else "viridis_r").copy()
-    cmap.set_bad("#eeeeee")
+    cmap = matplotlib.colormaps["viridis" if higher_is_better else "viridis_r"].with_extremes(
+        bad="#eeeeee")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", gid=HEATMAP_GID)
     ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
     ax.set_yticks(range(len(table.index)), [str(r) for r in table.index])

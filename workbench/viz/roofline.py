@@ -15,8 +15,8 @@ right of them, so it never covers the memory roof or the ridge label; point labe
 placed around their point avoiding each other and the axes' edges (``place_labels``).
 
 When a measured point lies above a roof (``peaks_consistent``), the roofs were measured on
-a busy machine: with peaks not given explicitly, ``plot_roofline`` measures them again once
-(``refresh_if_inconsistent``) and draws against the best roofs seen.
+a busy machine: when they are this machine's measured peaks, ``plot_roofline`` measures them
+again once (``refresh_if_inconsistent``) and draws against the best roofs seen.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def place_labels(points: Sequence[tuple[float, float]], texts: Sequence[str],
     Example
     -------
     >>> place_labels([(10, 10), (10, 10)], ["a", "b"], (0, 0, 200, 200))
-    [(6, 4, 'left', 'bottom'), (6, -4, 'left', 'top')]
+    [(6, 4, 'left', 'bottom'), (0, 10, 'center', 'bottom')]
     """
     scale = dpi / 72.0
     placed: list[tuple[float, float, float, float]] = []
@@ -230,7 +230,8 @@ def plot_roofline(
     remeasure : "auto", bool or callable
         What to do when a result lies above a roof: measure the peaks again (``True``,
         or a callable returning fresh peaks) and draw against the best roofs seen.
-        ``"auto"`` (default): only when ``peaks`` was not given.
+        ``"auto"`` (default): when the roofs are this machine's measured peaks (their
+        ``key`` is ``machine_key()``), not hand-made ones.
 
     Returns
     -------
@@ -250,7 +251,6 @@ def plot_roofline(
     """
     results = _as_list(results)
     analytic = _as_list(analytic)
-    explicit = peaks is not None
     peaks = _pick_peaks(results, peaks)
 
     placed = []
@@ -265,7 +265,9 @@ def plot_roofline(
         placed.append(result)
 
     if remeasure == "auto":
-        remeasure = not explicit
+        from workbench.measure.peaks import machine_key
+
+        remeasure = bool(peaks.key) and peaks.key == machine_key()
     if remeasure and placed:
         peaks, _ = refresh_if_inconsistent(placed, peaks,
                                            remeasure if callable(remeasure) else None)
@@ -339,9 +341,9 @@ def plot_roofline(
 
 
 def _colors(n: int) -> list:
-    import matplotlib.pyplot as plt
+    import matplotlib
 
-    cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
@@ -361,6 +363,11 @@ def _label_points(ax, labelled: list[tuple[tuple[float, float], str]]) -> None:
 
 
 def roofline_figure(results=(), peaks: MachinePeaks | None = None, **options):
-    """``plot_roofline`` on a new figure; returns the Figure (for notebooks and files)."""
-    ax = plot_roofline(results, peaks, **options)
-    return ax.figure
+    """``plot_roofline`` on a new figure outside pyplot (``figures.new_figure``); returns
+    the Figure, which a notebook displays once, when returned (explorer panes use this)."""
+    from workbench.viz.figures import new_figure
+
+    fig, ax = new_figure((8.4, 4.4))
+    fig.subplots_adjust(left=0.09, right=0.62, bottom=0.12, top=0.92)
+    plot_roofline(results, peaks, ax=ax, **options)
+    return fig
