@@ -14,6 +14,7 @@ l4, l5 = sch.split(l1, factors=[None, 4])
 
 from workbench.schedule import (  # noqa: E402
     errors_blockize,
+    errors_binding,
     errors_compute_location,
     errors_layout,
     errors_memory,
@@ -54,6 +55,7 @@ from workbench.schedule.errors import (
     WrongHandleKindError,
 )
 from workbench.schedule.errors_blockize import *  # noqa: F403
+from workbench.schedule.errors_binding import *  # noqa: F403
 from workbench.schedule.errors_compute_location import *  # noqa: F403
 from workbench.schedule.errors_layout import *  # noqa: F403
 from workbench.schedule.errors_memory import *  # noqa: F403
@@ -122,4 +124,5 @@ __all__ = [
     *errors_reindex.__all__,
     *errors_sampling.__all__,
     *errors_storage.__all__,
+    *errors_binding.__all__,
 ]

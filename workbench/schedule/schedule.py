@@ -15,6 +15,7 @@ from typing import Any
 from workbench.ir import Block, For, PrimFunc
 from workbench.schedule.annotations import AnnotationMethods
 from workbench.schedule.blockize import BlockizeMethods
+from workbench.schedule.binding import BindingMethods
 from workbench.schedule.compute_location import ComputeLocationMethods
 from workbench.schedule.errors import (
     ForeignHandleError,
@@ -67,6 +68,7 @@ class Schedule(
     ReindexMethods,
     StorageMethods,
     SamplingMethods,
+    BindingMethods,
 ):
     """A PrimFunc under scheduling, as in TVM's ``tir.Schedule``.
 
