@@ -1,4 +1,9 @@
-"""``Kernel``: a built PrimFunc, callable with numpy arrays."""
+"""``Kernel``: a built PrimFunc, callable with numpy arrays.
+
+The base class of every target's kernels: the ``numpy`` reference builds a ``Kernel``;
+``CpuKernel`` (``numba_cpu_kernel``) adds the LLVM/assembly inspection and the workspace,
+``CudaKernel`` (``numba_cuda``) the launch and the GPU inspection.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.backends.arguments import check_arguments
-from workbench.ir import PrimFunc
+from workbench.backends.bounds_checks import reraise_bounds_error
+from workbench.ir import BufferLoad, PrimFunc
+from workbench.ir.functor import collect
 
 
 class Kernel:
@@ -24,11 +31,15 @@ class Kernel:
     lowered : PrimFunc
         The lowered function the code was generated from.
     target : str
-        ``"numpy"`` or ``"cpu"``.
+        The target's name: ``"numpy"``, ``"cpu"`` or ``"cuda"``.
+    target_info : Target or None
+        The ``Target`` it was built for (kind, options, device facts).
     options : dict
         The build options (part of the cache key).
     source : str
         The generated Python source (``cpu``), or the loop-path sources of the reference.
+    bounds_checks : tuple of BoundsCheck
+        The run-time index checks of a ``debug=True`` build (empty otherwise).
     compile_seconds : float
         Time spent building (0.0 for an in-memory cache hit).
     cache_hit : str or None
@@ -57,6 +68,7 @@ class Kernel:
         compile_seconds: float = 0.0,
         cache_hit: str | None = None,
         compiled=None,
+        target_info=None,
     ):
         self.func = func
         self.lowered = lowered
@@ -67,11 +79,23 @@ class Kernel:
         self.cache_hit = cache_hit
         self._runner = runner
         self._written = written
+        self._read = frozenset(
+            load.buffer.name for load in collect(lowered.body, lambda n: isinstance(n, BufferLoad))
+        )
         self._compiled = compiled
+        self.bounds_checks: tuple = ()  # set by build(..., debug=True)
+        self.target_info = target_info
 
     def __call__(self, *arrays: np.ndarray) -> None:
-        check_arguments(self.func, arrays, self._written)
-        self._runner(*arrays)
+        check_arguments(self.func, arrays, self._written, self._read)
+        if not self.bounds_checks:
+            self._runner(*arrays)
+            return
+        try:
+            self._runner(*arrays)
+        except IndexError as error:
+            reraise_bounds_error(error, self.bounds_checks)
+            raise
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.func.params)
@@ -100,71 +124,11 @@ class Kernel:
         -------
         >>> kernel.show()                                          # doctest: +SKIP
         """
-        try:
-            from IPython import get_ipython
-            from IPython.display import HTML, display
+        from IPython import get_ipython  # a dependency (through ipywidgets)
+        from IPython.display import HTML, display
 
-            shell = get_ipython()
-        except ImportError:  # pragma: no cover - IPython is optional
-            shell = None
+        shell = get_ipython()
         if shell is not None and hasattr(shell, "kernel"):
             display(HTML(self._repr_html_()))
             return
         print(self.source)
-
-    # -- inspection (cpu target) ----------------------------------------------------
-
-    def _require_compiled(self, what: str):
-        if self._compiled is None:
-            raise ValueError(
-                f"kernel.{what} exists for the 'cpu' target only (this kernel is {self.target!r})"
-            )
-        return self._compiled
-
-    def _inspectable(self, what: str):
-        """The compiled kernel, or its uncached twin when it came from Numba's disk cache
-        (Numba cannot inspect code it loaded from disk)."""
-        from workbench.backends.numba_cpu import compile_twin
-
-        compiled = self._require_compiled(what)
-        if compiled.disk_cache_hit:
-            return compile_twin(self.lowered, self.options, debug=False)
-        return compiled
-
-    @property
-    def llvm(self) -> str:
-        """The optimized LLVM IR of the kernel (Numba's ``inspect_llvm``)."""
-        compiled = self._inspectable("llvm")
-        return compiled.dispatcher.inspect_llvm(compiled.signature)
-
-    @property
-    def asm(self) -> str:
-        """The machine code of the kernel as assembly text (Numba's ``inspect_asm``)."""
-        compiled = self._inspectable("asm")
-        return compiled.dispatcher.inspect_asm(compiled.signature)
-
-    def vectorization_report(self):
-        """For each ``vectorized`` loop and each innermost loop: did LLVM vectorize it, how wide.
-
-        Compiles a debug twin of the kernel once (line numbers in its LLVM IR) and maps
-        vector instructions to the loops' source lines; see
-        ``workbench.backends.vectorization`` for the heuristic and its limits.
-
-        Returns
-        -------
-        VectorizationReport
-            A list of ``LoopVectorization(loop, kind, innermost, vectorized, lanes,
-            element, bits)``, printed one loop per line.
-
-        Example
-        -------
-        >>> print(kernel.vectorization_report())                  # doctest: +SKIP
-        loop j_1 (vectorized, innermost): 16 x float (512-bit)
-        """
-        from workbench.backends import vectorization
-        from workbench.backends.numba_cpu import compile_twin
-
-        compiled = self._require_compiled("vectorization_report()")
-        twin = compile_twin(self.lowered, self.options, debug=True)
-        llvm_ir = twin.dispatcher.inspect_llvm(twin.signature)
-        return vectorization.report(compiled.generated.loops, llvm_ir)

@@ -13,16 +13,25 @@ l4, l5 = sch.split(l1, factors=[None, 4])
 """
 
 from workbench.schedule import (  # noqa: E402
+    errors_blockize,
+    errors_binding,
     errors_compute_location,
     errors_layout,
     errors_memory,
+    errors_padding,
     errors_reduction,
+    scope_errors,
+    errors_reindex,
+    errors_sampling,
+    errors_storage,
 )
 from workbench.schedule.errors import (
+    AnnotatedLoopError,
     BlockNotFoundError,
     DependentLoopBoundError,
     DuplicateLoopError,
     ForeignHandleError,
+    HasAnnotationOrThreadBindingError,
     InvalidAnnotationError,
     InvalidArgumentError,
     LoopNotFoundError,
@@ -30,25 +39,35 @@ from workbench.schedule.errors import (
     LoopsNotInSameNestError,
     MixedLoopReorderError,
     MultipleNoneFactorsError,
+    NonAffineBindingError,
     NonConstantExtentError,
     NonDividingFactorError,
     NonPositiveFactorError,
+    NonSerialLoopError,
     NothingToUndoError,
     NotInnermostLoopError,
     NotPerfectlyNestedError,
     ReductionLoopError,
     RemovedHandleError,
     ScheduleError,
+    ThreadBoundLoopError,
     WrongFactorProductError,
     WrongHandleKindError,
 )
+from workbench.schedule.errors_blockize import *  # noqa: F403
+from workbench.schedule.errors_binding import *  # noqa: F403
 from workbench.schedule.errors_compute_location import *  # noqa: F403
 from workbench.schedule.errors_layout import *  # noqa: F403
 from workbench.schedule.errors_memory import *  # noqa: F403
+from workbench.schedule.errors_padding import *  # noqa: F403
 from workbench.schedule.errors_reduction import *  # noqa: F403
+from workbench.schedule.errors_reindex import *  # noqa: F403
+from workbench.schedule.errors_sampling import *  # noqa: F403
+from workbench.schedule.errors_storage import *  # noqa: F403
 from workbench.schedule.handles import BlockRV, LoopRV
 from workbench.schedule.legality import Legality, LegalityTable
 from workbench.schedule.schedule import Schedule
+from workbench.schedule.scope_errors import *  # noqa: F403
 from workbench.schedule.trace import (
     INSTRUCTIONS,
     Instruction,
@@ -90,8 +109,20 @@ __all__ = [
     "RemovedHandleError",
     "WrongFactorProductError",
     "WrongHandleKindError",
+    "AnnotatedLoopError",
+    "HasAnnotationOrThreadBindingError",
+    "NonAffineBindingError",
+    "NonSerialLoopError",
+    "ThreadBoundLoopError",
     *errors_compute_location.__all__,
     *errors_memory.__all__,
     *errors_layout.__all__,
     *errors_reduction.__all__,
+    *scope_errors.__all__,
+    *errors_blockize.__all__,
+    *errors_padding.__all__,
+    *errors_reindex.__all__,
+    *errors_sampling.__all__,
+    *errors_storage.__all__,
+    *errors_binding.__all__,
 ]
