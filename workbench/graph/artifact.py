@@ -92,7 +92,9 @@ def save(compiled, folder) -> None:
         (kernel_dir / f"{kernel.node}.trace.json").write_text(kernel.trace_json)
         kernels.append({"node": kernel.node, "pattern": kernel.pattern,
                         "inputs": list(kernel.inputs), "module": module_path.name,
-                        "function": built.generated.func_name})
+                        "function": built.generated.func_name,
+                        "workspace": [[list(a.shape), str(a.dtype)]
+                                      for a in kernel.runner.workspace]})
     memory = compiled.memory
     manifest = {"format": FORMAT, "target": compiled.target, "graph": graph,
                 "kernels": kernels,
@@ -122,7 +124,7 @@ def load(folder):
     >>> model = wb.load("artifact/")          # doctest: +SKIP
     >>> model(x)                              # doctest: +SKIP
     """
-    from workbench.graph.compile import CompiledKernel, CompiledModel
+    from workbench.graph.compile import CompiledKernel, CompiledModel, KernelRunner
     from workbench.graph.passes.memory_plan import MemoryPlan
 
     folder = Path(folder)
@@ -137,8 +139,10 @@ def load(folder):
         module = _import(folder / "kernels" / item["module"])
         dsl = (folder / "kernels" / f"{item['node']}.dsl.py").read_text()
         trace = (folder / "kernels" / f"{item['node']}.trace.json").read_text()
+        workspace = [np.empty(tuple(shape), dtype) for shape, dtype in item["workspace"]]
+        runner = KernelRunner(getattr(module, item["function"]), workspace)
         kernels.append(CompiledKernel(item["node"], item["pattern"], tuple(item["inputs"]),
-                                      getattr(module, item["function"]),
+                                      runner,
                                       (folder / "kernels" / item["module"]).read_text(),
                                       trace, dsl))
     m = manifest["memory"]
@@ -150,7 +154,7 @@ def load(folder):
 def compile_free(compiled) -> bool:
     """True when no kernel of ``compiled`` was compiled in this process (all cache hits)."""
     for kernel in compiled.kernels:
-        stats = getattr(kernel.runner, "stats", None)
+        stats = getattr(getattr(kernel.runner, "dispatcher", None), "stats", None)
         if stats is None or sum(stats.cache_misses.values()) or \
                 not sum(stats.cache_hits.values()):
             return False

@@ -23,6 +23,24 @@ from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
 from workbench.graph.passes.pipeline import Pipeline
 
 
+class KernelRunner:
+    """Calls a compiled Numba function with the kernel's arrays and its workspace (the
+    function's global scratch buffers, allocated once)."""
+
+    def __init__(self, dispatcher, workspace: tuple = ()):
+        self.dispatcher, self.workspace = dispatcher, tuple(workspace)
+
+    def __call__(self, *arrays) -> None:
+        self.dispatcher(*arrays, *self.workspace)
+
+
+def _runner_of(kernel):
+    compiled = getattr(kernel, "_compiled", None)
+    if compiled is None:
+        return kernel  # the numpy reference target: the Kernel itself
+    return KernelRunner(compiled.dispatcher, getattr(kernel, "workspace", ()))
+
+
 @dataclass
 class CompiledKernel:
     """One kernel of a compiled model: the lowered node, its schedule and its runner."""
@@ -94,7 +112,7 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     for lowered in lower_graph(graph):
         sch = _schedule_for(lowered, target, schedules)
         kernel = build(sch, target=target)
-        runner = kernel._compiled.dispatcher if kernel._compiled is not None else kernel
+        runner = _runner_of(kernel)
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
                                       kernel))
