@@ -18,11 +18,18 @@ prints only).
 
 from __future__ import annotations
 
-import time
+import os
 
-import numpy as np
-import torch
-from benchlib import (
+# Before torch and Numba start their OpenMP runtimes: idle OpenMP threads sleep instead of
+# spinning. With both runtimes spinning on 2 shared cores, torch's calls right after a
+# parallel Numba kernel took 100x longer (measured: 0.4 ms -> 109 ms), which would flatter wb.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from benchlib import (  # noqa: E402
     command_line,
     interleaved_rounds,
     load_average,
@@ -34,11 +41,11 @@ from benchlib import (
     time_calls,
     write_section,
 )
-from torch import nn
-from torch.nn import functional as F
+from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
 
-import workbench as wb
-from workbench.graph.passes import Pipeline, plan_memory
+import workbench as wb  # noqa: E402
+from workbench.graph.passes import Pipeline, plan_memory  # noqa: E402
 
 NOTES = """\
 What limits the ratios (read with the load average above: 2 shared cores, medians are hit by
