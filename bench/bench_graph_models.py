@@ -56,10 +56,11 @@ other processes' bursts; the best-call column approximates a quiet machine):
   the CNN at batch 16 (best calls: wb 3.4-15 ms vs torch.compile 2.7 ms).
 - the transformer block's matmuls are loop nests with a contiguous vectorized inner loop but
   no register tiling or packed layout (the packed recipes of issue 7 are not used yet), so at
-  batch 16 (512-row matmuls) torch's oneDNN/MKL GEMMs win (about 0.6x eager); at batch 1 the
+  batch 16 (512-row matmuls) torch's oneDNN/MKL GEMMs win (0.6-0.7x eager); at batch 1 the
   model is latency-bound and fewer, fused kernels with no framework overhead win (>1x).
-- fused vs unfused: fusion removes 4-7 kernels and their intermediate buffers; the gain is
-  visible at batch 1 (dispatch-bound) and within noise at batch 16 (compute-bound).
+- fused vs unfused: fusion removes 4-7 kernels and their intermediate buffers; the difference
+  is small against this machine's noise (some runs favour fused by 10-20 %, some not): the
+  time is in the contractions, which fusion does not change.
 - memory: liveness-based reuse cuts the peak of intermediate buffers by 32-38 %.
 """
 
