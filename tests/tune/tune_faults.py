@@ -1,0 +1,25 @@
+"""Kernel hooks that inject faults into chosen candidates (imported by the worker processes).
+
+``hook(kernel, config)`` returns what the runner calls instead of the kernel. The fault is
+chosen by the config's ``"fault"`` knob, so one tuning run mixes good and bad candidates.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+
+def faulty(kernel, config):
+    fault = config.get("fault", "none")
+
+    def call(*args):
+        if fault == "segfault":
+            ctypes.string_at(0)  # read address 0: SIGSEGV in the worker
+        if fault == "hang":
+            while True:
+                time.sleep(1)
+        kernel(*args)
+        if fault == "wrong":
+            args[-1].flat[0] += 1.0
+    return call
