@@ -1,6 +1,6 @@
 """One candidate at a time in a child process that may crash or hang without harm.
 
-``IsolatedWorker`` keeps a fresh Python process (``python -m workbench.tune.isolation``,
+``IsolatedWorker`` keeps a fresh Python process (``python -c ...`` running ``_child_main``,
 not a fork: the parent may hold Numba's OpenMP threads, which a fork would copy in a broken
 state; not multiprocessing's spawn either, which re-runs the user's ``__main__`` script) and
 calls top-level functions in it through a socket pair (functions go by reference, pickled
@@ -29,6 +29,10 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 START_TIMEOUT_S = 180.0
+_CHILD_COMMAND = (
+    "import sys; from multiprocessing.connection import Connection; "
+    "from workbench.tune.isolation import _child_main; _child_main(Connection(int(sys.argv[1])))"
+)
 
 
 class CandidateError(Exception):
@@ -104,7 +108,7 @@ class IsolatedWorker:
         ours, theirs = socket.socketpair()
         env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)}
         process = subprocess.Popen(
-            [sys.executable, "-m", "workbench.tune.isolation", str(theirs.fileno())],
+            [sys.executable, "-c", _CHILD_COMMAND, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             env=env,
             stdin=subprocess.DEVNULL,
@@ -193,9 +197,3 @@ class IsolatedWorker:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-
-if __name__ == "__main__":
-    # run the module's own copy (not __main__'s), so CandidateError is one class
-    from workbench.tune.isolation import _child_main as child_main
-
-    child_main(Connection(int(sys.argv[1])))
