@@ -70,3 +70,14 @@ def test_workload_key_depends_on_shape_and_target():
     assert workload_key(a, "cpu") != workload_key(b, "cpu")
     assert workload_key(a, "cpu") != workload_key(a, "numpy")
     assert workload_key(a, "cpu").startswith("matmul-")
+
+
+def test_append_after_a_half_written_line_starts_a_new_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    db = Database(path)
+    db.append(_record(1))
+    with open(path, "a") as handle:
+        handle.write('{"format": "workbench.tune.record", "ver')  # killed mid-write
+    db.append(_record(2))
+    with pytest.warns(RecordWarning, match="skipped 1 corrupt"):
+        assert [r.config["a"] for r in db.records()] == [1, 2]

@@ -23,3 +23,24 @@ def faulty(kernel, config):
         if fault == "wrong":
             args[-1].flat[0] += 1.0
     return call
+
+
+def slow(kernel, config):
+    """Each call sleeps 0.3 s: a run slow enough to be killed half way."""
+
+    def call(*args):
+        time.sleep(0.3)
+        kernel(*args)
+    return call
+
+
+def fault_template(cfg, func):
+    """matmul with a ``fault`` knob (see ``faulty``) and a tile knob."""
+    from workbench.schedule import Schedule
+
+    sch = Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    cfg.define_knob("fault", ["none", "segfault", "hang", "wrong"])
+    cfg.define_split("tile_j", 8, 2)
+    sch.split(j, factors=cfg["tile_j"])
+    return sch

@@ -159,8 +159,15 @@ class Database:
         """Write one record as one line, then flush and fsync: a kill loses nothing written."""
         line = record.to_json()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        with open(self.path, "a+b") as handle:
+            # a run killed mid-line left no newline: start on a fresh line, so the damage
+            # stays one corrupt line and this record stays readable
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+            handle.write((line + "\n").encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
 
