@@ -37,3 +37,17 @@ __all__ = [
     "SearchSpace", "ConfigSpace", "TemplateSpace", "BayesianSearch", "EvolutionarySearch",
     "GridSearch", "RandomSearch", "Strategy", "get_strategy",
 ]
+
+import sys as _sys  # noqa: E402
+import types as _types  # noqa: E402
+
+
+class _CallableModule(_types.ModuleType):
+    """This package, callable as the function ``tune``: ``wb.tune(func, ...)`` and
+    ``wb.tune.LocalRunner`` both work (``workbench.measure`` does the same)."""
+
+    def __call__(self, *args, **kwargs) -> TuneResult:
+        return tune(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule
