@@ -231,7 +231,8 @@ def tune(
             configs = search.propose(min(batch_size, todo), seen)
             if not configs:
                 break  # the space is exhausted
-            predicted = model.predict(space, configs) if model is not None else [None] * len(configs)
+            predicted = (model.predict(space, configs) if model is not None
+                         else [None] * len(configs))
             batch, candidates = [], []
             for config, guess in zip(configs, predicted, strict=True):
                 seen.add(config_key(config))
@@ -243,7 +244,8 @@ def tune(
                     record.trace = space.schedule(config).trace.to_json()
                     candidates.append(Candidate(config, record.trace))
                 except Exception as err:  # noqa: BLE001 - an illegal config is a failed trial
-                    record.error, record.error_kind = f"{type(err).__name__}: {err}"[:2000], "schedule"
+                    record.error = f"{type(err).__name__}: {err}"[:2000]
+                    record.error_kind = "schedule"
                 batch.append(record)
             outcomes = iter(runner.run(task, candidates)) if candidates else iter(())
             for record in batch:

@@ -10,7 +10,7 @@ hand edit) and reports them in ``Database.corrupt`` and as a ``RecordWarning``, 
 Example
 -------
 >>> db = Database("records.jsonl")                       # doctest: +SKIP
->>> db.append(Record(workload="matmul-3f2a", target="cpu", config={"tile": [4, 64]}))  # doctest: +SKIP
+>>> db.append(Record("matmul-3f2a", "cpu", {"tile": [4, 64]}))   # doctest: +SKIP
 >>> [r.config for r in db.records(workload="matmul-3f2a")]  # doctest: +SKIP
 [{'tile': [4, 64]}]
 """

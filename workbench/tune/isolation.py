@@ -2,10 +2,10 @@
 
 ``IsolatedWorker`` keeps a fresh Python process (``python -c ...`` running ``_child_main``,
 not a fork: the parent may hold Numba's OpenMP threads, which a fork would copy in a broken
-state; not multiprocessing's spawn either, which re-runs the user's ``__main__`` script) and
-calls top-level functions in it through a socket pair (functions go by reference, pickled
-like multiprocessing does; the child gets the parent's ``sys.path``). A call returns ``("ok", value)`` or
-``("error", kind, message)`` where ``kind`` is:
+state; not multiprocessing's spawn either, which re-runs the user's ``__main__`` script)
+and calls top-level functions in it through a socket pair (functions go by reference,
+pickled like multiprocessing does; the child gets the parent's ``sys.path``). A call
+returns ``("ok", value)`` or ``("error", kind, message)`` where ``kind`` is:
 
 * ``"crash"``: the child died (a segfault in a generated kernel, ``os.abort``...); the message
   names the signal; the next call starts a new child;
@@ -28,6 +28,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+
 START_TIMEOUT_S = 180.0
 _CHILD_COMMAND = (
     "import sys; from multiprocessing.connection import Connection; "
@@ -139,7 +140,8 @@ class IsolatedWorker:
         self._process = self._conn = None
         self._prepared = None
 
-    def call(self, fn: Callable, args: tuple, timeout: float, prepare: tuple | None = None) -> tuple:
+    def call(self, fn: Callable, args: tuple, timeout: float,
+             prepare: tuple | None = None) -> tuple:
         """Run ``fn(*args)`` in the child; ``("ok", value)`` or ``("error", kind, message)``.
 
         ``prepare=(key, fn, args)`` runs first, outside the time limit, in every child that

@@ -196,7 +196,8 @@ def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
                 worst = float(np.nanmax(np.abs(got.astype("float64") - want))) if got.size else 0
                 name = task.func.params[index].name
                 raise CandidateError(
-                    "wrong_result", f"output {name} differs from the reference (max |diff| {worst:.3g})"
+                    "wrong_result",
+                    f"output {name} differs from the reference (max |diff| {worst:.3g})",
                 )
         start = time.perf_counter()
         call(*run_args)

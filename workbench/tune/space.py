@@ -56,7 +56,8 @@ class SearchSpace:
         """
         for name, value in values.items():
             if name not in self._domains:
-                raise KeyError(f"{self.name} has no knob {name!r}; knobs: {', '.join(self._domains)}")
+                knobs = ", ".join(self._domains)
+                raise KeyError(f"{self.name} has no knob {name!r}; knobs: {knobs}")
             value = _jsonable(value)
             if value not in [_jsonable(v) for v in self._domains[name]]:
                 raise ValueError(f"{value!r} is not a value of knob {name!r}")
@@ -93,4 +94,5 @@ class SearchSpace:
 
     def __repr__(self) -> str:
         pinned = f", {len(self.pinned)} pinned" if self.pinned else ""
-        return f"{type(self).__name__}({self.name!r}, {len(self._domains)} knobs, size {self.size()}{pinned})"
+        return (f"{type(self).__name__}({self.name!r}, {len(self._domains)} knobs, "
+                f"size {self.size()}{pinned})")
