@@ -45,12 +45,14 @@ class _Decisions:
     def __init__(self, config: dict | None):
         self.config = config
         self.domains: dict[str, list] = {}
+        self.chosen: dict[str, object] = {}
 
     def tile(self, sch: Schedule, loop, n: int, name: str) -> list[int]:
         extent = int(sch.get(loop).extent.value)
         values = perfect_tiles(extent, n, MAX_INNERMOST)
         self.domains[name] = values
         decision = values[_default_tile(values)] if self.config is None else self.config[name]
+        self.chosen[name] = list(decision)
         if hasattr(sch, "sample_perfect_tile"):
             return sch.sample_perfect_tile(loop, n=n, max_innermost_factor=MAX_INNERMOST,
                                            decision=list(decision))
@@ -59,6 +61,7 @@ class _Decisions:
     def categorical(self, sch: Schedule, candidates: list[int], name: str) -> int:
         self.domains[name] = list(range(len(candidates)))
         index = 0 if self.config is None else self.config[name]
+        self.chosen[name] = index
         if hasattr(sch, "sample_categorical"):
             probs = [1.0 / len(candidates)] * len(candidates)
             return sch.sample_categorical(candidates, probs, decision=index)
@@ -185,8 +188,9 @@ def _simple_block(sch: Schedule, block, loops, kinds, d: _Decisions) -> None:
             _try(sch.vectorize, inner)
 
 
-def apply_rules(func, config: dict | None) -> tuple[Schedule, dict]:
-    """Run the rules; returns the schedule and the knob domains met on the way."""
+def apply_rules(func, config: dict | None) -> tuple[Schedule, _Decisions]:
+    """Run the rules; returns the schedule and its decisions (domains met on the way, and
+    the values chosen: ``config``'s, or middling defaults when ``config`` is None)."""
     d = _Decisions(config)
     sch = Schedule(func)
     _inline_producers(sch)
@@ -199,7 +203,7 @@ def apply_rules(func, config: dict | None) -> tuple[Schedule, dict]:
             _tile_block(sch, block, loops, kinds, d)
         else:
             _simple_block(sch, block, loops, kinds, d)
-    return sch, d.domains
+    return sch, d
 
 
 class GeneratedSpace(SearchSpace):
@@ -216,7 +220,13 @@ class GeneratedSpace(SearchSpace):
 
     def __init__(self, func, name: str = "generated"):
         super().__init__(func, name)
-        _, self._domains = apply_rules(func, None)
+        _, decisions = apply_rules(func, None)
+        self._domains = decisions.domains
+        self._defaults = decisions.chosen
+
+    def default_config(self) -> dict:
+        """Middling tilings (factors as equal as possible), no unrolling; pins kept."""
+        return {k: self.pinned.get(k, v) for k, v in self._defaults.items()}
 
     def _schedule(self, config: dict) -> Schedule:
         return apply_rules(self.func, config)[0]

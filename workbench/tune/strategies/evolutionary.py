@@ -48,6 +48,8 @@ class EvolutionarySearch(Strategy):
     def _parents(self) -> list[dict]:
         measured = sorted((c for c in self.history if c[1] is not None), key=lambda c: c[1])
         parents = [c for c, _ in measured[: self.elite]]
+        if not parents:
+            parents.append(self.space.default_config())
         while len(parents) < 2:
             parents.append(self.space.random_config(self.rng))
         return parents
@@ -71,6 +73,8 @@ class EvolutionarySearch(Strategy):
         else:
             self.rng.shuffle(children)
         picked = children[: n - n_random]
+        if not self.history:  # the first batch: the space's default, then its mutants
+            picked = self._fresh([self.space.default_config()] + picked, n - n_random, seen)
         randoms = (self.space.random_config(self.rng) for _ in range(50 * n))
         picked += self._fresh(randoms, n - len(picked), seen | _keys(picked))
         return picked
