@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from workbench.tune.cli import best_table, build_parser, make_op, main
+from workbench.tune.cli import best_table, build_parser, main, make_op
 from workbench.tune.database import Database, Record
 
 
