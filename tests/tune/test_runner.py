@@ -129,3 +129,22 @@ def test_prune_kernel_cache_keeps_the_newest(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("*.py")) == [
         "workbench_kernel_f_3.py", "workbench_kernel_f_4.py"]
     assert len(list((tmp_path / "__pycache__").iterdir())) == 2
+
+
+def test_records_of_another_space_do_not_count_or_confuse_the_strategy(tmp_path):
+    from workbench.tune.database import Record, workload_key
+
+    func = ops.matmul(4, 4, 4)
+    db = Database(tmp_path / "r.jsonl")
+    db.append(Record(workload_key(func, "numpy"), "numpy", {"other_knob": 1},
+                     latency_s=1e-9, times_s=[1e-9]))
+
+    def template(cfg, func):
+        sch = wb.Schedule(func)
+        cfg.define_knob("x", [0, 1])
+        return sch
+
+    result = tune(func, target="numpy", trials=2, db=db, space=template,
+                  strategy="evolutionary", progress=False, repeats=1)
+    assert sorted(r.config["x"] for r in result.records) == [0, 1]
+    assert len(db.records()) == 3

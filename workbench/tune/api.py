@@ -210,14 +210,18 @@ def tune(
     flops = analysis.flops(func)
     machine, software = machine_fingerprint(), software_fingerprint()
 
-    earlier = database.records(workload, target) if resume else []
+    # records of this workload from this space (same knobs) resume the run; records of
+    # other spaces neither count toward ``trials`` nor teach the strategy
+    knobs = set(space.knobs)
+    earlier = [r for r in database.records(workload, target) if set(r.config) == knobs] \
+        if resume else []
     seen = {r.key for r in earlier}
     if earlier:
         latencies = [r.latency_s if r.ok else None for r in earlier]
         configs = [r.config for r in earlier]
         search.observe(configs, latencies)
         if model is not None:
-            model.update(space, *_in_space(space, configs, latencies))
+            model.update(space, configs, latencies)
     records = list(earlier)
     todo = max(0, trials - len(earlier))
     own_runner = runner is None
@@ -271,13 +275,6 @@ def tune(
         if own_runner:
             runner.close()
     return TuneResult(func, target, records, space, model, time.perf_counter() - start)
-
-
-def _in_space(space, configs, latencies):
-    """The (config, latency) pairs whose config has every knob of ``space``."""
-    pairs = [(c, lat) for c, lat in zip(configs, latencies, strict=True)
-             if set(space.knobs) <= set(c)]
-    return [c for c, _ in pairs], [lat for _, lat in pairs]
 
 
 def load_best(db, func, target: str = "cpu"):
