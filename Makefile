@@ -5,10 +5,13 @@
 #   make notebooks  re-execute the tutorial notebooks in place (to commit their outputs)
 #   make bench      run the benchmark scripts in bench/
 #   make lint       ruff check
+#   make docs       build the static tutorial site (build/site/) from the committed notebooks
 #
 # Set-up is shared by every target through `setup`: it creates .venv with `python3 -m venv`
 # when it is missing, installs the package editable with the [dev] extra, and installs the
-# Graphviz `dot` program (Debian package `graphviz`) when it is missing. The pip step re-runs
+# Graphviz `dot` program (Debian package `graphviz`) when it is missing, and Debian's chromium
+# (with fonts-liberation) for the real-browser test (Playwright drives /usr/bin/chromium; it
+# never downloads a browser). The pip step re-runs
 # only when pyproject.toml is newer than the stamp file, so a second `make test` starts at once.
 
 SHELL := /bin/bash
@@ -23,7 +26,7 @@ JUPYTER_PORT ?= 8888
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 ALLOW_ROOT := $(if $(IS_ROOT),--allow-root,)
 
-.PHONY: help setup graphviz lab test notebooks bench lint
+.PHONY: help setup graphviz browser lab test notebooks bench lint docs
 
 help:
 	@echo "make lab        open JupyterLab on notebooks/ (sets up .venv first)"
@@ -31,8 +34,9 @@ help:
 	@echo "make notebooks  re-execute notebooks/*.ipynb in place"
 	@echo "make bench      run bench/*.py"
 	@echo "make lint       ruff check"
+	@echo "make docs       build the static tutorial site into build/site/"
 
-setup: $(STAMP) graphviz
+setup: $(STAMP) graphviz browser
 
 # The interpreter of the venv. Debian's system Python needs the python3-venv package for
 # `-m venv`; as root we install it, otherwise we say what is missing.
@@ -72,6 +76,19 @@ graphviz:
 	  fi; \
 	fi
 
+# Chromium for tests/browser: Debian's package, driven by Playwright through executable_path.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi liberation; then \
+	  if [ -n "$(IS_ROOT)" ] && command -v apt-get >/dev/null; then \
+	    echo "==> installing Debian's chromium and fonts-liberation (for the browser test)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; \
+	  else \
+	    echo "warning: chromium is missing; tests/browser will be skipped. Install it with:" >&2; \
+	    echo "    sudo apt-get install --no-install-recommends chromium fonts-liberation" >&2; \
+	  fi; \
+	fi
+
 lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks --ip=127.0.0.1 \
 	  --port=$(JUPYTER_PORT) --no-browser $(ALLOW_ROOT)
@@ -95,6 +112,11 @@ bench: setup
 	for script in "$${scripts[@]}"; do \
 	  echo "==> $$script"; $(PY) "$$script" || exit $$?; \
 	done
+
+# The tutorial site: one page per committed notebook, widget state embedded, renderers
+# vendored from npm (fetched once into build/vendor).
+docs: setup
+	$(PY) docs/build_site.py --out build/site
 
 lint: setup
 	$(VENV)/bin/ruff check workbench tests

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import ir_examples
+from workbench import backends
+from workbench.ir import analysis
 from workbench.measure import MachinePeaks, MeasureResult, measure
 
 PEAKS = MachinePeaks(gflops=100.0, gbps=10.0)
@@ -11,8 +13,6 @@ PEAKS = MachinePeaks(gflops=100.0, gbps=10.0)
 
 @pytest.mark.parametrize("target", ["numpy", "cpu"])
 def test_measure_built_matmul(target, rng):
-    backends = pytest.importorskip("workbench.backends")
-    analysis = pytest.importorskip("workbench.ir.analysis")
     func = ir_examples.matmul(16, 16, 16)
     kernel = backends.build(func, target=target)
     a = rng.standard_normal((16, 16)).astype(np.float32)

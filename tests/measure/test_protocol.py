@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import ir_examples
+from workbench.ir import analysis
 from workbench.measure import MachinePeaks, MeasureResult, measure, protocol
 
 PEAKS = MachinePeaks(gflops=100.0, gbps=10.0)
@@ -168,7 +169,6 @@ def test_plain_callable_without_work_has_no_throughput(matmul_args):
 
 
 def test_work_comes_from_the_ir_analysis(matmul_args):
-    analysis = pytest.importorskip("workbench.ir.analysis")
     kernel = FakeMatmulKernel()
     res = measure(kernel, *matmul_args, budget_s=0.0, peaks=PEAKS)
     assert res.flops == analysis.flops(kernel.func) > 0

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 from hypothesis import strategies as st
+from race_detection import RACE_THREADS, REFERENCE_ORDERS, run_cpu_threads
 from schedule_steps import (
     LOOP_PRIMITIVES,
     HandlePools,
@@ -46,6 +47,7 @@ from schedule_steps import (
 )
 
 import workbench as wb
+from workbench.ir.verify import verify
 from workbench.schedule import Schedule, ScheduleError, Trace
 
 CI_EXAMPLES = 30
@@ -85,6 +87,7 @@ def apply_step(sch: Schedule, step: Step, pools: HandlePools) -> ScheduleError |
         str(err)  # rendering the message (with the marked IR) must not crash either
         return err
     event(f"{step.primitive}: applied")
+    verify(sch.mod)  # every applied primitive leaves a well-formed function (issue 7)
     pools.add(result)
     return None
 
@@ -113,22 +116,32 @@ def check_numerics(spec, sch: Schedule, layouts: dict, rng: np.random.Generator)
     want = spec.run_reference(*inputs)
     assert np.any(want != 0), f"{spec.name}: the reference output is all zeros"
     out_param = before.params[-1]
-    for target in ("numpy", "cpu"):
+    runs = [("numpy", {}), *(("numpy", order) for order in REFERENCE_ORDERS), ("cpu", {})]
+    for target, options in runs:
         args = []
         for param, logical in zip(before.params, [*inputs, None], strict=True):
             if logical is None:  # the output: random garbage, never zeros
                 logical = rng.uniform(-9.0, 9.0, size=param.shape).astype(param.dtype)
             args.append(lay_out(param.name, logical, sch, layouts, rng))
         kept = [a.copy() for a in args[:-1]]
-        wb.build(sch, target=target)(*args)
+        if target == "cpu" and RACE_THREADS:
+            threaded = run_cpu_threads(sch.mod, args, RACE_THREADS)
+        wb.build(sch, target=target, **options)(*args)
         for name, arg, copy in zip([p.name for p in before.params], args, kept, strict=False):
             np.testing.assert_array_equal(arg, copy, err_msg=f"{target}: input {name} changed")
         got = args[-1]
         if out_param.name in layouts:
             got = unlayout(got, layouts[out_param.name], tuple(out_param.shape))
         np.testing.assert_allclose(
-            got, want, rtol=RTOL, atol=ATOL, err_msg=f"{spec.name} on target {target!r}"
+            got, want, rtol=RTOL, atol=ATOL, err_msg=f"{spec.name} on target {target!r} {options}"
         )
+        if target == "cpu" and RACE_THREADS:
+            if out_param.name in layouts:
+                threaded = unlayout(threaded, layouts[out_param.name], tuple(out_param.shape))
+            np.testing.assert_allclose(
+                threaded, want, rtol=RTOL, atol=ATOL,
+                err_msg=f"{spec.name} on target 'cpu' with {RACE_THREADS} threads",
+            )
 
 
 def lay_out(

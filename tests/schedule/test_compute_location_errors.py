@@ -3,7 +3,7 @@ the schedule left unchanged; and legal_primitives' rows for the four primitives.
 
 import numpy as np
 from schedule_examples import add_relu, matmul, two_stages
-from test_compute_location import matmul_relu
+from test_compute_location import assert_computes_same, matmul_relu
 from test_errors import raises_unchanged
 
 import workbench as wb
@@ -548,12 +548,9 @@ def test_reverse_inline_broadcast_read():
     assert err.message == "block 'C' reads T_a[vi1], not one element per iteration"
 
 
-def test_reverse_inline_consumer_reading_less_than_produced():
-    sch = Schedule(stencil)
-    # C reads T_a at three indices: make a consumer that reads T_a[v] for v < 8 only
-    sch2 = Schedule(broadcast)
-    del sch2
-
+def test_reverse_inline_consumer_reading_less_than_produced_is_guarded(rng):
+    # TVM (test_reverse_compute_inline_overcomputed_producer): the producer computes more than
+    # the consumer reads, so the folded store gets a T.where instead of being refused
     @T.prim_func
     def shorter(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
         T_a = T.alloc_buffer((10,), "float32")
@@ -567,10 +564,30 @@ def test_reverse_inline_consumer_reading_less_than_produced():
                 C[vi1] = T_a[vi1] + T.float32(1)
 
     sch = Schedule(shorter)
+    sch.reverse_compute_inline(sch.get_block("C"))
+    assert "T.where(i < 8)" in sch.mod.script()
+    assert "C[vi] = A[vi] * T.float32(2) + T.float32(1)" in sch.mod.script()
+    assert_computes_same(sch, rng)
+
+
+def test_reverse_inline_producer_not_covering_consumer():
+    @T.prim_func
+    def longer(A: T.Buffer((10,), "float32"), C: T.Buffer((10,), "float32")):
+        T_a = T.alloc_buffer((10,), "float32")
+        for i in T.serial(8):
+            with T.block("T_a"):
+                vi = T.axis.spatial(8, i)
+                T_a[vi] = A[vi] * T.float32(2)
+        for i1 in T.serial(10):
+            with T.block("C"):
+                vi1 = T.axis.spatial(10, i1)
+                C[vi1] = T_a[vi1] + T.float32(1)
+
+    sch = Schedule(longer)
     err = raises_unchanged(
         sch, RegionNotCoveredError, sch.reverse_compute_inline, sch.get_block("C")
     )
-    assert "writes T_a axis 0 over [0, 9]" in err.detail
+    assert "computes vi1 of 'C' over [0, 7], but 'C' needs [0, 9]" in err.detail
 
 
 # ---------------------------------------------------------------------------------------

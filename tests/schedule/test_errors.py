@@ -16,11 +16,11 @@ from workbench.schedule import (
     LoopsNotInSameNestError,
     MixedLoopReorderError,
     MultipleNoneFactorsError,
+    NestedVectorizeError,
     NonConstantExtentError,
     NonDividingFactorError,
     NonPositiveFactorError,
     NothingToUndoError,
-    NotInnermostLoopError,
     NotPerfectlyNestedError,
     ReductionLoopError,
     RemovedHandleError,
@@ -147,11 +147,12 @@ def test_parallel_of_fused_loop_binding_a_reduction():
     raises_unchanged(sch, ReductionLoopError, sch.parallel, fused)
 
 
-def test_vectorize_not_innermost():
+def test_vectorize_outer_loop_as_tvm_but_not_nested():
+    """TVM vectorizes a loop with loops inside it; vectorized loops never nest."""
     sch, (i, j) = setup(scale2d, "B")
-    err = raises_unchanged(sch, NotInnermostLoopError, sch.vectorize, i)
-    assert err.message == "loop 'i' is not an innermost loop"
-    assert err.suggestion == "vectorize 'j', or reorder so 'i' is innermost"
+    sch.vectorize(i)
+    err = raises_unchanged(sch, NestedVectorizeError, sch.vectorize, j)
+    assert err.message == "loop 'j' would nest with the vectorized loop 'i'"
 
 
 def test_vectorize_and_split_of_non_constant_extent():

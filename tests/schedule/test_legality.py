@@ -34,8 +34,9 @@ def test_reduction_loop_table():
 
 def test_outer_spatial_loop_table():
     sch, i, table = table_of(scale2d, "B", 0)
-    assert table.legal() == ["split", "fuse", "reorder", "parallel", "unroll", "annotate"]
-    assert table["vectorize"].error == "NotInnermostLoopError"
+    assert table.legal() == [
+        "split", "fuse", "reorder", "parallel", "vectorize", "unroll", "annotate"
+    ]  # TVM vectorizes a loop with loops inside it
 
 
 def test_block_table():

@@ -5,9 +5,13 @@
 >>> print(kernel.source)                       # doctest: +SKIP
 """
 
-from workbench.backends.arguments import KernelArgumentError
+from workbench.backends.arguments import KernelArgumentAliasError, KernelArgumentError
+from workbench.backends.bounds_checks import KernelBoundsError
 from workbench.backends.build import build, lower_to_numba_source
 from workbench.backends.kernel import Kernel
 from workbench.backends.lower import lower
 
-__all__ = ["build", "Kernel", "KernelArgumentError", "lower", "lower_to_numba_source"]
+__all__ = [
+    "build", "Kernel", "KernelArgumentAliasError", "KernelArgumentError", "KernelBoundsError",
+    "lower", "lower_to_numba_source",
+]

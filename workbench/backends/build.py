@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import time
 
+from workbench.backends.bounds_checks import add_bounds_checks
 from workbench.backends.codegen_python import generate_source
 from workbench.backends.kernel import Kernel
 from workbench.backends.lower import lower
 from workbench.ir import BufferStore, PrimFunc
 from workbench.ir.functor import collect
+from workbench.ir.verify import verify
 
 TARGETS = ("numpy", "cpu")
 
-CPU_DEFAULTS = {"fastmath": True, "fast_exp": True, "boundscheck": False, "promote": True}
+CPU_DEFAULTS = {
+    "fastmath": True, "fast_exp": True, "boundscheck": False, "promote": True, "debug": False,
+}
 """Options of the ``cpu`` target.
 
 fastmath
@@ -32,10 +36,24 @@ promote
     (``workbench.backends.promote``): LLVM then holds it in registers instead of loading
     and storing it on every iteration (a 1024 matmul with a 4x64 tile: 62 -> 210 GFLOP/s).
     On by default; turn off to see the difference.
+debug
+    The bounds-checked debug build (``workbench.backends.bounds_checks``): every access
+    that cannot be proven inside its buffer is checked at run time and raises a
+    ``KernelBoundsError`` naming the block, the access and the index values. Implies
+    ``promote=False`` (a promoted tile would hide the accesses it replaces).
 """
 
-NUMPY_DEFAULTS = {"whole_array": True}
-"""Options of the ``numpy`` target: ``whole_array=False`` runs every statement as loops."""
+NUMPY_DEFAULTS = {
+    "whole_array": True,
+    "iteration_order": "program",
+    "order_seed": 0,
+    "debug": False,
+}
+"""Options of the ``numpy`` target: ``whole_array=False`` runs every statement as loops;
+``iteration_order="reversed"``/``"shuffled"`` (seeded by ``order_seed``) runs parallel and
+vectorized loops out of order, to detect races (``workbench.backends.numpy_ref``);
+``debug=True`` checks the accesses not proven in bounds (as for ``cpu``; statements with a
+check run as loops)."""
 
 
 def build(func_or_schedule, target: str = "numpy", **options) -> Kernel:
@@ -51,7 +69,14 @@ def build(func_or_schedule, target: str = "numpy", **options) -> Kernel:
         with ``numba.njit`` (see ``CPU_DEFAULTS`` for the options).
     **options
         Target options, part of the kernel cache key: ``fastmath``, ``fast_exp``,
-        ``boundscheck``, ``promote`` for ``cpu``; ``whole_array`` for ``numpy``.
+        ``boundscheck``, ``promote`` for ``cpu``; ``whole_array`` for ``numpy``; ``debug``
+        for both (a bounds-checked build, see ``CPU_DEFAULTS``).
+
+    Raises
+    ------
+    IRVerifyError
+        When ``func`` is not well formed (``workbench.ir.verify``): checked before any
+        code is generated, for every target.
 
     Returns
     -------
@@ -86,13 +111,22 @@ def build(func_or_schedule, target: str = "numpy", **options) -> Kernel:
             f"known: {', '.join(defaults)}"
         )
     options = {**defaults, **options}
-    lowered = lower(func)
+    verify(func)
+    checked, checks = func, ()
+    if options["debug"]:
+        checked, checks = add_bounds_checks(func)
+        if target == "cpu":
+            options["promote"] = False
+    lowered = lower(checked)
     written = frozenset(
         store.buffer.name for store in collect(lowered.body, lambda n: isinstance(n, BufferStore))
     )
     if target == "numpy":
-        return _build_numpy(func, lowered, options, written)
-    return _build_cpu(func, lowered, options, written)
+        kernel = _build_numpy(func, checked, lowered, options, written)
+    else:
+        kernel = _build_cpu(func, lowered, options, written)
+    kernel.bounds_checks = checks
+    return kernel
 
 
 def lower_to_numba_source(func, **options) -> str:
@@ -108,14 +142,25 @@ def lower_to_numba_source(func, **options) -> str:
     unknown = sorted(set(options) - set(CPU_DEFAULTS))
     if unknown:
         raise TypeError(f"lower_to_numba_source: unknown option(s) {', '.join(unknown)}")
-    return generate_source(lower(func), target="cpu", **{**CPU_DEFAULTS, **options}).source
+    options = {**CPU_DEFAULTS, **options}
+    if options["debug"]:
+        func = add_bounds_checks(func)[0]
+        options["promote"] = False
+    return generate_source(lower(func), target="cpu", **options).source
 
 
-def _build_numpy(func: PrimFunc, lowered: PrimFunc, options: dict, written) -> Kernel:
+def _build_numpy(
+    func: PrimFunc, checked: PrimFunc, lowered: PrimFunc, options: dict, written
+) -> Kernel:
     from workbench.backends.numpy_ref import ReferenceProgram
 
     start = time.perf_counter()
-    program = ReferenceProgram(func, whole_array=options["whole_array"])
+    program = ReferenceProgram(
+        checked,
+        whole_array=options["whole_array"],
+        iteration_order=options["iteration_order"],
+        order_seed=options["order_seed"],
+    )
     seconds = time.perf_counter() - start
     source = "\n".join(program.sources) or "# every statement runs as whole numpy arrays\n"
     return Kernel(

@@ -94,8 +94,12 @@ def generate_source(
     boundscheck: bool = False,
     promote: bool = True,
     cache: bool = True,
+    debug: bool = False,
 ) -> GeneratedSource:
     """Python source for the lowered function ``lowered`` (see ``workbench.backends.lower``).
+
+    ``debug`` is accepted for the build options' sake: the bounds checks of a debug build
+    are already in ``lowered`` (``workbench.backends.bounds_checks``).
 
     ``target`` is ``"cpu"`` (Numba) or ``"python"`` (plain Python, for the reference).
     For ``cpu`` three IR passes run first: reduction outputs are promoted to local tiles

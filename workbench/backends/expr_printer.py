@@ -217,6 +217,11 @@ class ExprPrinter:
         return ", ".join(self.print(index) for index in indices)
 
     def _print_Call(self, expr: Call, index_context: bool):
+        if expr.op == "bounds_check":  # the debug build's index check (see bounds_checks)
+            self.uses_runtime = True
+            index, extent, check_id, *variables = (self.print(arg) for arg in expr.args)
+            values = "(" + "".join(f"{v}, " for v in variables) + ")"
+            return f"rt.checked_index({index}, {extent}, {check_id}, {values})", _PREC_ATOM
         args = [self.print(arg) for arg in expr.args]
         dtype = expr.dtype
         one = f"{np_dtype_name(dtype)}(1.0)"

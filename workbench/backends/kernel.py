@@ -7,7 +7,9 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.backends.arguments import check_arguments
-from workbench.ir import PrimFunc
+from workbench.backends.bounds_checks import reraise_bounds_error
+from workbench.ir import BufferLoad, PrimFunc
+from workbench.ir.functor import collect
 
 
 class Kernel:
@@ -29,6 +31,8 @@ class Kernel:
         The build options (part of the cache key).
     source : str
         The generated Python source (``cpu``), or the loop-path sources of the reference.
+    bounds_checks : tuple of BoundsCheck
+        The run-time index checks of a ``debug=True`` build (empty otherwise).
     compile_seconds : float
         Time spent building (0.0 for an in-memory cache hit).
     cache_hit : str or None
@@ -67,11 +71,22 @@ class Kernel:
         self.cache_hit = cache_hit
         self._runner = runner
         self._written = written
+        self._read = frozenset(
+            load.buffer.name for load in collect(lowered.body, lambda n: isinstance(n, BufferLoad))
+        )
         self._compiled = compiled
+        self.bounds_checks: tuple = ()  # set by build(..., debug=True)
 
     def __call__(self, *arrays: np.ndarray) -> None:
-        check_arguments(self.func, arrays, self._written)
-        self._runner(*arrays)
+        check_arguments(self.func, arrays, self._written, self._read)
+        if not self.bounds_checks:
+            self._runner(*arrays)
+            return
+        try:
+            self._runner(*arrays)
+        except IndexError as error:
+            reraise_bounds_error(error, self.bounds_checks)
+            raise
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.func.params)
@@ -100,13 +115,10 @@ class Kernel:
         -------
         >>> kernel.show()                                          # doctest: +SKIP
         """
-        try:
-            from IPython import get_ipython
-            from IPython.display import HTML, display
+        from IPython import get_ipython  # a dependency (through ipywidgets)
+        from IPython.display import HTML, display
 
-            shell = get_ipython()
-        except ImportError:  # pragma: no cover - IPython is optional
-            shell = None
+        shell = get_ipython()
         if shell is not None and hasattr(shell, "kernel"):
             display(HTML(self._repr_html_()))
             return

@@ -22,7 +22,7 @@ The result is still a ``PrimFunc`` (so the printer can show it), in a restricted
   with an ``init`` and no reduce iteration variable runs the init unconditionally (TVM
   semantics).
 
-Where ``workbench.ir.arith`` exists, every statement is simplified once at the end
+Every statement is simplified once at the end
 (``simplify_stmt``, which knows the loop ranges), and guards that became constant are
 resolved.
 
@@ -50,6 +50,7 @@ from workbench.ir import (
     seq,
     substitute,
 )
+from workbench.ir.arith import simplify_stmt as arith_simplify_stmt
 from workbench.ir.functor import IRMapper
 
 
@@ -61,7 +62,7 @@ def lower(func: PrimFunc, *, simplify: bool = True) -> PrimFunc:
     func
         The function to lower. A ``Schedule`` is accepted too (its ``.mod`` is lowered).
     simplify
-        Simplify with ``workbench.ir.arith.simplify_stmt`` when that module exists.
+        Simplify with ``workbench.ir.arith.simplify_stmt``.
 
     Returns
     -------
@@ -150,26 +151,14 @@ class _BlockFlattener(IRMapper):
         return BlockRealize((), TRUE, opaque)
 
 
-def _arith_simplify_stmt():
-    """``workbench.ir.arith.simplify_stmt`` if that module exists yet, else None."""
-    try:
-        from workbench.ir.arith import simplify_stmt as arith_simplify_stmt
-    except ImportError:
-        return None
-    return arith_simplify_stmt
-
-
 def simplify_stmt(stmt: Stmt, var_ranges: dict | None = None) -> Stmt:
     """Simplify every expression of ``stmt``, using the ranges of the loops in it and
     ``var_ranges`` (``{Var: (min, max)}``, inclusive) for variables of loops around it.
 
-    Uses ``workbench.ir.arith.simplify_stmt`` (a no-op until that module exists). A guard
+    Uses ``workbench.ir.arith.simplify_stmt``. A guard
     whose condition simplifies to a constant is resolved: ``if True: s`` becomes ``s`` and
     ``if False: s`` disappears (an empty ``SeqStmt``).
     """
-    arith_simplify_stmt = _arith_simplify_stmt()
-    if arith_simplify_stmt is None:
-        return stmt
     return _ConstantGuardRemover().visit(arith_simplify_stmt(stmt, var_ranges))
 
 

@@ -170,16 +170,24 @@ def run(plan: WholeArrayBlock, arrays: dict[str, np.ndarray]) -> None:
             if plan.reduce_op is None:
                 shape = tuple(length for _, length in chunk)
                 index = evaluator.indices(store.indices, shape, store.buffer)
-                target[index] = np.broadcast_to(evaluator(store.value), shape)
+                _put(target, index, np.broadcast_to(evaluator(store.value), shape))
                 continue
             shape = tuple(1 if a in reduce_axes else length for a, (_, length) in enumerate(chunk))
             full_shape = tuple(length for _, length in chunk)
             index = evaluator.indices(store.indices, shape, store.buffer)
             if block.init is not None:
-                target[index] = np.broadcast_to(evaluator(block.init.value), shape)
+                _put(target, index, np.broadcast_to(evaluator(block.init.value), shape))
             update = np.broadcast_to(evaluator(plan.update), full_shape)
             reduced = _REDUCERS[plan.reduce_op](update, axis=reduce_axes, keepdims=True)
-            target[index] = _COMBINE[plan.reduce_op](target[index], reduced)
+            _put(target, index, _COMBINE[plan.reduce_op](target[index], reduced))
+
+
+def _put(target: np.ndarray, index: tuple, values: np.ndarray) -> None:
+    """``target[index] = values``; a 0-d target (``index == ()``) takes the one value."""
+    if not index:
+        target[()] = np.asarray(values).reshape(())
+    else:
+        target[index] = values
 
 
 def _axis(start: int, length: int, axis: int, axes: int) -> np.ndarray:
@@ -223,6 +231,8 @@ def _check_injective(block, store, ranges, chunks, target):
         }
         shape = tuple(n for _, n in chunk)
         index = _Evaluator(env, {}).indices(store.indices, shape, store.buffer)
+        if not index and math.prod(shape) > 1:
+            raise NotWholeArray(f"block {block.name!r} writes 0-d {store.buffer.name} repeatedly")
         flat = np.ravel_multi_index(index, target.shape).ravel() if index else np.zeros(1, np.int64)
         if len(np.unique(flat)) != flat.size or seen[flat].any():
             raise NotWholeArray(

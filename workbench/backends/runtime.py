@@ -180,3 +180,15 @@ def stack_allocator(shape: tuple[int, ...], dtype: str):
 
     allocate.__name__ = f"stack_{'x'.join(map(str, dims))}_{np.dtype(dtype).name}"
     return intrinsic(allocate)
+
+
+@numba.njit(cache=True)
+def checked_index(index, extent, check_id, values):
+    """``index`` if ``0 <= index < extent``, else ``IndexError(check_id, index, values)``.
+
+    The debug build (``workbench.backends.bounds_checks``) wraps every index it cannot
+    prove in bounds in this call; ``Kernel`` turns the error into a ``KernelBoundsError``.
+    """
+    if index < 0 or index >= extent:
+        raise IndexError(check_id, index, values)
+    return index

@@ -12,7 +12,7 @@ What would go wrong on a negative value is an order-sensitive operation: a compa
 ``//``, ``%``, ``min``/``max``. So unsigned mode is chosen when
 
 * every integer operand of those operations is provably non-negative over the loop ranges
-  (``workbench.ir.arith.int_bounds``; without that module, when no index subtracts);
+  (``workbench.ir.arith.int_bounds``);
 * no index holds a negative constant (``u64(-1)`` does not exist);
 * no integer *data* mixes in (a gather index loaded from a buffer, a cast to an integer
   type): those are signed and would turn the arithmetic into float64.
@@ -23,6 +23,7 @@ from __future__ import annotations
 from workbench.backends.expr_printer import is_index_expr
 from workbench.ir import (
     BufferLoad,
+    Call,
     Cast,
     CompareOp,
     Div,
@@ -33,9 +34,9 @@ from workbench.ir import (
     Max,
     Min,
     PrimFunc,
-    Sub,
     is_int,
 )
+from workbench.ir.arith import int_bounds
 from workbench.ir.functor import collect
 
 _ORDER_SENSITIVE = (CompareOp, Div, FloorDiv, FloorMod, Min, Max)
@@ -48,10 +49,8 @@ def use_unsigned_indices(func: PrimFunc) -> bool:
         return False
     if collect(body, lambda n: isinstance(n, IntImm) and is_int(n.dtype) and n.value < 0):
         return False
-    try:
-        from workbench.ir.arith import int_bounds
-    except ImportError:
-        return not collect(body, lambda n: isinstance(n, Sub) and is_index_expr(n))
+    if collect(body, lambda n: isinstance(n, Call) and n.op == "bounds_check"):
+        return False  # a debug build: checked indices stay signed, so -1 reads as -1
     ranges = _loop_ranges(body)
     for node in collect(body, lambda n: isinstance(n, _ORDER_SENSITIVE)):
         for operand in (node.a, node.b):

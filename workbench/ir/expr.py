@@ -105,12 +105,32 @@ class Cast(PrimExpr):
     __hash__ = Node.__hash__
 
 
+class MixedOperandTypeError(TypeError):
+    """A binary expression was built from an integer and a float operand.
+
+    The IR never converts implicitly: write ``Cast("float32", i)`` (``T.Cast`` in the DSL).
+    """
+
+
 class BinaryOp(PrimExpr):
-    """Base of two-operand expressions. ``symbol`` is the printed Python operator."""
+    """Base of two-operand expressions. ``symbol`` is the printed Python operator.
+
+    Both operands must be integers or both floats: mixing raises ``MixedOperandTypeError``.
+    """
 
     a: PrimExpr
     b: PrimExpr
     symbol: ClassVar[str] = "?"
+
+    def __post_init__(self):
+        a_dtype, b_dtype = getattr(self.a, "dtype", None), getattr(self.b, "dtype", None)
+        if a_dtype is None or b_dtype is None:
+            return
+        if is_float(a_dtype) != is_float(b_dtype):
+            raise MixedOperandTypeError(
+                f"{type(self).__name__}: cannot mix {a_dtype} operand {self.a!r} with "
+                f"{b_dtype} operand {self.b!r}; cast one of them (Cast / T.Cast)"
+            )
 
     @property
     def dtype(self) -> str:

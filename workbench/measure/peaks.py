@@ -517,6 +517,16 @@ def _age_s(peaks: MachinePeaks) -> float:
     return time.time() - measured
 
 
+def _is_complete(entry: object) -> bool:
+    """Whether a cache entry holds the two peaks as numbers."""
+    if not isinstance(entry, dict):
+        return False
+    return all(
+        isinstance(entry.get(name), (int, float)) and not isinstance(entry.get(name), bool)
+        for name in ("gflops", "gbps")
+    )
+
+
 def _trusted(peaks: MachinePeaks | None) -> bool:
     """A cached entry is used unless it is empty, or suspect (marked so, or below the
     band) and older than ``SUSPECT_RETRY_S`` (a busy machine is not measured again by
@@ -562,13 +572,9 @@ def machine_peaks(refresh: bool = False, *, cache_path: str | Path | None = None
     path = Path(cache_path) if cache_path is not None else default_cache_path()
     key = machine_key()
     memo_key = (str(path), key)
-    cached = None
     entry = _read_cache(path).get(key)
-    if isinstance(entry, dict):
-        try:
-            cached = MachinePeaks.from_dict(entry)
-        except TypeError:
-            cached = None
+    # an entry from an older version (or a damaged file) is measured again
+    cached = MachinePeaks.from_dict(entry) if _is_complete(entry) else None
     if not refresh:
         if memo_key in _MEMO:
             return _MEMO[memo_key]

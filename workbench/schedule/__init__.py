@@ -17,6 +17,7 @@ from workbench.schedule import (  # noqa: E402
     errors_layout,
     errors_memory,
     errors_reduction,
+    scope_errors,
 )
 from workbench.schedule.errors import (
     BlockNotFoundError,
@@ -49,6 +50,7 @@ from workbench.schedule.errors_reduction import *  # noqa: F403
 from workbench.schedule.handles import BlockRV, LoopRV
 from workbench.schedule.legality import Legality, LegalityTable
 from workbench.schedule.schedule import Schedule
+from workbench.schedule.scope_errors import *  # noqa: F403
 from workbench.schedule.trace import (
     INSTRUCTIONS,
     Instruction,
@@ -94,4 +96,5 @@ __all__ = [
     *errors_memory.__all__,
     *errors_layout.__all__,
     *errors_reduction.__all__,
+    *scope_errors.__all__,
 ]

@@ -13,10 +13,15 @@ from workbench.schedule.errors import (
     InvalidAnnotationError,
     InvalidArgumentError,
     NonConstantExtentError,
-    NotInnermostLoopError,
     ReductionLoopError,
 )
 from workbench.schedule.handles import BlockRV, LoopRV
+from workbench.schedule.scope import DepKind, loop_conflicts
+from workbench.schedule.scope_errors import (
+    LoopCarriedDependenceError,
+    LoopWriteConflictError,
+    NestedVectorizeError,
+)
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import (
     find_block,
@@ -32,18 +37,30 @@ def _set_kind(func: PrimFunc, loop: str, kind: ForKind) -> PrimFunc:
     return replace_loop(func, loop, lambda node: node.replace(kind=kind))
 
 
-def _check_not_reduction(primitive: str, func: PrimFunc, loop: For) -> None:
+def _check_independent(primitive: str, func: PrimFunc, loop: For) -> None:
+    """TVM's rule (the loop drives only data-parallel block iterators), then the dependence
+    analysis: no two iterations may touch one element with one of them writing it."""
     bound = reduce_binding(loop)
     if bound is not None:
         block, iter_var = bound
         raise ReductionLoopError(primitive, loop.loop_var.name, block, iter_var, func, loop)
+    conflicts = loop_conflicts(func, loop.loop_var.name)
+    if not conflicts:
+        return
+    writes = [c for c in conflicts if c.kind is DepKind.WAW]
+    if writes:
+        raise LoopWriteConflictError(primitive, writes[0], func, loop)
+    raise LoopCarriedDependenceError(primitive, conflicts[0], func, loop)
 
 
 def parallel(func: PrimFunc, loop: str) -> PrimFunc:
     """Mark a loop parallel: its iterations run on several CPU threads.
 
     The loop must not bind a reduction variable of any block inside it
-    (``ReductionLoopError``), since those iterations update the same elements.
+    (``ReductionLoopError``, TVM's rule), and no two of its iterations may touch one element
+    with one of them writing it (``workbench.schedule.scope.loop_conflicts``): two writes are
+    ``LoopWriteConflictError`` (``B[vk] = B[vk] + A[vi, vk]`` over ``i``), a write and a read
+    ``LoopCarriedDependenceError`` (``A[i + 1] = A[i + 1] + A[i]``).
 
     Before (``parallel(func, "i")``)::
 
@@ -63,16 +80,19 @@ def parallel(func: PrimFunc, loop: str) -> PrimFunc:
     """
     primitive = "parallel"
     target, _ = find_loop(func, loop, primitive)
-    _check_not_reduction(primitive, func, target)
+    _check_independent(primitive, func, target)
     return _set_kind(func, loop, ForKind.PARALLEL)
 
 
 def vectorize(func: PrimFunc, loop: str) -> PrimFunc:
-    """Mark an innermost loop of constant extent vectorized.
+    """Mark a loop of constant extent vectorized (its iterations run as vector lanes).
 
-    Refused for a loop with loops inside it (``NotInnermostLoopError``), a loop whose
-    extent is not a constant (``NonConstantExtentError``) and a loop binding a reduction
-    variable (``ReductionLoopError``).
+    As in TVM the loop may have loops inside it and a ``T.where`` predicate around its
+    blocks. Refused for a loop inside or around a vectorized loop (``NestedVectorizeError``),
+    a loop whose extent is not a constant (``NonConstantExtentError``), a loop binding a
+    reduction variable (``ReductionLoopError``) and a loop whose iterations are not
+    independent (``LoopWriteConflictError``, ``LoopCarriedDependenceError``; see
+    ``parallel``).
 
     Before (``vectorize(func, "j")``)::
 
@@ -91,13 +111,13 @@ def vectorize(func: PrimFunc, loop: str) -> PrimFunc:
     >>> new_func = vectorize(func, "j")
     """
     primitive = "vectorize"
-    target, _ = find_loop(func, loop, primitive)
-    for stmt, _ in walk(target.body):
-        if isinstance(stmt, For):
-            raise NotInnermostLoopError(primitive, loop, stmt.loop_var.name, func, target)
+    target, ancestors = find_loop(func, loop, primitive)
+    for stmt in [s for s, _ in walk(target.body)] + list(ancestors):
+        if isinstance(stmt, For) and stmt.kind is ForKind.VECTORIZED:
+            raise NestedVectorizeError(primitive, loop, stmt.loop_var.name, func, target)
     if not isinstance(const_value(target.extent), int):
         raise NonConstantExtentError(primitive, loop, target.extent, func, target)
-    _check_not_reduction(primitive, func, target)
+    _check_independent(primitive, func, target)
     return _set_kind(func, loop, ForKind.VECTORIZED)
 
 
@@ -200,7 +220,8 @@ class AnnotationMethods:
 
             for i in range(16):          for i in T.parallel(16):
 
-        Raises ``ReductionLoopError``. See ``workbench.schedule.annotations.parallel``.
+        Raises ``ReductionLoopError``, ``LoopWriteConflictError``,
+        ``LoopCarriedDependenceError``. See ``workbench.schedule.annotations.parallel``.
 
         Example
         -------
@@ -210,14 +231,15 @@ class AnnotationMethods:
         self._commit("parallel", (loop,), {}, new_func, [])
 
     def vectorize(self, loop: LoopRV) -> None:
-        """Vectorize an innermost, constant-extent, non-reduction loop.
+        """Vectorize a constant-extent loop whose iterations are independent.
 
         Before / after (``sch.vectorize(j)``)::
 
             for j in range(16):          for j in T.vectorized(16):
 
-        Raises ``NotInnermostLoopError``, ``NonConstantExtentError``,
-        ``ReductionLoopError``. See ``workbench.schedule.annotations.vectorize``.
+        Raises ``NestedVectorizeError``, ``NonConstantExtentError``, ``ReductionLoopError``,
+        ``LoopWriteConflictError``, ``LoopCarriedDependenceError``. See
+        ``workbench.schedule.annotations.vectorize``.
 
         Example
         -------

@@ -9,6 +9,24 @@ line (``message``), why (``detail``) and, where there is one, what to do instead
 Raising is cheap: nothing is rendered until the error is printed, so a search can try a
 primitive, catch ``ScheduleError`` and move on (see ``Schedule.legal_primitives``).
 
+Most errors have one shape, so a subclass is declared, not written (TVM's ``error.h``
+style): ``fields`` names the constructor's arguments after ``primitive`` (``func`` and
+``node`` follow them), and the class-level ``message``, ``why`` and ``suggestion`` format
+strings are filled from those fields (and from properties of the class)::
+
+    class NoConsumersError(ScheduleError):
+        fields = ("block",)
+        message = "block {block!r} has no consumers"
+        why = "no block of its scope reads a buffer that {block!r} writes"
+        suggestion = "compute_at needs a producer with a consumer"
+
+    raise NoConsumersError("compute_at", "B", func, block_node)
+
+The instance then has ``block``, ``name`` (the first field, or ``name_field``), and the
+filled ``message`` / ``detail`` / ``suggestion``. A class that defines its own
+``__init__`` calling ``super().__init__(primitive, name, message, detail=...,
+suggestion=..., func=..., node=...)`` works as before.
+
 Example
 -------
 >>> try:
@@ -22,18 +40,16 @@ from __future__ import annotations
 
 import difflib
 import html
+from typing import ClassVar
 
 from workbench.ir import Node, PrimFunc
+from workbench.script.printer import script, script_html
 
 
 def render_ir(func: PrimFunc | None, node: Node | None, label: str) -> str:
     """The function as text with ``node``'s line marked ``# <-- label``."""
     if func is None:
         return ""
-    try:
-        from workbench.script.printer import script
-    except ImportError:  # the printer is not there yet: show the marked node itself
-        return f"(in {func.name}) {label}: {node!r}" if node is not None else f"(in {func.name})"
     return script(func, mark=node, mark_label=label)
 
 
@@ -41,10 +57,6 @@ def render_ir_html(func: PrimFunc | None, node: Node | None, label: str) -> str:
     """The function as highlighted HTML with ``node``'s line marked."""
     if func is None:
         return ""
-    try:
-        from workbench.script.printer import script_html
-    except ImportError:
-        return "<pre>" + html.escape(render_ir(func, node, label)) + "</pre>"
     return script_html(func, mark=node, mark_label=label)
 
 
@@ -67,7 +79,28 @@ class ScheduleError(Exception):
         The function the primitive was applied to (unchanged).
     node : Node or None
         The offending node (a ``For`` or a ``Block``), marked when the IR is rendered.
+
+    Class attributes (the template; see the module docstring)
+    ----------------------------------------------------------
+    fields : tuple of str or None
+        The constructor's arguments after ``primitive``; None: the class writes its own
+        ``__init__``.
+    name_field : str
+        The field that is the error's ``name`` ("" for none; default: the first field).
+    message, why, suggestion : str
+        Format strings filled from the fields and the instance's properties.
     """
+
+    fields: ClassVar[tuple[str, ...] | None] = None
+    name_field: ClassVar[str | None] = None
+    message: ClassVar[str] = ""
+    why: ClassVar[str] = ""
+    suggestion: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "fields" in cls.__dict__ and "__init__" not in cls.__dict__:
+            cls.__init__ = _template_init
 
     def __init__(
         self,
@@ -131,6 +164,50 @@ def _rebuild_error(cls: type, args: tuple, state: dict) -> ScheduleError:
     error.__dict__.update(state)
     return error
 
+class _FieldView(dict):
+    """``str.format_map`` mapping that reads an error's attributes (fields, properties)."""
+
+    def __init__(self, error: ScheduleError):
+        super().__init__()
+        self.error = error
+
+    def __missing__(self, key: str):
+        return getattr(self.error, key)
+
+
+def _template_init(self: ScheduleError, primitive: str, *values, **named) -> None:
+    """The ``__init__`` of a template error: bind ``fields`` (then ``func``, ``node``),
+    fill the class's format strings, and call ``ScheduleError.__init__``."""
+    cls = type(self)
+    names = (*cls.fields, "func", "node")
+    if len(values) > len(names):
+        raise TypeError(f"{cls.__name__} takes at most {len(names) + 1} arguments")
+    bound = dict(zip(names, values, strict=False))
+    for key, value in named.items():
+        if key not in names or key in bound:
+            raise TypeError(f"{cls.__name__} got an unexpected or repeated argument {key!r}")
+        bound[key] = value
+    missing = [f for f in cls.fields if f not in bound]
+    if missing:
+        raise TypeError(f"{cls.__name__} is missing {', '.join(missing)}")
+    self.primitive = primitive
+    self.func, self.node = bound.get("func"), bound.get("node")
+    for key in cls.fields:
+        setattr(self, key, bound[key])
+    name_field = cls.name_field if cls.name_field is not None else (cls.fields or ("",))[0]
+    view = _FieldView(self)
+    ScheduleError.__init__(
+        self,
+        primitive,
+        str(getattr(self, name_field)) if name_field else "",
+        cls.message.format_map(view),
+        detail=cls.why.format_map(view),
+        suggestion=cls.suggestion.format_map(view),
+        func=bound.get("func"),
+        node=bound.get("node"),
+    )
+
+
 
 def divisors(n: int) -> list[int]:
     """All divisors of ``n``, ascending."""
@@ -145,88 +222,93 @@ def divisors(n: int) -> list[int]:
 class InvalidArgumentError(ScheduleError, TypeError):
     """An argument has the wrong type or form (not a handle, a factor that is not an int...)."""
 
-    def __init__(self, primitive: str, argument: str, expected: str, got: object):
-        super().__init__(
-            primitive,
-            "",
-            f"argument {argument!r} must be {expected}, got {got!r}",
-            detail=f"{primitive} received {type(got).__name__} for {argument!r}",
-        )
-        self.argument = argument
+    fields = ("argument", "expected", "got")
+    name_field = ""
+    message = "argument {argument!r} must be {expected}, got {got!r}"
+    why = "{primitive} received {got_type} for {argument!r}"
+
+    @property
+    def got_type(self) -> str:
+        return type(self.got).__name__
 
 
 class ForeignHandleError(ScheduleError):
     """A handle created by another Schedule was passed to this one."""
 
-    def __init__(self, primitive: str, handle: object):
-        super().__init__(
-            primitive,
-            "",
-            f"{handle!r} belongs to another Schedule",
-            detail="handles are only valid in the schedule that created them "
-            "(and in copies made after they were created)",
-            suggestion="get the loop or block again from this schedule: "
-            "sch.get_block(name), sch.get_loops(block)",
-        )
+    fields = ("handle",)
+    name_field = ""
+    message = "{handle!r} belongs to another Schedule"
+    why = (
+        "handles are only valid in the schedule that created them (and in copies made "
+        "after they were created)"
+    )
+    suggestion = (
+        "get the loop or block again from this schedule: sch.get_block(name), "
+        "sch.get_loops(block)"
+    )
 
 
 class RemovedHandleError(ScheduleError):
     """A handle whose loop or block an earlier primitive removed (or an undo dropped)."""
 
-    def __init__(self, primitive: str, handle: object, name: str, removed_by: str, func: PrimFunc):
-        super().__init__(
-            primitive,
-            name,
-            f"{handle.kind} {name!r} no longer exists: it was removed by {removed_by}",
-            detail=f"{removed_by} replaced {handle.kind} {name!r} with new ones",
-            suggestion="use the handles that primitive returned, or sch.get_loops(block) again",
-            func=func,
-        )
-        self.removed_by = removed_by
+    fields = ("handle", "removed_name", "removed_by", "func")
+    name_field = "removed_name"
+    message = "{kind} {removed_name!r} no longer exists: it was removed by {removed_by}"
+    why = "{removed_by} replaced {kind} {removed_name!r} with new ones"
+    suggestion = "use the handles that primitive returned, or sch.get_loops(block) again"
+
+    @property
+    def kind(self) -> str:
+        return self.handle.kind
 
 
 class WrongHandleKindError(ScheduleError):
     """A block handle where a loop was expected, or the other way round."""
 
-    def __init__(self, primitive: str, argument: str, expected: str, handle: object):
-        super().__init__(
-            primitive,
-            "",
-            f"argument {argument!r} must be a {expected} handle, got {handle!r}",
-            detail=f"{primitive} works on {expected}s",
-        )
+    fields = ("argument", "expected", "handle")
+    name_field = ""
+    message = "argument {argument!r} must be a {expected} handle, got {handle!r}"
+    why = "{primitive} works on {expected}s"
 
 
 class BlockNotFoundError(ScheduleError):
     """No block of that name exists in the function; suggests close names."""
 
-    def __init__(self, primitive: str, name: str, func: PrimFunc, known: list[str]):
-        close = difflib.get_close_matches(name, known, n=3)
-        suggestion = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        super().__init__(
-            primitive,
-            name,
-            f"no block named {name!r} in {func.name}",
-            detail="blocks in the function: " + (", ".join(repr(k) for k in known) or "none"),
-            suggestion=suggestion,
-            func=func,
-        )
-        self.candidates = close
+    fields = ("block", "func", "known")
+    message = "no block named {block!r} in {func.name}"
+    why = "blocks in the function: {known_text}"
+    suggestion = "{did_you_mean}"
+
+    @property
+    def known_text(self) -> str:
+        return ", ".join(repr(k) for k in self.known) or "none"
+
+    @property
+    def candidates(self) -> list[str]:
+        return difflib.get_close_matches(self.block, self.known, n=3)
+
+    @property
+    def did_you_mean(self) -> str:
+        close = self.candidates
+        return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 class LoopNotFoundError(ScheduleError):
     """No loop with that loop variable exists (pure functions take loop names)."""
 
-    def __init__(self, primitive: str, name: str, func: PrimFunc, known: list[str]):
-        close = difflib.get_close_matches(name, known, n=3)
-        super().__init__(
-            primitive,
-            name,
-            f"no loop named {name!r} in {func.name}",
-            detail="loops in the function: " + (", ".join(known) or "none"),
-            suggestion=f"did you mean {' or '.join(repr(c) for c in close)}?" if close else "",
-            func=func,
-        )
+    fields = ("loop", "func", "known")
+    message = "no loop named {loop!r} in {func.name}"
+    why = "loops in the function: {known_text}"
+    suggestion = "{did_you_mean}"
+
+    @property
+    def known_text(self) -> str:
+        return ", ".join(self.known) or "none"
+
+    @property
+    def did_you_mean(self) -> str:
+        close = difflib.get_close_matches(self.loop, self.known, n=3)
+        return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,116 +319,85 @@ class LoopNotFoundError(ScheduleError):
 class LoopsNotInSameNestError(ScheduleError):
     """The loops are not nested one inside the other (they are in different loop nests)."""
 
-    def __init__(self, primitive: str, outer: str, other: str, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            other,
-            f"loops {outer!r} and {other!r} are not in the same loop nest",
-            detail=f"{other!r} is neither inside nor around {outer!r}; "
-            f"{primitive} works on one chain of nested loops",
-            suggestion="pass loops from one sch.get_loops(block) result",
-            func=func,
-            node=node,
-        )
+    fields = ("outer", "other")
+    name_field = "other"
+    message = "loops {outer!r} and {other!r} are not in the same loop nest"
+    why = (
+        "{other!r} is neither inside nor around {outer!r}; {primitive} works on one chain of "
+        "nested loops"
+    )
+    suggestion = "pass loops from one sch.get_loops(block) result"
 
 
 class NotPerfectlyNestedError(ScheduleError):
     """Something other than the next loop (a block, several statements) sits between the loops."""
 
-    def __init__(self, primitive: str, loop: str, found: str, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} is not perfectly nested: its body is {found}",
-            detail=f"{primitive} can only rearrange loops whose bodies are exactly the next loop; "
-            "statements at several levels would change what runs how often",
-            suggestion="apply it to the loops inside (or outside) that point only",
-            func=func,
-            node=node,
-        )
+    fields = ("loop", "found")
+    message = "loop {loop!r} is not perfectly nested: its body is {found}"
+    why = (
+        "{primitive} can only rearrange loops whose bodies are exactly the next loop; "
+        "statements at several levels would change what runs how often"
+    )
+    suggestion = "apply it to the loops inside (or outside) that point only"
 
 
 class LoopsNotAdjacentError(ScheduleError):
     """Fuse was given loops that are not directly nested, or not outermost first."""
 
-    def __init__(
-        self, primitive: str, outer: str, inner: str, between: list[str], func: PrimFunc, node: Node
-    ):
-        if between:
-            detail = f"loop(s) {', '.join(between)} lie between {outer!r} and {inner!r}"
-            suggestion = (
-                f"fuse all of them, or reorder so that {inner!r} is directly inside {outer!r}"
+    fields = ("outer", "inner", "between")
+    name_field = "inner"
+    message = "loops {outer!r} and {inner!r} are not adjacent"
+    why = "{reason}"
+    suggestion = "{advice}"
+
+    @property
+    def reason(self) -> str:
+        if self.between:
+            names = ", ".join(self.between)
+            return f"loop(s) {names} lie between {self.outer!r} and {self.inner!r}"
+        return f"{self.inner!r} is outside {self.outer!r}"
+
+    @property
+    def advice(self) -> str:
+        if self.between:
+            return (
+                f"fuse all of them, or reorder so that {self.inner!r} is directly inside "
+                f"{self.outer!r}"
             )
-        else:
-            detail = f"{inner!r} is outside {outer!r}"
-            suggestion = "pass the loops outermost first"
-        super().__init__(
-            primitive,
-            inner,
-            f"loops {outer!r} and {inner!r} are not adjacent",
-            detail=detail,
-            suggestion=suggestion,
-            func=func,
-            node=node,
-        )
+        return "pass the loops outermost first"
 
 
 class DuplicateLoopError(ScheduleError):
     """The same loop was passed twice."""
 
-    def __init__(self, primitive: str, loop: str, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} is given more than once",
-            detail="each loop may appear once",
-            func=func,
-            node=node,
-        )
+    fields = ("loop",)
+    message = "loop {loop!r} is given more than once"
+    why = "each loop may appear once"
 
 
 class DependentLoopBoundError(ScheduleError):
     """After the reorder a loop's bounds would use a loop variable defined inside it."""
 
-    def __init__(self, primitive: str, loop: str, depends_on: str, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"the bounds of loop {loop!r} depend on loop {depends_on!r}",
-            detail=f"{loop!r} cannot move outside {depends_on!r}: its min or extent uses it",
-            suggestion=f"keep {depends_on!r} outside {loop!r}",
-            func=func,
-            node=node,
-        )
+    fields = ("loop", "depends_on")
+    message = "the bounds of loop {loop!r} depend on loop {depends_on!r}"
+    why = "{loop!r} cannot move outside {depends_on!r}: its min or extent uses it"
+    suggestion = "keep {depends_on!r} outside {loop!r}"
 
 
 class MixedLoopReorderError(ScheduleError):
     """Reorder of a loop that binds both spatial and reduction variables of a block."""
 
-    def __init__(
-        self,
-        primitive: str,
-        loop: str,
-        block: str,
-        spatial: str,
-        reduce: str,
-        func: PrimFunc,
-        node: Node,
-    ):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} binds both spatial and reduction variables of block {block!r}",
-            detail=f"it drives spatial {spatial!r} and reduction {reduce!r} at once (a fused "
-            "or split spatial-and-reduction loop); moving it would interleave the reduction "
-            "steps of different output elements, so an element's init could run after some "
-            "of its updates",
-            suggestion="reorder before fusing spatial and reduction loops, or fuse only loops "
-            "of one kind",
-            func=func,
-            node=node,
-        )
-        self.block = block
+    fields = ("loop", "block", "spatial", "reduce")
+    message = "loop {loop!r} binds both spatial and reduction variables of block {block!r}"
+    why = (
+        "it drives spatial {spatial!r} and reduction {reduce!r} at once (a fused or split "
+        "spatial-and-reduction loop); moving it would interleave the reduction steps of "
+        "different output elements, so an element's init could run after some of its "
+        "updates"
+    )
+    suggestion = (
+        "reorder before fusing spatial and reduction loops, or fuse only loops of one kind"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -357,53 +408,36 @@ class MixedLoopReorderError(ScheduleError):
 class ReductionLoopError(ScheduleError):
     """Parallel or vectorize over a loop that binds a reduction iteration variable."""
 
-    def __init__(
-        self, primitive: str, loop: str, block: str, iter_var: str, func: PrimFunc, node: Node
-    ):
-        if primitive == "vectorize":
-            suggestion = "reorder so the reduction loop is outside and vectorize a spatial loop"
-        else:
-            suggestion = f"{primitive} a spatial loop instead (or rfactor the reduction first)"
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} is a reduction loop",
-            detail=f"it binds the reduction variable {iter_var!r} of block {block!r}: iterations "
-            "accumulate into the same element, so they cannot run at the same time",
-            suggestion=suggestion,
-            func=func,
-            node=node,
-        )
-        self.block = block
+    fields = ("loop", "block", "iter_var")
+    message = "loop {loop!r} is a reduction loop"
+    why = (
+        "it binds the reduction variable {iter_var!r} of block {block!r}: iterations "
+        "accumulate into the same element, so they cannot run at the same time"
+    )
+    suggestion = "{advice}"
+
+    @property
+    def advice(self) -> str:
+        if self.primitive == "vectorize":
+            return "reorder so the reduction loop is outside and vectorize a spatial loop"
+        return f"{self.primitive} a spatial loop instead (or rfactor the reduction first)"
 
 
 class NotInnermostLoopError(ScheduleError):
     """Vectorize of a loop that has loops inside it."""
 
-    def __init__(self, primitive: str, loop: str, inner: str, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} is not an innermost loop",
-            detail=f"loop {inner!r} is inside it; only innermost loops can be vectorized",
-            suggestion=f"vectorize {inner!r}, or reorder so {loop!r} is innermost",
-            func=func,
-            node=node,
-        )
+    fields = ("loop", "inner")
+    message = "loop {loop!r} is not an innermost loop"
+    why = "loop {inner!r} is inside it; only innermost loops can be vectorized"
+    suggestion = "vectorize {inner!r}, or reorder so {loop!r} is innermost"
 
 
 class NonConstantExtentError(ScheduleError):
     """The primitive needs a loop whose extent is a known constant."""
 
-    def __init__(self, primitive: str, loop: str, extent: object, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} has a non-constant extent",
-            detail=f"its extent is {extent}; {primitive} needs a constant trip count",
-            func=func,
-            node=node,
-        )
+    fields = ("loop", "extent")
+    message = "loop {loop!r} has a non-constant extent"
+    why = "its extent is {extent}; {primitive} needs a constant trip count"
 
 
 # ---------------------------------------------------------------------------------------
@@ -419,67 +453,51 @@ def _divisor_hint(extent: int) -> str:
 class MultipleNoneFactorsError(ScheduleError):
     """More than one factor of a split is None (only one can be inferred)."""
 
-    def __init__(self, primitive: str, loop: str, factors: list, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"factors {factors} for loop {loop!r} have more than one None",
-            detail="None means 'infer this factor from the extent'; that works for one factor only",
-            suggestion="give all factors but one",
-            func=func,
-            node=node,
-        )
+    fields = ("loop", "factors")
+    message = "factors {factors} for loop {loop!r} have more than one None"
+    why = "None means 'infer this factor from the extent'; that works for one factor only"
+    suggestion = "give all factors but one"
 
 
 class NonPositiveFactorError(ScheduleError):
     """A split factor is zero or negative."""
 
-    def __init__(self, primitive: str, loop: str, factors: list, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"factors {factors} for loop {loop!r} contain a non-positive factor",
-            detail="every factor is a loop extent, so it must be at least 1",
-            func=func,
-            node=node,
-        )
+    fields = ("loop", "factors")
+    message = "factors {factors} for loop {loop!r} contain a non-positive factor"
+    why = "every factor is a loop extent, so it must be at least 1"
 
 
 class WrongFactorProductError(ScheduleError):
     """The factors multiply to less than the loop's extent (they do not cover the loop)."""
 
-    def __init__(
-        self, primitive: str, loop: str, factors: list, extent: int, func: PrimFunc, node: Node
-    ):
+    fields = ("loop", "factors", "extent")
+    message = "factors {factors} for loop {loop!r} multiply to {product}, not {extent}"
+    why = "the new loops would run {product} iterations but loop {loop!r} has {extent}"
+    suggestion = "use None for one factor to infer it, or {hint}"
+
+    @property
+    def product(self) -> int:
         product = 1
-        for f in factors:
+        for f in self.factors:
             product *= f
-        super().__init__(
-            primitive,
-            loop,
-            f"factors {factors} for loop {loop!r} multiply to {product}, not {extent}",
-            detail=f"the new loops would run {product} iterations but loop {loop!r} has {extent}",
-            suggestion=f"use None for one factor to infer it, or {_divisor_hint(extent)}",
-            func=func,
-            node=node,
-        )
+        return product
+
+    @property
+    def hint(self) -> str:
+        return _divisor_hint(self.extent)
 
 
 class NonDividingFactorError(ScheduleError):
     """With ``disable_predication=True`` the factors must divide the extent exactly."""
 
-    def __init__(
-        self, primitive: str, loop: str, factors: list, extent: int, func: PrimFunc, node: Node
-    ):
-        super().__init__(
-            primitive,
-            loop,
-            f"factors {factors} do not divide the extent {extent} of loop {loop!r}",
-            detail="disable_predication=True forbids the guard a non-dividing split needs",
-            suggestion=_divisor_hint(extent),
-            func=func,
-            node=node,
-        )
+    fields = ("loop", "factors", "extent")
+    message = "factors {factors} do not divide the extent {extent} of loop {loop!r}"
+    why = "disable_predication=True forbids the guard a non-dividing split needs"
+    suggestion = "{hint}"
+
+    @property
+    def hint(self) -> str:
+        return _divisor_hint(self.extent)
 
 
 # ---------------------------------------------------------------------------------------
@@ -490,18 +508,20 @@ class NonDividingFactorError(ScheduleError):
 class NothingToUndoError(ScheduleError):
     """``undo()`` on a schedule with an empty trace."""
 
+    fields = ()
+    message = "there is no step to undo"
+    why = "the trace is empty"
+
     def __init__(self):
-        super().__init__("undo", "", "there is no step to undo", detail="the trace is empty")
+        _template_init(self, "undo")
 
 
 class InvalidAnnotationError(ScheduleError):
     """An annotation key that is not a string or a value that is not a JSON scalar."""
 
-    def __init__(self, primitive: str, name: str, key: object, value: object):
-        super().__init__(
-            primitive,
-            name,
-            f"annotation {key!r}={value!r} is not allowed",
-            detail="keys are strings and values are int, float, str or bool (they go into the "
-            "trace as JSON)",
-        )
+    fields = ("annotated", "key", "value")
+    message = "annotation {key!r}={value!r} is not allowed"
+    why = (
+        "keys are strings and values are int, float, str or bool (they go into the trace "
+        "as JSON)"
+    )

@@ -254,10 +254,9 @@ def _bad_operation_all(imap: IndexMap) -> str | None:
 
 
 def _safe_text(imap: IndexMap) -> str:
-    try:
+    if all(isinstance(result, PrimExpr) for result in imap.results):
         return imap.text()
-    except TypeError:
-        return "(lambda)"
+    return "(lambda)"  # the lambda returned something that is not an expression
 
 
 def _evaluate(expr: PrimExpr, env: dict[Var, np.ndarray]) -> np.ndarray:

@@ -46,32 +46,36 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.arith import int_bounds, simplify
+from workbench.schedule.scope import scope_of
 from workbench.schedule.tree import (
     block_names,
     conjoin,
+    find_block,
     fresh_name,
     prove,
     replace_block,
     used_names,
-    walk,
 )
 
 
 def blocks_touching(
     func: PrimFunc, buffer: Buffer, block: Block, ancestors: tuple[Stmt, ...], reads: bool
 ) -> list[tuple[Block, tuple[Stmt, ...]]]:
-    """Blocks other than ``block`` (and its enclosing and enclosed blocks, and the root)
-    that write ``buffer`` (or read it too, with ``reads``)."""
-    root = func.root_block
+    """Blocks that write ``buffer`` (or read it too, with ``reads``) and must stay ordered with
+    the copy: the other children of ``block``'s scope, then of each scope around it
+    (``workbench.schedule.scope``; a block nested in a sibling is represented by the sibling,
+    whose declared regions cover it). With their ancestors."""
     found = []
-    for stmt, anc in walk(func.body):
-        if not isinstance(stmt, Block) or stmt is root or stmt is block:
-            continue
-        if any(a is stmt for a in ancestors) or any(a is block for a in anc):
-            continue
-        regions = stmt.writes + (stmt.reads if reads else ())
-        if any(r.buffer == buffer for r in regions):
-            found.append((stmt, anc))
+    current = block.name
+    while current != func.root_block.name:
+        scope = scope_of(func, current, "cache")
+        touching = set(scope.writers(buffer.name))
+        if reads:
+            touching |= set(scope.readers(buffer.name))
+        for name in scope.blocks:
+            if name in touching and name != current:
+                found.append(find_block(func, name, "cache"))
+        current = scope.root
     return found
 
 

@@ -7,9 +7,10 @@ trace re-derives the same handles.
 
 from __future__ import annotations
 
-from workbench.ir import Block, BufferRegion, PrimFunc
+from workbench.ir import PrimFunc
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.handles import BlockRV, LoopRV
+from workbench.schedule.scope import scope_of
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import child_blocks, enclosing_loops, find_block, find_loop
 
@@ -55,43 +56,34 @@ def get_child_blocks(func: PrimFunc, name: str, *, target: str = "block") -> lis
     return [block.name for block in child_blocks(node)]
 
 
-def _scope_blocks(func: PrimFunc, block: str, primitive: str) -> tuple[Block, list[Block]]:
-    """The block and the blocks of its scope (the children of its enclosing block)."""
-    target, ancestors = find_block(func, block, primitive)
-    scope = next((a for a in reversed(ancestors) if isinstance(a, Block)), None)
-    if scope is None:  # the root block has no scope around it
-        return target, []
-    return target, child_blocks(scope)
-
-
-def _buffers(regions: tuple[BufferRegion, ...]) -> set:
-    return {region.buffer for region in regions}
-
-
 def get_producers(func: PrimFunc, block: str) -> list[str]:
-    """Blocks of the same scope that write a buffer ``block`` reads, in program order.
+    """Blocks of the same scope that ``block`` reads from: the sources of the read-after-write
+    edges into it (``workbench.schedule.scope``, TVM's ``GetProducers``), in program order.
 
     Example
     -------
     >>> get_producers(add_relu, "C")
     ['T_add']
     """
-    target, scope = _scope_blocks(func, block, "get_producers")
-    reads = _buffers(target.reads)
-    return [b.name for b in scope if b.name != block and _buffers(b.writes) & reads]
+    target, _ = find_block(func, block, "get_producers")
+    if target is func.root_block:  # the root block has no scope around it
+        return []
+    return scope_of(func, block, "get_producers").producers(block)
 
 
 def get_consumers(func: PrimFunc, block: str) -> list[str]:
-    """Blocks of the same scope that read a buffer ``block`` writes, in program order.
+    """Blocks of the same scope that read what ``block`` writes: the destinations of the
+    read-after-write edges out of it (TVM's ``GetConsumers``), in program order.
 
     Example
     -------
     >>> get_consumers(add_relu, "T_add")
     ['C']
     """
-    target, scope = _scope_blocks(func, block, "get_consumers")
-    writes = _buffers(target.writes)
-    return [b.name for b in scope if b.name != block and _buffers(b.reads) & writes]
+    target, _ = find_block(func, block, "get_consumers")
+    if target is func.root_block:
+        return []
+    return scope_of(func, block, "get_consumers").consumers(block)
 
 
 # ---------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from workbench.ir import (
     SeqStmt,
     Stmt,
     Var,
+    arith,
     collect,
     const_value,
 )
@@ -209,15 +210,8 @@ def uses_var(expr: object, name: str) -> bool:
 
 
 def simplify(expr: PrimExpr, var_ranges: dict[Var, tuple[int, int]]) -> PrimExpr:
-    """Simplify a binding with ``workbench.ir.arith`` (identity until it exists)."""
-    try:
-        from workbench.ir import arith
-    except ImportError:
-        return expr
-    try:
-        return arith.simplify(expr, var_ranges)
-    except TypeError:  # a simplify without range support
-        return arith.simplify(expr)
+    """Simplify a binding with ``workbench.ir.arith``, knowing ``var_ranges``."""
+    return arith.simplify(expr, var_ranges)
 
 
 def prove(cond: PrimExpr, var_ranges: dict[Var, tuple[int, int]]) -> bool:
@@ -225,10 +219,6 @@ def prove(cond: PrimExpr, var_ranges: dict[Var, tuple[int, int]]) -> bool:
     value = const_value(cond)
     if value is not None:
         return bool(value)
-    try:
-        from workbench.ir import arith
-    except ImportError:
-        return False
     return arith.prove(cond, var_ranges)
 
 

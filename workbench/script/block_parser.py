@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import Add, IntImm, PrimExpr, Sub, Var
+from workbench.ir.function import PrimFunc
 from workbench.ir.regions import block_access_regions
 from workbench.ir.stmt import (
     TRUE,
@@ -23,8 +24,23 @@ from workbench.ir.stmt import (
     Stmt,
     seq,
 )
+from workbench.ir.verify import (
+    DuplicateNameError,
+    IRVerifyError,
+    OperandDTypeError,
+    OutOfBoundsError,
+    VarScopeError,
+    verify,
+)
 from workbench.script.expr_parser import ExprParser, subscript_items
 from workbench.script.namespace import DSLFunction
+
+_VERIFY_KINDS = {
+    OutOfBoundsError: "out-of-bounds",
+    DuplicateNameError: "duplicate-name",
+    OperandDTypeError: "dtype",
+    VarScopeError: "scope",
+}
 
 
 @dataclass
@@ -67,6 +83,13 @@ class BlockParser(ExprParser):
                              "unsupported")
         args = self.call_args(call, ("name",), 1, what="T.block")
         block_name = self.static_str(args["name"], "a block name")
+        if block_name in self.block_nodes or block_name == "root":
+            first = self.block_nodes.get(block_name)
+            where = f" (first defined on line {first.lineno + self.source.line_offset})" \
+                if first is not None else " (the function's root block)"
+            raise self.error(args["name"], f"block {block_name!r} is already defined{where}; "
+                             "block names must be unique", "duplicate-name")
+        self.block_nodes[block_name] = node
         frame = Frame(block_name, node)
         self.frames.append(frame)
         self.scopes.append({})
@@ -185,6 +208,26 @@ class BlockParser(ExprParser):
             self.frame.iter_vars.append(IterVar(var, Range(start, extent), kind))
             self.frame.iter_values.append(value)
         return None
+
+    # ---- well-formedness -----------------------------------------------------------------
+
+    def check_well_formed(self, func: PrimFunc, fdef: ast.FunctionDef) -> None:
+        """Run ``workbench.ir.verify`` on the parsed function; its errors become DSLErrors
+        at the user's line (the offending index for an out-of-bounds access)."""
+        try:
+            verify(func)
+        except IRVerifyError as err:
+            raise self.error(self.verify_error_node(err, fdef), err.message,
+                             _VERIFY_KINDS.get(type(err), "verify")) from None
+
+    def verify_error_node(self, err: IRVerifyError, fdef: ast.FunctionDef) -> ast.AST:
+        for ir_node, node, index_nodes in self.access_nodes:
+            if ir_node is err.node:
+                dim = getattr(err, "dim", None)
+                if dim is not None and dim < len(index_nodes):
+                    return index_nodes[dim]
+                return node
+        return self.block_nodes.get(err.block, fdef)
 
     # ---- regions and literals -----------------------------------------------------------
 

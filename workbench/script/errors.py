@@ -42,7 +42,9 @@ class DSLError(Exception):
         The problem, in one line (without the location).
     kind : str
         A short tag for the reason: ``"unsupported"``, ``"unknown-name"``, ``"index-count"``,
-        ``"shape"``, ``"dtype"``, ``"intrinsic"``, ``"missing-init"``, ``"syntax"``, ``"internal"``.
+        ``"shape"``, ``"dtype"``, ``"intrinsic"``, ``"missing-init"``, ``"syntax"``, ``"internal"``,
+        and from the well-formedness check (``workbench.ir.verify``) ``"duplicate-name"``,
+        ``"out-of-bounds"``, ``"scope"``, ``"verify"``.
     filename, lineno, col : str, int, int
         The location in the user's file (1-based line and column); ``lineno`` is 0 when unknown.
     source_line : str

@@ -161,17 +161,32 @@ class ExprParser:
             raise self.error(node, f"{what} must be an int, got {shown!r}", "shape")
         return value
 
-    def static_shape(self, node: ast.expr) -> tuple[int, ...]:
+    def static_shape(self, node: ast.expr, name: str = "") -> tuple[int, ...]:
+        """A buffer shape: a tuple of non-negative ints (``()`` for a 0-d buffer)."""
         if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self.static_int(elt, "a buffer dimension") for elt in node.elts)
+            shape = tuple(self.static_int(elt, "a buffer dimension") for elt in node.elts)
+            for dim, (extent, elt) in enumerate(zip(shape, node.elts, strict=True)):
+                self.check_extent(extent, dim, shape, name, elt)
+            return shape
         if isinstance(node, (ast.Name, ast.Attribute)):
             value = self.resolve(node)
             if isinstance(value, (tuple, list)):
                 if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
                     raise self.error(node, f"a buffer shape must hold ints, got {value!r}",
                                      "shape")
+                for dim, extent in enumerate(value):
+                    self.check_extent(extent, dim, tuple(value), name, node)
                 return tuple(value)
-        return (self.static_int(node, "a buffer dimension"),)
+        shape = (self.static_int(node, "a buffer dimension"),)
+        self.check_extent(shape[0], 0, shape, name, node)
+        return shape
+
+    def check_extent(self, extent: int, dim: int, shape: tuple, name: str,
+                     node: ast.AST) -> None:
+        if extent < 0:
+            which = f"buffer {name!r}" if name else "a buffer"
+            raise self.error(node, f"{which} has a negative extent {extent} in dimension {dim} "
+                             f"of its shape {shape}", "shape")
 
     # ---- typing helpers -----------------------------------------------------------------
 
@@ -332,7 +347,9 @@ class ExprParser:
                 raise self.error(item, "a slice can only appear in T.reads/T.writes",
                                  "unsupported")
         self.check_index_count(buffer, index_nodes, node)
-        return BufferLoad(buffer, tuple(self.index(item) for item in index_nodes))
+        load = BufferLoad(buffer, tuple(self.index(item) for item in index_nodes))
+        self.access_nodes.append((load, node, index_nodes))
+        return load
 
     def buffer_names(self) -> list[str]:
         raise NotImplementedError

@@ -39,6 +39,7 @@ from workbench.ir.stmt import (
     Stmt,
     seq,
 )
+from workbench.schedule.scope import check_parallel_loop_kinds
 from workbench.script.block_parser import (
     BlockParser,
     Frame,
@@ -76,6 +77,8 @@ class Parser(BlockParser):
         self.frames: list[Frame] = []
         self.written: set[Buffer] = set()
         self.attrs: tuple = ()
+        self.block_nodes: dict[str, ast.AST] = {}  # block name -> its `with` statement
+        self.access_nodes: list[tuple[object, ast.AST, list]] = []  # (IR access, AST, indices)
 
     # ---- scopes -------------------------------------------------------------------------
 
@@ -144,7 +147,10 @@ class Parser(BlockParser):
         root.writes = root.writes if root.writes is not None else ()
         block = Block("root", (), root.reads, root.writes, seq(*stmts), root.init,
                       tuple(root.allocs), root.annotations)
-        return PrimFunc(fdef.name, params, BlockRealize((), TRUE, block), self.attrs)
+        func = PrimFunc(fdef.name, params, BlockRealize((), TRUE, block), self.attrs)
+        self.check_well_formed(func, fdef)
+        check_parallel_loop_kinds(func, fdef, self.error)  # no race in T.parallel/T.vectorized
+        return func
 
     def _explicit_root(self, nodes: list[ast.stmt]) -> list[ast.stmt] | None:
         if len(nodes) != 1 or not isinstance(nodes[0], ast.With):
@@ -165,12 +171,14 @@ class Parser(BlockParser):
         if isinstance(node, ast.Call) and self._is_dsl(node.func, "Buffer"):
             args = self.call_args(node, ("shape", "dtype"), 1, optional=("scope",),
                                   what="T.Buffer")
-            shape = self.static_shape(args["shape"])
+            shape = self.static_shape(args["shape"], arg.arg)
             dtype = self.dtype_arg(args["dtype"]) if "dtype" in args else "float32"
             return Buffer(arg.arg, shape, dtype)
         if isinstance(node, (ast.Name, ast.Attribute)):
             value = self.resolve(node)
             if isinstance(value, BufferType):
+                for dim, extent in enumerate(value.shape):
+                    self.check_extent(extent, dim, tuple(value.shape), arg.arg, node)
                 return Buffer(arg.arg, tuple(value.shape), value.dtype)
         raise self.error(node, f"parameter {arg.arg!r}: expected a T.Buffer((...), dtype) "
                          "annotation", "unsupported")
@@ -288,14 +296,16 @@ class Parser(BlockParser):
                              f"into {buffer.name!r} ({buffer.dtype}); use "
                              f'T.Cast("{buffer.dtype}", ...)', "dtype")
         self.frame.stored.append(buffer)
-        return BufferStore(buffer, value, indices)
+        store = BufferStore(buffer, value, indices)
+        self.access_nodes.append((store, target, items))
+        return store
 
     def alloc_buffer(self, target: ast.expr, call: ast.Call) -> None:
         if not isinstance(target, ast.Name):
             raise self.error(target, "T.alloc_buffer(...) must be assigned to one name",
                              "unsupported")
         args = self.call_args(call, ("shape", "dtype", "scope"), 1, what="T.alloc_buffer")
-        shape = self.static_shape(args["shape"])
+        shape = self.static_shape(args["shape"], target.id)
         dtype = self.dtype_arg(args["dtype"]) if "dtype" in args else "float32"
         scope = self.static_str(args["scope"], "scope") if "scope" in args else "global"
         if scope not in SCOPES:

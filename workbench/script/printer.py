@@ -16,7 +16,6 @@ HTML form highlights that line.
 
 from __future__ import annotations
 
-import html as html_module
 import sys
 
 from workbench.ir.buffer import Buffer
@@ -90,13 +89,10 @@ def script_html(func: PrimFunc, mark: Node | None = None, mark_label: str = "") 
     True
     """
     text, marked = _Printer(func, mark, mark_label).print_function()
-    try:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import PythonLexer
-        from pygments.styles.default import DefaultStyle
-    except ImportError:  # pragma: no cover - pygments is a dependency
-        return f"<pre>{html_module.escape(text)}</pre>"
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+    from pygments.styles.default import DefaultStyle
 
     class _MarkedStyle(DefaultStyle):
         highlight_color = MARK_COLOR
@@ -114,26 +110,20 @@ def show(func: PrimFunc, mark: Node | None = None, mark_label: str = "") -> None
     -------
     >>> show(add)                                                 # doctest: +SKIP
     """
-    try:
-        from IPython import get_ipython
-        from IPython.display import HTML, display
+    from IPython import get_ipython  # a dependency (through ipywidgets)
+    from IPython.display import HTML, display
 
-        shell = get_ipython()
-    except ImportError:  # pragma: no cover - IPython is optional
-        shell = None
+    shell = get_ipython()
     if shell is not None and hasattr(shell, "kernel"):
         display(HTML(script_html(func, mark, mark_label)))
         return
     text = script(func, mark, mark_label)
     if sys.stdout.isatty():
-        try:
-            from pygments import highlight
-            from pygments.formatters import TerminalFormatter
-            from pygments.lexers import PythonLexer
+        from pygments import highlight
+        from pygments.formatters import TerminalFormatter
+        from pygments.lexers import PythonLexer
 
-            text = highlight(text, PythonLexer(), TerminalFormatter()).rstrip("\n")
-        except ImportError:  # pragma: no cover
-            pass
+        text = highlight(text, PythonLexer(), TerminalFormatter()).rstrip("\n")
     print(text)
 
 

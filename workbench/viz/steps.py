@@ -263,12 +263,10 @@ def show_steps(steps: Sequence) -> None:
     === 1. three passes ===
     ...
     """
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:
-        get_ipython = None
-    if get_ipython is not None and get_ipython() is not None:
+    from IPython import get_ipython  # a dependency (through ipywidgets)
+    from IPython.display import display
+
+    if get_ipython() is not None:
         display(_StepsView(steps))
     else:
         print(steps_text(steps))

@@ -1,0 +1,454 @@
+"""Block instances' accesses, and whether two iterations of a loop can touch one element.
+
+The question every loop-kind legality check asks (``parallel``, ``vectorize``, the DSL's
+``T.parallel``) is: *do two different iterations of loop ``L`` (in one iteration of the loops
+around ``L``) touch the same element of a buffer, at least one of them writing it?* It is
+answered without enumerating iterations, so the answer does not depend on problem size:
+
+1. Each block's declared regions (``T.reads`` / ``T.writes``, in its iteration variables) are
+   rewritten through the bindings of the block and of every block around it into expressions
+   of loop variables (``Access``). For one dimension that is an interval
+   ``[e, e + extent - 1]``.
+2. Each index ``e`` is read as a linear form over *digits* of ``L``'s variable ``l`` (the
+   ``l // a % b`` pieces that ``fuse`` creates: ``l = g0 + 16 * g1``), the variables of the
+   loops around ``L`` (equal in both iterations: they cancel) and a bounded remainder (the
+   loops inside ``L``, independent in the two iterations; non-linear terms by their interval
+   bounds, ``workbench.ir.arith.int_bounds``).
+3. Two iterations differ in at least one digit, ``delta_k = g_k - g_k' != 0``. A dimension in
+   which the accesses overlap bounds ``sum_k a_k * delta_k`` to a small interval; when one
+   coefficient outweighs the interval plus every other term, that digit must be equal in the
+   two iterations. Digits are eliminated until none is left (the iterations cannot overlap:
+   independent) or no dimension forces another one (a possible conflict: refused).
+
+Anything the analysis cannot read (a data-dependent index, a loop without constant bounds, a
+non-linear use of ``l``) counts as a possible conflict: it is conservative, never optimistic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from workbench.ir import (
+    GE,
+    GT,
+    LE,
+    LT,
+    And,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferRegion,
+    FloorDiv,
+    FloorMod,
+    For,
+    IntImm,
+    IRMapper,
+    PrimExpr,
+    Range,
+    Stmt,
+    Var,
+    collect,
+    const_value,
+    substitute,
+)
+from workbench.ir.arith import int_bounds, simplify
+from workbench.ir.arith.linear import as_digit, linear_form
+
+Bounds = tuple[int | None, int | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Access:
+    """One declared region of one block, rewritten in loop variables.
+
+    ``loops`` are the loops around the block from the function's root, outermost first;
+    ``region`` is ``(start, extent)`` per dimension in those loops' variables; ``text`` is the
+    region as the block declares it (``"B[vk]"``), for messages.
+    """
+
+    block: str
+    buffer: Buffer
+    kind: str  # "read" or "write"
+    region: tuple[tuple[PrimExpr, PrimExpr], ...]
+    loops: tuple[For, ...] = dataclasses.field(repr=False, compare=False)
+    text: str = ""
+    predicate: tuple[PrimExpr, ...] = dataclasses.field(default=(), repr=False, compare=False)
+    """The ``T.where`` conjuncts of the block and the blocks around it, in loop variables."""
+
+
+def region_text(region: BufferRegion) -> str:
+    """``B[vk]``, ``A[vi:vi + 2, 0:16]``: a declared region as the DSL prints it."""
+    from workbench.script.printer_expr import expr_text
+
+    parts = []
+    for rng in region.region:
+        if const_value(rng.extent) == 1:
+            parts.append(expr_text(rng.min))
+        else:
+            parts.append(f"{expr_text(rng.min)}:{expr_text(simplify(rng.min + rng.extent))}")
+    return f"{region.buffer.name}[{', '.join(parts)}]"
+
+
+def _binding(realize: BlockRealize) -> dict[Var, PrimExpr]:
+    return {
+        iv.var: value
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=True)
+    }
+
+
+def block_accesses(realize: BlockRealize, ancestors: tuple[Stmt, ...]) -> list[Access]:
+    """The declared reads and writes of ``realize``'s block in the loop variables around it."""
+    realizes = [a for a in ancestors if isinstance(a, BlockRealize)] + [realize]
+    loops = tuple(a for a in ancestors if isinstance(a, For))
+    block: Block = realize.block
+    conjuncts = []
+    for position, outer in enumerate(realizes):
+        condition = outer.predicate
+        for around in reversed(realizes[:position]):
+            condition = substitute(condition, _binding(around))
+        conjuncts.extend(_conjuncts(condition))
+    found = []
+    for kind, regions in (("read", block.reads), ("write", block.writes)):
+        for region in regions:
+            dims = []
+            for rng in region.region:
+                start, extent = rng.min, rng.extent
+                for outer in reversed(realizes):
+                    start = substitute(start, _binding(outer))
+                    extent = substitute(extent, _binding(outer))
+                dims.append((start, extent))
+            found.append(Access(block.name, region.buffer, kind, tuple(dims), loops,
+                                region_text(region), tuple(conjuncts)))
+    return found
+
+
+def _conjuncts(condition: PrimExpr) -> list[PrimExpr]:
+    if isinstance(condition, And):
+        return _conjuncts(condition.a) + _conjuncts(condition.b)
+    return [] if const_value(condition) is not None else [condition]
+
+
+class _Replace(IRMapper):
+    def __init__(self, mapping: dict[PrimExpr, Var]):
+        self.mapping = mapping
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr) and node in self.mapping:
+            return self.mapping[node]
+        return super().visit(node)
+
+
+def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], dict]:
+    """Sub-expressions the ``T.where`` bounds (``f0 * 3 + f1 < 20``), each replaced by a
+    fresh variable of the narrower range, so ``(f0 * 3 + f1) // 10`` is known to be 0 or 1."""
+    mapping: dict[PrimExpr, Var] = {}
+    extra: dict[Var, tuple[int, int]] = {}
+    for cond in access.predicate:
+        if not isinstance(cond, (LT, LE, GT, GE)):
+            continue
+        expr, bound = cond.a, const_value(cond.b)
+        if not isinstance(bound, int) or l_var in _vars(expr) or not _vars(expr):
+            continue
+        lo, hi = mapping.get(expr) and extra[mapping[expr]] or int_bounds(expr, ranges)
+        if isinstance(cond, LT):
+            hi = bound - 1 if hi is None else min(hi, bound - 1)
+        elif isinstance(cond, LE):
+            hi = bound if hi is None else min(hi, bound)
+        elif isinstance(cond, GT):
+            lo = bound + 1 if lo is None else max(lo, bound + 1)
+        else:
+            lo = bound if lo is None else max(lo, bound)
+        if lo is None or hi is None:
+            continue
+        var = mapping.get(expr) or Var(f"where_{len(mapping)}", expr.dtype)
+        mapping[expr], extra[var] = var, (lo, hi)
+    return mapping, extra
+
+
+# ---------------------------------------------------------------------------------------
+# Reading one index as digits of l + outer terms + bounded rest
+# ---------------------------------------------------------------------------------------
+
+
+class Unreadable(Exception):
+    """An index the analysis cannot read as a function of the loop's digits."""
+
+
+@dataclasses.dataclass
+class Form:
+    """``sum(digits[(a, b)] * (l // a % b)) + sum(outer[t] * t) + const + rest``."""
+
+    digits: dict[tuple[int, int | None], int]
+    outer: dict[PrimExpr, int]
+    const: int
+    rest: Bounds
+
+
+def _vars(expr: PrimExpr) -> set[Var]:
+    return set(collect(expr, lambda n: isinstance(n, Var)))
+
+
+def _add(a: Bounds, b: Bounds) -> Bounds:
+    lo = None if a[0] is None or b[0] is None else a[0] + b[0]
+    hi = None if a[1] is None or b[1] is None else a[1] + b[1]
+    return lo, hi
+
+
+def _scale(a: Bounds, c: int) -> Bounds:
+    lo = None if a[0] is None else a[0] * c
+    hi = None if a[1] is None else a[1] * c
+    return (lo, hi) if c >= 0 else (hi, lo)
+
+
+def _pos(expr: PrimExpr) -> int | None:
+    return expr.value if isinstance(expr, IntImm) and expr.value > 0 else None
+
+
+def _split_l(expr: PrimExpr, l_var: Var) -> tuple[int, PrimExpr]:
+    """``(c, rest)`` with ``expr == c * l + rest`` and ``rest`` free of ``l``; Unreadable else."""
+    form = linear_form(expr, expr.dtype)
+    coeff, rest = 0, IntImm(form.const, expr.dtype)
+    for term, c in form.terms.items():
+        if term == l_var:
+            coeff += c
+        elif l_var in _vars(term):
+            raise Unreadable(expr)
+        else:
+            rest = rest + term * IntImm(c, expr.dtype) if c != 1 else rest + term
+    return coeff, rest
+
+
+def _substitute_sum(form, bounded: PrimExpr, var: Var, ranges):
+    """``form`` with a multiple ``k * bounded`` of a ``T.where``-bounded linear sum replaced
+    by ``k * var`` (``i_0 + i_1_0 * 2 + i_1_1`` with ``i_1_0 * 2 + i_1_1 < 1``)."""
+    part = linear_form(simplify(bounded, ranges), bounded.dtype)
+    if not part.terms:
+        return form
+    ratios = set()
+    for term, coeff in part.terms.items():
+        have = form.terms.get(term, 0)
+        if have == 0 or have % coeff:
+            return form
+        ratios.add(have // coeff)
+    if len(ratios) != 1:
+        return form
+    (k,) = ratios
+    terms = {t: c for t, c in form.terms.items() if t not in part.terms}
+    terms[var] = terms.get(var, 0) + k
+    return type(form)(terms, form.const - k * part.const)
+
+
+def read_index(
+    expr: PrimExpr, l_var: Var, outer: set[Var], ranges: dict[Var, tuple[int, int]],
+    narrow: dict[PrimExpr, Var] | None = None,
+) -> Form:
+    """Read an index (in loop variables) as a ``Form`` relative to loop variable ``l_var``;
+    ``narrow`` maps ``T.where``-bounded sums to variables of their narrower ranges."""
+    if collect(expr, lambda n: not isinstance(n, PrimExpr)):
+        raise Unreadable(expr)  # a buffer load in an index: data-dependent
+    expr = simplify(expr, ranges)
+    form = linear_form(expr, expr.dtype)
+    for bounded, var in (narrow or {}).items():
+        form = _substitute_sum(form, bounded, var, ranges)
+    result = Form({}, {}, form.const, (0, 0))
+    for term, coeff in form.terms.items():
+        used = _vars(term)
+        if l_var not in used:
+            if used <= outer:
+                result.outer[term] = result.outer.get(term, 0) + coeff
+            else:
+                result.rest = _add(result.rest, _scale(int_bounds(term, ranges), coeff))
+            continue
+        for key, c, rest in _digit_terms(term, l_var, ranges):
+            result.digits[key] = result.digits.get(key, 0) + c * coeff
+            result.rest = _add(result.rest, _scale(rest, coeff))
+    return result
+
+
+def _digit_terms(term: PrimExpr, l_var: Var, ranges) -> list[tuple[tuple, int, Bounds]]:
+    """``[(digit key, coefficient, rest bounds)]`` for a term that uses ``l``."""
+    if term == l_var:
+        return [((1, None), 1, (0, 0))]
+    x, a, b = as_digit(term)
+    if x == l_var:
+        return [((a, b), 1, (0, 0))]
+    # (c*l + rest) // a  ==  (c/a)*l + rest // a   when a divides c
+    if isinstance(term, FloorDiv) and _pos(term.b):
+        a = term.b.value
+        c, rest = _split_l(term.a, l_var)
+        if c % a == 0:
+            return [((1, None), c // a, int_bounds(FloorDiv(rest, term.b), ranges))]
+    # (c*l + rest) % a  ==  rest % a   when a divides c
+    if isinstance(term, FloorMod) and _pos(term.b):
+        a = term.b.value
+        c, rest = _split_l(term.a, l_var)
+        if c % a == 0:
+            return [((1, None), 0, (0, a - 1))]
+    raise Unreadable(term)
+
+
+# ---------------------------------------------------------------------------------------
+# Digits of l and the elimination
+# ---------------------------------------------------------------------------------------
+
+
+def _digit_chain(keys: set[tuple[int, int | None]], extent: int | None) -> list[int] | None:
+    """Radix boundaries ``1 = r0 < r1 < ...`` (each dividing the next) for the digit keys."""
+    bounds = {1}
+    for a, b in keys:
+        bounds.add(a)
+        if b is not None:
+            bounds.add(a * b)
+    if extent is not None:
+        bounds = {r for r in bounds if r < extent} | {1}
+    chain = sorted(bounds)
+    if any(high % low for low, high in zip(chain, chain[1:], strict=False)):
+        return None
+    return chain
+
+
+def _digit_ranges(chain: list[int], extent: int | None) -> list[int | None]:
+    """Largest |g_k - g_k'| per digit: ``r_{k+1}/r_k - 1``, the top one from the extent."""
+    spans: list[int | None] = [high // low - 1 for low, high in zip(chain, chain[1:], strict=False)]
+    spans.append(None if extent is None else (extent - 1) // chain[-1])
+    return spans
+
+
+def _key_coefficients(key: tuple[int, int | None], chain: list[int]) -> dict[int, int]:
+    """``l // a % b`` as ``sum(coeff_k * g_k)`` over the chain's digits."""
+    a, b = key
+    top = None if b is None else a * b
+    return {k: r // a for k, r in enumerate(chain) if r >= a and (top is None or r < top)}
+
+
+def _expand(form: Form, chain: list[int]) -> dict[int, int]:
+    coeffs: dict[int, int] = {}
+    for key, c in form.digits.items():
+        for k, kc in _key_coefficients(key, chain).items():
+            coeffs[k] = coeffs.get(k, 0) + c * kc
+    return coeffs
+
+
+def _outer_rest(first: Form, second: Form, ranges) -> Bounds:
+    """Bounds of ``outer(first) - outer(second)`` for equal outer variables."""
+    total: Bounds = (0, 0)
+    for term in set(first.outer) | set(second.outer):
+        diff = first.outer.get(term, 0) - second.outer.get(term, 0)
+        if diff:
+            total = _add(total, _scale(int_bounds(term, ranges), diff))
+    return total
+
+
+def _forced(coeffs: dict[int, int], spans: list[int | None], free: set[int], window: Bounds) -> set:
+    """Digits that must be equal for ``sum(coeffs[k] * delta_k)`` to land in ``window``."""
+    forced = set()
+    if window[0] is None or window[1] is None:
+        return forced
+    reach = max(abs(window[0]), abs(window[1]))
+    active = sorted((k for k in free if coeffs.get(k)), key=lambda k: -abs(coeffs[k]))
+    for position, k in enumerate(active):
+        others = 0
+        for j in active[position + 1:]:
+            if spans[j] is None:
+                return forced
+            others += abs(coeffs[j]) * spans[j]
+        if abs(coeffs[k]) - others > reach:
+            forced.add(k)
+        else:
+            return forced
+    return forced
+
+
+def _disjoint_anyway(coeffs, spans, free, window: Bounds) -> bool:
+    """Whether no choice of the free digits' differences reaches ``window``."""
+    span = 0
+    for k in free:
+        if coeffs.get(k):
+            if spans[k] is None:
+                return False
+            span += abs(coeffs[k]) * spans[k]
+    lo, hi = window
+    return (lo is not None and lo > span) or (hi is not None and hi < -span)
+
+
+def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
+    """Whether ``first`` in one iteration of ``loop`` and ``second`` in another (the loops
+    around ``loop`` at the same values) may touch one element. Conservative: True when unsure.
+    """
+    if first.buffer != second.buffer:
+        return False
+    l_var = loop.loop_var
+    lo, extent = const_value(loop.min), const_value(loop.extent)
+    extent = extent if isinstance(extent, int) else None
+    if extent is not None and extent <= 1:
+        return False  # one iteration: nothing to race with
+    outer: set[Var] = set()
+    for chain_loop in first.loops:
+        if chain_loop is loop or chain_loop.loop_var == l_var:
+            break
+        outer.add(chain_loop.loop_var)
+    ranges = _ranges(first.loops + second.loops)
+    map1, extra1 = _narrowed(first, l_var, ranges)
+    map2, extra2 = _narrowed(second, l_var, ranges)
+    ranges1, ranges2 = {**ranges, **extra1}, {**ranges, **extra2}
+    try:
+        dims = []
+        for (s1, e1), (s2, e2) in zip(first.region, second.region, strict=True):
+            s1 = _Replace(map1).visit(s1) if map1 else s1
+            s2 = _Replace(map2).visit(s2) if map2 else s2
+            f1 = read_index(s1, l_var, outer, ranges1, map1)
+            f2 = read_index(s2, l_var, outer, ranges2, map2)
+            w1, w2 = int_bounds(e1, ranges)[1], int_bounds(e2, ranges)[1]
+            dims.append((f1, f2, w1, w2))
+    except Unreadable:
+        return True
+    keys = {key for f1, f2, _, _ in dims for key in (*f1.digits, *f2.digits)}
+    if keys - {(1, None)} and lo != 0:
+        return True
+    chain = _digit_chain(keys, extent)
+    if chain is None:
+        return True
+    spans = _digit_ranges(chain, extent)
+    equations = []
+    for f1, f2, w1, w2 in dims:
+        c1, c2 = _expand(f1, chain), _expand(f2, chain)
+        # e1 - e2 = sum(c1_k * delta_k) + sum((c1_k - c2_k) * g'_k) + outer + const + rests
+        noise = _add(f1.rest, _scale(f2.rest, -1))
+        noise = _add(noise, _outer_rest(f1, f2, ranges))
+        for k in set(c1) | set(c2):
+            diff = c1.get(k, 0) - c2.get(k, 0)
+            if diff:
+                span = spans[k]
+                noise = _add(noise, _scale((0, span), diff))
+        noise = _add(noise, (f1.const - f2.const, f1.const - f2.const))
+        if w1 is None or w2 is None:
+            return True
+        # overlap  <=>  e1 - e2 in [-(w1 - 1), w2 - 1]
+        window_lo = None if noise[1] is None else -(w1 - 1) - noise[1]
+        window_hi = None if noise[0] is None else (w2 - 1) - noise[0]
+        equations.append((c1, (window_lo, window_hi)))
+    free = set(range(len(chain)))
+    if any(_disjoint_anyway(c, spans, free, w) for c, w in equations):
+        return False
+    changed = True
+    while changed and free:
+        changed = False
+        for coeffs, window in equations:
+            forced = _forced(coeffs, spans, free, window)
+            if forced:
+                free -= forced
+                changed = True
+    return bool(free)
+
+
+def _ranges(loops: tuple[For, ...]) -> dict[Var, tuple[int, int]]:
+    ranges = {}
+    for loop in loops:
+        lo, ext = const_value(loop.min), const_value(loop.extent)
+        if isinstance(lo, int) and isinstance(ext, int) and ext > 0:
+            ranges[loop.loop_var] = (lo, lo + ext - 1)
+    return ranges
+
+
+def loop_range(loop: For) -> Range:
+    return Range(loop.min, loop.extent)

@@ -1,0 +1,230 @@
+"""The explorer's controls: ipywidgets made from the operator and the schedule's state.
+
+Controls hold no logic: each one, when used, calls one ``Explorer`` action (which calls the
+public ``Schedule`` method). ``update_controls`` re-reads the state after every change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import ipywidgets as widgets
+
+from workbench.schedule.legality import TABLE_ORDER
+from workbench.schedule.trace import INSTRUCTIONS
+from workbench.widgets.actions import LoopInfo, divisors
+
+if TYPE_CHECKING:
+    from workbench.widgets.explorer import Explorer
+
+TOGGLES = ("parallel", "vectorize", "unroll")
+KIND_OF_TOGGLE = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unroll"}
+CUDA_REASON = "the CUDA backend is not available in this build (target 'cuda' comes with it)"
+
+
+def loop_label(info: LoopInfo) -> str:
+    kind = "" if info.kind == "serial" else f"  {info.kind}"
+    return f"{'  ' * info.depth}{info.name}  {info.extent}{kind}"
+
+
+class Controls:
+    """Every control of one explorer, wired to its actions."""
+
+    def __init__(self, explorer: Explorer, targets: tuple[str, ...]):
+        self.explorer = explorer
+        layout = widgets.Layout(width="auto")
+        self.block = widgets.Dropdown(description="block", layout=layout)
+        self.loop = widgets.Select(description="loop", rows=7, layout=widgets.Layout(width="280px"))
+        self.split = widgets.Dropdown(
+            description="split by",
+            options=[("-", None)],
+            value=None,
+            layout=widgets.Layout(width="180px"),
+        )
+        self.free_factor = widgets.BoundedIntText(
+            value=3, min=2, max=1 << 20, description="free", layout=widgets.Layout(width="140px")
+        )
+        self.split_free = widgets.Button(
+            description="split (free factor)",
+            tooltip="any factor; a non-divisor adds a T.where guard",
+        )
+        self.move_out = widgets.Button(
+            description="▲ move out", tooltip="reorder with the loop above"
+        )
+        self.move_in = widgets.Button(
+            description="▼ move in", tooltip="reorder with the loop below"
+        )
+        self.toggles = {
+            name: widgets.ToggleButton(description=name, value=False) for name in TOGGLES
+        }
+        order = sorted(INSTRUCTIONS, key=lambda n: (TABLE_ORDER + (n,)).index(n))
+        self.primitives = {
+            name: widgets.Button(description=name, layout=widgets.Layout(width="auto"))
+            for name in order
+            if "loop" in INSTRUCTIONS[name].applies_to
+        }
+        self.block_primitives = {
+            name: widgets.Button(description=name, layout=widgets.Layout(width="auto"))
+            for name in order
+            if "block" in INSTRUCTIONS[name].applies_to
+        }
+        available = [t for t in ("cpu", "cuda") if t in targets]
+        self.target = widgets.Dropdown(
+            description="target",
+            options=available,
+            value=explorer.target,
+            layout=widgets.Layout(width="160px"),
+        )
+        self.cuda_note = widgets.HTML(
+            ""
+            if "cuda" in targets
+            else f"<span title='{CUDA_REASON}' style='color:#888'>"
+            f"cuda (disabled: {CUDA_REASON})</span>"
+        )
+        self.undo = widgets.Button(description="undo", icon="undo")
+        self.jump = widgets.Dropdown(description="node", layout=widgets.Layout(width="220px"))
+        self.diff_a = widgets.Dropdown(description="diff", layout=widgets.Layout(width="150px"))
+        self.diff_b = widgets.Dropdown(description="with", layout=widgets.Layout(width="150px"))
+        self.export = widgets.Button(description="export node", icon="download")
+        self._updating = False
+        self._wire()
+
+    # --- wiring: each control calls one explorer action ---------------------------------
+
+    def _wire(self) -> None:
+        ex = self.explorer
+        self.block.observe(self._on_block, names="value")
+        self.loop.observe(self._on_loop, names="value")
+        self.split.observe(self._on_split, names="value")
+        self.split_free.on_click(
+            lambda _: ex.split(self.loop.value, [None, self.free_factor.value])
+        )
+        self.move_out.on_click(lambda _: self._move(-1))
+        self.move_in.on_click(lambda _: self._move(+1))
+        for name, toggle in self.toggles.items():
+            toggle.observe(lambda change, name=name: self._on_toggle(name, change), names="value")
+        for name, button in self.primitives.items():
+            button.on_click(lambda _, name=name: ex.apply_default(name, loop=self.loop.value))
+        for name, button in self.block_primitives.items():
+            button.on_click(lambda _, name=name: ex.apply_default(name, block=self.block.value))
+        self.target.observe(
+            lambda c: None if self._updating else ex.set_target(c["new"]), names="value"
+        )
+        self.undo.on_click(lambda _: ex.undo())
+        self.jump.observe(self._on_jump, names="value")
+        self.diff_a.observe(lambda _: None if self._updating else ex.show_diff(), names="value")
+        self.diff_b.observe(lambda _: None if self._updating else ex.show_diff(), names="value")
+        self.export.on_click(lambda _: ex.show_export())
+
+    def _on_block(self, change) -> None:
+        if not self._updating and change["new"]:
+            self.explorer.select(block=change["new"])
+
+    def _on_loop(self, change) -> None:
+        if not self._updating and change["new"]:
+            self.explorer.select(loop=change["new"])
+
+    def _on_split(self, change) -> None:
+        if self._updating or change["new"] is None:
+            return
+        self.explorer.split(self.loop.value, [None, change["new"]])
+
+    def _on_toggle(self, name: str, change) -> None:
+        if self._updating or not change["new"]:
+            return
+        getattr(self.explorer, name)(self.loop.value)
+
+    def _on_jump(self, change) -> None:
+        if not self._updating and change["new"] is not None:
+            self.explorer.jump(change["new"])
+
+    def _move(self, step: int) -> None:
+        names = [value for _, value in self.loop.options]
+        index = names.index(self.loop.value)
+        other = index + step
+        if 0 <= other < len(names):
+            first, second = sorted((index, other))
+            self.explorer.reorder(names[second], names[first])
+
+    # --- state -> controls --------------------------------------------------------------
+
+    def update(self, blocks: list[str], loops: list[LoopInfo], legal, block_legal, history) -> None:
+        """Re-read everything from the explorer's state (no action fires while doing so)."""
+        ex = self.explorer
+        self._updating = True
+        try:
+            self.block.options = blocks
+            self.block.value = ex.block
+            self.loop.options = [(loop_label(info), info.name) for info in loops]
+            self.loop.value = ex.loop
+            info = next((i for i in loops if i.name == ex.loop), None)
+            extent = info.extent if info and info.extent else 0
+            self.split.options = [("-", None)] + [(str(d), d) for d in divisors(extent)]
+            self.split.value = None
+            self.move_out.disabled = not loops or loops[0].name == ex.loop
+            self.move_in.disabled = not loops or loops[-1].name == ex.loop
+            rows = {row.primitive: row for row in legal} if legal is not None else {}
+            for name, toggle in self.toggles.items():
+                applied = info is not None and info.kind == KIND_OF_TOGGLE[name]
+                row = rows.get(name)
+                toggle.value = applied
+                toggle.disabled = applied or row is None or not row.legal
+                toggle.tooltip = (
+                    "applied; undo to remove it"
+                    if applied
+                    else ""
+                    if row is None or row.legal
+                    else row.reason
+                )
+            _set_buttons(self.primitives, rows, "a loop")
+            _set_buttons(
+                self.block_primitives, {r.primitive: r for r in block_legal or []}, "a block"
+            )
+            nodes = [(f"[{n.id}] {n.label}", n.id) for n in history.nodes.values()]
+            self.jump.options = nodes
+            self.jump.value = history.current_id
+            self.diff_a.options = nodes
+            self.diff_b.options = nodes
+            current = history.current
+            self.diff_a.value = current.parent if current.parent is not None else current.id
+            self.diff_b.value = current.id
+            self.undo.disabled = current.parent is None
+        finally:
+            self._updating = False
+
+    def box(self) -> widgets.Widget:
+        """The left column: selection, loop edits, toggles, primitives, history controls."""
+        return widgets.VBox(
+            [
+                widgets.HBox([self.target, self.cuda_note]),
+                self.block,
+                self.loop,
+                widgets.HBox([self.move_out, self.move_in]),
+                widgets.HBox([self.split]),
+                widgets.HBox([self.free_factor, self.split_free]),
+                widgets.HBox(list(self.toggles.values())),
+                widgets.HTML("<b>primitives at the selected loop</b> (hover a disabled one: why)"),
+                widgets.Box(
+                    list(self.primitives.values()), layout=widgets.Layout(flex_flow="row wrap")
+                ),
+                widgets.HBox([self.undo, self.export]),
+                self.jump,
+                widgets.HBox([self.diff_a, self.diff_b]),
+            ],
+            layout=widgets.Layout(width="420px"),
+        )
+
+
+def _set_buttons(buttons: dict, rows: dict, what: str) -> None:
+    """Enable the legal primitives; a disabled one says why in its tooltip."""
+    for name, button in buttons.items():
+        row = rows.get(name)
+        button.disabled = row is None or not row.legal
+        button.tooltip = (
+            f"not applicable to {what}"
+            if row is None
+            else f"{name}: legal here"
+            if row.legal
+            else row.reason
+        )
+        button.button_style = "" if button.disabled else "info"

@@ -1,0 +1,148 @@
+"""Compile and measure off the UI thread: debounced, later requests cancel earlier ones,
+results cached by the scheduled function (a revisit is answered at once)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+from workbench.ir import PrimFunc
+from workbench.widgets.history import Measurement
+
+
+def random_inputs(func: PrimFunc, seed: int = 0) -> list[np.ndarray]:
+    """One random array per parameter (values in [-1, 1); outputs too, they are overwritten)."""
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1.0, 1.0, size=p.shape).astype(p.dtype) for p in func.params]
+
+
+class MeasureRunner:
+    """Builds and measures functions on one worker thread.
+
+    ``submit(key, func, done)`` waits ``debounce_s``, then builds ``func`` for ``target`` and
+    measures it; ``done(key, Measurement)`` is called on the worker thread. A later submit
+    makes every earlier one that has not started compiling a no-op. ``errors`` receive
+    ``error(key, exception)``.
+    """
+
+    def __init__(
+        self,
+        baseline: PrimFunc,
+        target: str = "cpu",
+        *,
+        budget_s: float = 0.3,
+        debounce_s: float = 0.2,
+        peaks=None,
+    ):
+        self.target = target
+        self.budget_s = budget_s
+        self.debounce_s = debounce_s
+        self.cache: dict[tuple[PrimFunc, str], Measurement] = {}
+        self._baseline_func = baseline
+        self._baseline_s: float | None = None
+        self._inputs = random_inputs(baseline)
+        self._peaks = peaks
+        self._generation = 0
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-explore")
+        self._pending: list[Future] = []
+        self._timers: list[threading.Timer] = []
+
+    @property
+    def peaks(self):
+        if self._peaks is None:
+            from workbench.measure import machine_peaks
+
+            self._peaks = machine_peaks()
+        return self._peaks
+
+    def cached(self, func: PrimFunc) -> Measurement | None:
+        return self.cache.get((func, self.target))
+
+    def submit(self, key, func: PrimFunc, done: Callable, error: Callable | None = None) -> bool:
+        """Queue a measurement; returns True when answered at once from the cache."""
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        hit = self.cached(func)
+        if hit is not None:
+            done(key, hit)
+            return True
+
+        def start() -> None:
+            if generation != self._generation:
+                return
+            future = self._executor.submit(self._run, generation, key, func, done, error)
+            self._pending.append(future)
+
+        if self.debounce_s > 0:
+            timer = threading.Timer(self.debounce_s, start)
+            timer.daemon = True
+            self._timers.append(timer)
+            timer.start()
+        else:
+            start()
+        return False
+
+    def _run(self, generation: int, key, func: PrimFunc, done: Callable, error) -> None:
+        if generation != self._generation:
+            return
+        try:
+            measurement = self.measure(func)
+        except Exception as exc:  # noqa: BLE001 - shown in the explorer, never lost
+            if error is not None:
+                error(key, exc)
+            return
+        done(key, measurement)
+
+    def measure(self, func: PrimFunc) -> Measurement:
+        """Build and measure ``func`` now (on the calling thread), through the cache."""
+        from workbench.backends import build
+        from workbench.measure import measure
+
+        hit = self.cached(func)
+        if hit is not None:
+            return hit
+        kernel = build(func, target=self.target)
+        result = measure(
+            kernel, *self._inputs, budget_s=self.budget_s, peaks=self.peaks, min_repeats=3, warmup=1
+        )
+        measurement = Measurement(
+            result, kernel.compile_seconds, self.baseline_s() / result.median_s
+        )
+        self.cache[(func, self.target)] = measurement
+        return measurement
+
+    def baseline_s(self) -> float:
+        """Median seconds of the numpy reference of the unscheduled function (once)."""
+        if self._baseline_s is None:
+            from workbench.backends import build
+            from workbench.measure import measure
+
+            kernel = build(self._baseline_func, target="numpy")
+            self._baseline_s = measure(
+                kernel,
+                *self._inputs,
+                budget_s=self.budget_s,
+                peaks=self.peaks,
+                min_repeats=3,
+                warmup=1,
+            ).median_s
+        return self._baseline_s
+
+    def wait(self, timeout: float = 120.0) -> None:
+        """Block until every queued measurement has finished."""
+        for timer in list(self._timers):
+            timer.join(timeout)
+        for future in list(self._pending):
+            future.result(timeout)
+        self._timers.clear()
+        self._pending.clear()
+
+    def close(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._executor.shutdown(wait=False, cancel_futures=True)
