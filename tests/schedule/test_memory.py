@@ -15,7 +15,6 @@ from workbench.ir import Block, BlockRealize, For
 from workbench.schedule import (
     BufferIndexError,
     CacheReadOfWrittenBufferError,
-    CacheWriteOfReadBufferError,
     InvalidArgumentError,
     ParameterScopeError,
     RemovedHandleError,
@@ -320,13 +319,23 @@ def test_cache_read_of_a_buffer_the_block_writes():
     assert err.suggestion.startswith("use cache_write on 'C'")
 
 
-def test_cache_write_of_a_buffer_read_without_init():
+def test_cache_write_of_a_buffer_read_without_init(rng):
+    """An update without init: the cache is filled from the buffer first (TVM's
+    cache_inplace pattern), then copied back."""
     sch = Schedule(accumulate)
-    err = raises_unchanged(
-        sch, CacheWriteOfReadBufferError, sch.cache_write, sch.get_block("B"), 0, "local"
-    )
-    assert err.message == "block 'B' reads 'B' before writing it"
-    assert "init" in err.suggestion
+    copy = sch.cache_write(sch.get_block("B"), 0, "local")
+    assert sch.name(copy) == "B_local"
+    assert [b.name for b in sch.mod.root_block.alloc_buffers] == ["B_local"]
+    text = sch.mod.script()
+    assert text.index('T.block("B_local_fill")') < text.index('T.block("B")')
+    assert text.index('T.block("B")') < text.index('T.block("B_local")')
+    a = rng.standard_normal(8).astype("float32")
+    b = rng.standard_normal(8).astype("float32")
+    want = b + a
+    for target in ("numpy", "cpu"):
+        got = b.copy()
+        build(sch, target=target)(a.copy(), got)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 # --- traces and legality ------------------------------------------------------------------
@@ -373,7 +382,7 @@ def test_legal_primitives_rows():
     assert table["set_scope"].legal
     sch = Schedule(accumulate)
     table = sch.legal_primitives(sch.get_block("B"))
-    assert table["cache_write"].error == "CacheWriteOfReadBufferError"
+    assert table["cache_write"].legal
     assert table["cache_read"].legal  # the probe picks A, not B (which it writes)
     root = sch.get_block("root")
     table = sch.legal_primitives(root)

@@ -400,6 +400,101 @@ class MixedLoopReorderError(ScheduleError):
     )
 
 
+class HasAnnotationOrThreadBindingError(ScheduleError):
+    """Base of the reasons ``split``/``fuse`` refuse a loop carrying annotations or a thread
+    binding (TVM's error of this name); catch it to catch both."""
+
+
+class AnnotatedLoopError(HasAnnotationOrThreadBindingError):
+    """``split``/``fuse`` of a loop with annotations (``annotate`` pragmas): as TVM, refused,
+    since it is not known which of the new loops an annotation would belong to."""
+
+    def __init__(self, primitive: str, loop: str, keys: list[str], func: PrimFunc, node: Node):
+        super().__init__(
+            primitive,
+            loop,
+            f"loop {loop!r} has annotations ({', '.join(repr(k) for k in keys)})",
+            detail=f"{primitive} replaces the loop with new ones; an annotation of the old loop "
+            "has no defined place among them, and dropping it would silently change the code",
+            suggestion=f"{primitive} before annotating the loop",
+            func=func,
+            node=node,
+        )
+        self.keys = keys
+
+
+class ThreadBoundLoopError(HasAnnotationOrThreadBindingError):
+    """``split``/``fuse`` of a loop bound to a GPU thread axis (TVM refuses it too)."""
+
+    def __init__(self, primitive: str, loop: str, thread: str, func: PrimFunc, node: Node):
+        super().__init__(
+            primitive,
+            loop,
+            f"loop {loop!r} is bound to {thread!r}",
+            detail=f"{primitive} would replace a thread-bound loop with unbound ones; "
+            "the binding cannot be split or merged",
+            suggestion=f"{primitive} first, then bind the resulting loop",
+            func=func,
+            node=node,
+        )
+        self.thread = thread
+
+
+class NonSerialLoopError(ScheduleError):
+    """``fuse`` of loops whose parallel/vectorized/unrolled kind the fused loop cannot keep
+    (two different kinds, or a kind whose primitive refuses the fused loop). TVM silently
+    makes the fused loop serial; here the kind is kept or the fuse refused."""
+
+    def __init__(
+        self, primitive: str, loop: str, kind: str, why: str, func: PrimFunc, node: Node
+    ):
+        super().__init__(
+            primitive,
+            loop,
+            f"loop {loop!r} is {kind} and the fused loop cannot be",
+            detail=f"{primitive} keeps a loop kind on the fused loop only when that is legal; "
+            f"here: {why}",
+            suggestion=f"{primitive} before marking loop {loop!r} {kind}, then mark the loop "
+            "you mean",
+            func=func,
+            node=node,
+        )
+        self.kind = kind
+
+
+class NonAffineBindingError(ScheduleError):
+    """A block binding under the loops is not quasi-affine in them (``(k * k) // 2``):
+    ``reorder`` and ``rfactor`` need affine bindings (TVM's affine-binding check)."""
+
+    def __init__(
+        self,
+        primitive: str,
+        name: str,
+        block: str,
+        iter_var: str,
+        value: object,
+        func: PrimFunc,
+        node: Node,
+    ):
+        from workbench.script.printer_expr import expr_text  # a short expression only
+
+        super().__init__(
+            primitive,
+            name,
+            f"block {block!r} binds {iter_var!r} to {expr_text(value)}, which is not "
+            "quasi-affine",
+            detail=f"{primitive} reasons about which loop iterations give which block "
+            "iterations; that needs bindings built from the loop variables with +, -, * by a "
+            "constant and // or % by a constant",
+            suggestion="rewrite the block so that its iteration variables are affine in the "
+            "loops and the non-affine index is computed inside the block",
+            func=func,
+            node=node,
+        )
+        self.block = block
+        self.iter_var = iter_var
+
+
 # ---------------------------------------------------------------------------------------
 # Loop kinds
 # ---------------------------------------------------------------------------------------

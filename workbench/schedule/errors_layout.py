@@ -16,6 +16,8 @@ __all__ = [
     "IndexMapArityError",
     "IndexMapOperationError",
     "IndexMapNotBijectiveError",
+    "PaddingRequiredError",
+    "PaddingNotInvertibleError",
 ]
 
 
@@ -109,3 +111,51 @@ class IndexMapNotBijectiveError(ScheduleError):
         )
         self.buffer = buffer.name
         self.why = why
+
+
+class PaddingRequiredError(ScheduleError):
+    """The index map sends the buffer onto a larger shape (padding) and no ``pad_value``
+    was given (TVM's ``TransformationPaddingError``)."""
+
+    def __init__(
+        self,
+        primitive: str,
+        block: Block,
+        buffer: Buffer,
+        map_text: str,
+        shape: tuple[int, ...],
+        func: PrimFunc,
+    ):
+        super().__init__(
+            primitive,
+            block.name,
+            f"the index map pads buffer {buffer.name!r} {buffer.shape} to {shape}",
+            detail=f"index map {map_text} leaves positions of the new shape that hold no "
+            "element; without a pad_value their contents would be undefined",
+            suggestion="pass pad_value= (e.g. 0.0) to fill them, or use factors that divide "
+            "the extents",
+            func=func,
+            node=block,
+        )
+        self.buffer = buffer.name
+        self.shape = shape
+
+
+class PaddingNotInvertibleError(ScheduleError):
+    """``pad_value`` with an index map whose padding cannot be described: each buffer index
+    must appear as ``i``, or as ``i // c`` and ``i % c`` (a split), in the new indices."""
+
+    def __init__(
+        self, primitive: str, block: Block, buffer: Buffer, map_text: str, param: str, func
+    ):
+        super().__init__(
+            primitive,
+            block.name,
+            f"cannot tell which positions of the new layout of {buffer.name!r} are padding",
+            detail=f"index map {map_text}: index {param!r} does not appear as {param}, or as "
+            f"{param} // c together with {param} % c, in the new indices",
+            suggestion="split each index with i // c and i % c (or keep it whole)",
+            func=func,
+            node=block,
+        )
+        self.buffer = buffer.name

@@ -11,7 +11,7 @@ __all__ = [
     "UnknownScopeError",
     "ParameterScopeError",
     "CacheReadOfWrittenBufferError",
-    "CacheWriteOfReadBufferError",
+    "NotAConsumerError",
 ]
 
 
@@ -100,18 +100,17 @@ class CacheReadOfWrittenBufferError(ScheduleError):
         self.buffer = buffer.name
 
 
-class CacheWriteOfReadBufferError(ScheduleError):
-    """``cache_write`` of a buffer the block reads before writing it (no init fills the cache)."""
+class NotAConsumerError(ScheduleError):
+    """A block in ``consumer_blocks`` does not read the cached buffer."""
 
     def __init__(self, primitive: str, block: Block, buffer: Buffer, func: PrimFunc):
         super().__init__(
             primitive,
             block.name,
-            f"block {block.name!r} reads {buffer.name!r} before writing it",
-            detail=f"the block has no init, so it reads values of {buffer.name!r} it did not "
-            "write; in a cache those values would not be there",
-            suggestion="give the block an init (T.init()), or cache the buffer it reads with "
-            "cache_read",
+            f"block {block.name!r} does not read {buffer.name!r}",
+            detail=f"consumer_blocks lists the blocks that should read the cache of "
+            f"{buffer.name!r}; {block.name!r} never reads it",
+            suggestion="list only blocks that read the buffer (or leave consumer_blocks out)",
             func=func,
             node=block,
         )

@@ -23,6 +23,7 @@ __all__: list[str] = [
     "NonAssociativeUpdateError",
     "InitNotIdentityError",
     "FactorAxisOutOfRangeError",
+    "RfactorLoopNotSerialError",
 ]
 
 SUPPORTED_UPDATES = "C = C + x, C = C * x, C = T.max(C, x), C = T.min(C, x)"
@@ -309,3 +310,23 @@ class FactorAxisOutOfRangeError(ScheduleError):
             node=node,
         )
         self.factor_axis = factor_axis
+
+
+class RfactorLoopNotSerialError(ScheduleError):
+    """The rfactor loop is parallel, vectorized, unrolled or thread-bound (TVM's
+    ``NotSerialLoopKindError``): its iterations would write one partial result each while
+    already running at the same time, or an unroll/binding would be silently dropped."""
+
+    def __init__(self, primitive: str, loop: str, kind: str, func: PrimFunc, node: Node):
+        super().__init__(
+            primitive,
+            loop,
+            f"loop {loop!r} is {kind}, not serial",
+            detail=f"{primitive} needs a serial loop: it turns the loop into a spatial axis of "
+            "partial results, and its kind would not carry over to either new loop nest",
+            suggestion=f"apply {primitive} to the serial loop first, then parallelise or "
+            "vectorize the loops of the new _rf block",
+            func=func,
+            node=node,
+        )
+        self.kind = kind

@@ -23,6 +23,7 @@ that grammar (never ``eval``), so traces replay from JSON.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from workbench.ir import (
@@ -31,6 +32,7 @@ from workbench.ir import (
     BufferLoad,
     BufferRegion,
     BufferStore,
+    FloatImm,
     For,
     IntImm,
     IRMapper,
@@ -44,6 +46,7 @@ from workbench.ir.arith import int_bounds, simplify
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_layout import (
     BufferNotFoundError,
+    PaddingRequiredError,
 )
 from workbench.schedule.handles import BlockRV
 from workbench.schedule.layout_index_map import (
@@ -52,6 +55,7 @@ from workbench.schedule.layout_index_map import (
     make_index_map,
     new_shape,
 )
+from workbench.schedule.layout_padding import fill_padding, padding_predicate
 from workbench.schedule.memory import buffer_region, replace_buffers
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import find_block, walk
@@ -153,7 +157,11 @@ def _resolve_buffer(primitive: str, func: PrimFunc, block: Block, buffer: object
 
 
 def transform_layout(
-    func: PrimFunc, block: str, buffer: str | tuple[str, int], index_map
+    func: PrimFunc,
+    block: str,
+    buffer: str | tuple[str, int],
+    index_map,
+    pad_value: float | int | None = None,
 ) -> tuple[PrimFunc, IndexMap]:
     """Give a buffer a new layout: ``new[index_map(i...)] = old[i...]``, every access rewritten.
 
@@ -183,6 +191,12 @@ def transform_layout(
     index_map : callable or str or IndexMap
         A lambda taking one index per dimension and returning the new indices (a tuple),
         or its canonical text.
+    pad_value : int or float, optional
+        TVM's argument: allows a map onto a larger shape (``lambda i: (i // 4, i % 4)`` on
+        14 elements gives (4, 4)). A block ``<buffer>_pad`` writes ``pad_value`` into the
+        padding right before the first block writing the buffer; accesses see the original
+        elements. A buffer nobody writes (an input) is not filled: the caller's padding is
+        never read.
 
     Returns
     -------
@@ -192,7 +206,8 @@ def transform_layout(
     Raises
     ------
     BlockNotFoundError, BufferNotFoundError, BufferIndexError, InvalidArgumentError,
-    IndexMapArityError, IndexMapOperationError, IndexMapNotBijectiveError
+    IndexMapArityError, IndexMapOperationError, IndexMapNotBijectiveError,
+    PaddingRequiredError (padding without pad_value), PaddingNotInvertibleError
 
     Example
     -------
@@ -206,12 +221,38 @@ def transform_layout(
     old = _resolve_buffer(primitive, func, target, buffer)
     imap = make_index_map(primitive, func, target, old, index_map)
     shape = new_shape(primitive, func, target, old, imap)
-    check_bijective(primitive, func, target, old, imap, shape)
+    padded = math.prod(shape) > math.prod(old.shape)
+    fill = _pad_constant(primitive, old, pad_value)
+    if padded and fill is None:
+        raise PaddingRequiredError(primitive, target, old, imap.text(), shape, func)
+    check_bijective(primitive, func, target, old, imap, shape, allow_padding=fill is not None)
     new = old.replace(shape=shape)
+    if padded:
+        is_padding = padding_predicate(primitive, func, target, old, imap, shape)
     mapper = _Relayout(old, new, imap)
     body = mapper.visit(func.body)
     params = replace_buffers(func.params, {old: new})
-    return func.replace(params=params, body=body), imap
+    new_func = func.replace(params=params, body=body)
+    if padded:
+        new_func = fill_padding(new_func, new, is_padding, fill)
+    return new_func, imap
+
+
+def _pad_constant(primitive: str, buffer: Buffer, pad_value: object) -> PrimExpr | None:
+    if pad_value is None:
+        return None
+    if isinstance(pad_value, bool) or not isinstance(pad_value, (int, float)):
+        raise InvalidArgumentError(primitive, "pad_value", "an int or a float", pad_value)
+    # as TVM, the value's type must match the buffer's (no silent int -> float)
+    if buffer.dtype.startswith("float"):
+        if not isinstance(pad_value, float):
+            raise InvalidArgumentError(
+                primitive, "pad_value", f"a float for {buffer.dtype}", pad_value
+            )
+        return FloatImm(pad_value, buffer.dtype)
+    if not isinstance(pad_value, int):
+        raise InvalidArgumentError(primitive, "pad_value", f"an int for {buffer.dtype}", pad_value)
+    return IntImm(pad_value, buffer.dtype)
 
 
 # ---------------------------------------------------------------------------------------
@@ -223,7 +264,11 @@ class LayoutMethods:
     """The ``transform_layout`` method of ``Schedule``."""
 
     def transform_layout(
-        self, block: BlockRV, buffer: str | tuple[str, int], index_map: Callable | str
+        self,
+        block: BlockRV,
+        buffer: str | tuple[str, int],
+        index_map: Callable | str,
+        pad_value: float | int | None = None,
     ) -> None:
         """Give a buffer a new layout through ``index_map`` and rewrite every access to it.
 
@@ -236,8 +281,13 @@ class LayoutMethods:
         copy then fills one panel per tile iteration instead of the whole buffer.
         See ``workbench.schedule.layout.transform_layout``.
 
+        ``pad_value`` (TVM) allows a map onto a larger shape, e.g. ``lambda i: (i // 4, i %
+        4)`` on 14 elements: the padding is filled with ``pad_value`` (block
+        ``<buffer>_pad``, before the first writer) and accesses see the original elements.
+
         Raises ``IndexMapArityError``, ``IndexMapOperationError``,
-        ``IndexMapNotBijectiveError``, ``BufferIndexError``, ``BufferNotFoundError``.
+        ``IndexMapNotBijectiveError``, ``PaddingRequiredError``, ``PaddingNotInvertibleError``,
+        ``BufferIndexError``, ``BufferNotFoundError``.
 
         Example
         -------
@@ -245,11 +295,13 @@ class LayoutMethods:
         >>> sch.transform_layout(b_global, ("write", 0), lambda k, j: (j // 16, k, j % 16))
         """
         name = self._name_of(block, "transform_layout", "block", "block")
-        new_func, imap = transform_layout(self.mod, name, buffer, index_map)
+        new_func, imap = transform_layout(self.mod, name, buffer, index_map, pad_value)
         attrs = {
             "buffer": list(buffer) if isinstance(buffer, (tuple, list)) else buffer,
             "index_map": imap.text(),
         }
+        if pad_value is not None:
+            attrs["pad_value"] = pad_value
         self._commit("transform_layout", (block,), attrs, new_func, [])
 
 
@@ -303,6 +355,12 @@ register_instruction(
                 positional=True,
             ),
             AttrSpec("index_map", _is_map_text, "an index map text (lambda ...)", positional=True),
+            AttrSpec(
+                "pad_value",
+                lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)),
+                "a number",
+                default=None,
+            ),
         ),
         applies_to=("block",),
         probe=_probe_transform_layout,

@@ -324,11 +324,14 @@ def check_bijective(
     buffer: Buffer,
     imap: IndexMap,
     shape: tuple[int, ...],
+    *,
+    allow_padding: bool = False,
 ) -> None:
     """Enumerate every index of ``buffer``: each must land on a distinct point of ``shape``,
-    and the sizes must agree; else ``IndexMapNotBijectiveError`` with an example."""
+    and the sizes must agree (``shape`` may be larger with ``allow_padding``); else
+    ``IndexMapNotBijectiveError`` with an example."""
     old_size, new_size = int(np.prod(buffer.shape)), int(np.prod(shape))
-    if old_size != new_size:
+    if old_size != new_size and not (allow_padding and old_size < new_size):
         why = (
             f"it maps {old_size} elements onto the new shape {shape} of {new_size} "
             f"positions; a layout must have exactly one position per element"

@@ -26,7 +26,9 @@ from workbench.ir import (
     const_value,
     substitute,
 )
+from workbench.schedule.affine import first_non_affine
 from workbench.schedule.errors import (
+    AnnotatedLoopError,
     DependentLoopBoundError,
     DuplicateLoopError,
     InvalidArgumentError,
@@ -34,10 +36,14 @@ from workbench.schedule.errors import (
     LoopsNotInSameNestError,
     MixedLoopReorderError,
     MultipleNoneFactorsError,
+    NonAffineBindingError,
     NonConstantExtentError,
     NonDividingFactorError,
     NonPositiveFactorError,
+    NonSerialLoopError,
     NotPerfectlyNestedError,
+    ScheduleError,
+    ThreadBoundLoopError,
     WrongFactorProductError,
 )
 from workbench.schedule.handles import LoopRV
@@ -91,6 +97,60 @@ def normalize_factors(primitive: str, factors: object) -> list[int | None]:
     return result
 
 
+def check_replaceable(primitive: str, func: PrimFunc, loop: For) -> None:
+    """Refuse to replace a loop that carries something the new loops cannot inherit: as
+    TVM, a thread binding (``ThreadBoundLoopError``) or annotations (``AnnotatedLoopError``).
+    """
+    name = loop.loop_var.name
+    if loop.thread_binding is not None or loop.kind is ForKind.THREAD_BINDING:
+        thread = loop.thread_binding or "a thread axis"
+        raise ThreadBoundLoopError(primitive, name, thread, func, loop)
+    if loop.annotations:
+        raise AnnotatedLoopError(primitive, name, [k for k, _ in loop.annotations], func, loop)
+
+
+def _split_kinds(kind: ForKind, count: int) -> list[ForKind]:
+    """The kinds of the loops a split of a ``kind`` loop gives (TVM makes them all serial):
+    a parallel loop's outermost piece stays parallel (its iterations are groups of the old
+    ones, which did not conflict), a vectorized loop's innermost piece stays vectorized, an
+    unrolled loop's pieces all stay unrolled (together they still unroll it fully)."""
+    kinds = [ForKind.SERIAL] * count
+    if kind is ForKind.PARALLEL:
+        kinds[0] = kind
+    elif kind is ForKind.VECTORIZED:
+        kinds[-1] = kind
+    elif kind is ForKind.UNROLLED:
+        kinds = [kind] * count
+    return kinds
+
+
+def _mark_fused(func: PrimFunc, loops: list[For], fused: str) -> PrimFunc:
+    """Give the fused loop the one non-serial kind its loops had (TVM makes it serial).
+
+    Loops that all had it keep it. A mix of that kind and serial loops keeps it when the
+    kind's own primitive accepts the fused loop (``parallel`` checks the fused loop for
+    reductions and races); otherwise ``NonSerialLoopError``, as for two different kinds.
+    """
+    from workbench.schedule import annotations  # the kind primitives' checks
+
+    kinds = {loop.kind for loop in loops} - {ForKind.SERIAL}
+    if not kinds:
+        return func
+    marked = next(loop for loop in loops if loop.kind is not ForKind.SERIAL)
+    name, kind = marked.loop_var.name, marked.kind
+    if len(kinds) > 1:
+        raise NonSerialLoopError("fuse", name, kind.value, "loops of different kinds", func, marked)
+    apply = {
+        ForKind.PARALLEL: annotations.parallel,
+        ForKind.VECTORIZED: annotations.vectorize,
+        ForKind.UNROLLED: annotations.unroll,
+    }[kind]
+    try:
+        return apply(func, fused)
+    except ScheduleError as err:
+        raise NonSerialLoopError("fuse", name, kind.value, err.message, func, marked) from None
+
+
 def split(
     func: PrimFunc, loop: str, *, factors: Sequence[int | None], disable_predication: bool = False
 ) -> tuple[PrimFunc, list[str]]:
@@ -135,7 +195,12 @@ def split(
     Raises
     ------
     InvalidArgumentError, MultipleNoneFactorsError, NonPositiveFactorError,
-    NonConstantExtentError, WrongFactorProductError, NonDividingFactorError, LoopNotFoundError
+    NonConstantExtentError, WrongFactorProductError, NonDividingFactorError, LoopNotFoundError,
+    ThreadBoundLoopError, AnnotatedLoopError (TVM refuses both)
+
+    Loop kinds (TVM makes every new loop serial): a parallel loop's outermost piece stays
+    parallel, a vectorized loop's innermost piece stays vectorized, an unrolled loop's
+    pieces all stay unrolled.
 
     Example
     -------
@@ -146,6 +211,7 @@ def split(
     primitive = "split"
     given = normalize_factors(primitive, factors)
     target, ancestors = find_loop(func, loop, primitive)
+    check_replaceable(primitive, func, target)
     if given.count(None) > 1:
         raise MultipleNoneFactorsError(primitive, loop, given, func, target)
     if any(f is not None and f <= 0 for f in given):
@@ -177,8 +243,8 @@ def split(
 
     # the loops around the body: the original's outer loops, then the new ones
     new_loops = [
-        For(v, IntImm(0, dtype), IntImm(s, dtype), ForKind.SERIAL, body)
-        for v, s in zip(new_vars, sizes, strict=True)
+        For(v, IntImm(0, dtype), IntImm(s, dtype), kind, body)
+        for v, s, kind in zip(new_vars, sizes, _split_kinds(target.kind, len(sizes)), strict=True)
     ]
     around = enclosing_loops(ancestors) + new_loops
     if product != extent:
@@ -262,7 +328,13 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
     Raises
     ------
     InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
-    LoopsNotAdjacentError, NotPerfectlyNestedError, NonConstantExtentError
+    LoopsNotAdjacentError, NotPerfectlyNestedError, NonConstantExtentError,
+    ThreadBoundLoopError, AnnotatedLoopError (TVM refuses both), NonSerialLoopError (loops
+    of different non-serial kinds, or a kind the fused loop cannot have)
+
+    Loop kinds (TVM makes the fused loop serial): the fused loop gets the one non-serial
+    kind among the loops when that kind's primitive accepts it (``parallel(i)`` then
+    ``fuse(i, j)`` gives a parallel fused loop when ``j``'s iterations do not conflict).
 
     Example
     -------
@@ -287,6 +359,8 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
             raise LoopsNotAdjacentError(primitive, outer_name, inner_name, [], func, inner)
         raise LoopsNotInSameNestError(primitive, outer_name, inner_name, func, inner)
 
+    for loop, _ in found:
+        check_replaceable(primitive, func, loop)
     for loop, _ in found:
         if not isinstance(const_value(loop.extent), int):
             raise NonConstantExtentError(primitive, loop.loop_var.name, loop.extent, func, loop)
@@ -321,7 +395,8 @@ def fuse(func: PrimFunc, *loops: str) -> tuple[PrimFunc, str]:
     )
     outer = enclosing_loops(outer_anc)
     new_loop = new_loop.replace(body=simplify_realizes(new_loop.body, outer + [new_loop]))
-    return replace_loop(func, loops[0], lambda _: new_loop), fused.name
+    new_func = replace_loop(func, loops[0], lambda _: new_loop)
+    return _mark_fused(new_func, loop_list, fused.name), fused.name
 
 
 def _ancestors_of(found: list[tuple[For, tuple]], loop: For) -> tuple:
@@ -341,7 +416,10 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
 
     The loops must lie on one chain of perfectly nested loops (each loop's body is exactly
     the next loop, from the outermost given loop down to the innermost). Loops on that
-    chain that are not listed keep their positions, as in TVM.
+    chain that are not listed keep their positions, as in TVM. Each loop moves with its
+    kind, annotations and thread binding (TVM). The bindings of the blocks below must be
+    quasi-affine in the loops of the chain (``NonAffineBindingError``; loops outside the
+    chain count as constants, TVM's partial affineness).
 
     Before (``reorder(func, "k", "i")``)::
 
@@ -370,7 +448,8 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
     Raises
     ------
     InvalidArgumentError, DuplicateLoopError, LoopsNotInSameNestError,
-    NotPerfectlyNestedError, DependentLoopBoundError, MixedLoopReorderError
+    NotPerfectlyNestedError, DependentLoopBoundError, MixedLoopReorderError,
+    NonAffineBindingError
 
     Example
     -------
@@ -395,6 +474,16 @@ def reorder(func: PrimFunc, *loops: str) -> PrimFunc:
     order = iter(loop for loop, _ in found)
     new_chain = [next(order) if loop.loop_var.name in listed else loop for loop in chain]
 
+    chain_vars = {loop.loop_var.name for loop in chain}
+    bad = first_non_affine(
+        collect(top.body, lambda n: isinstance(n, BlockRealize)), chain_vars
+    )
+    if bad is not None:
+        realize, iter_var, value = bad
+        raise NonAffineBindingError(
+            primitive, top.loop_var.name, realize.block.name, iter_var, value, func,
+            realize.block,
+        )
     for old, new in zip(chain, new_chain, strict=True):
         if old is not new:
             _check_not_mixed(primitive, func, old)

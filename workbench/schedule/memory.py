@@ -4,8 +4,8 @@ A *cache* is a new buffer of a chosen storage scope (``"global"``, ``"shared"``,
 ``"local"``) plus a new block that copies between it and the original buffer:
 
 * ``cache_read(block, i, scope)`` copies the ``i``-th buffer ``block`` reads into
-  ``<buffer>_<scope>`` just before ``block``'s loop nest, and makes ``block`` (only that
-  consumer, as in TVM) read the copy;
+  ``<buffer>_<scope>`` just before the first reader's loop nest, and makes every reader
+  (TVM's default; ``consumer_blocks`` picks them) read the copy;
 * ``cache_write(block, i, scope)`` makes ``block`` write (and read, and initialise) the copy
   ``<buffer>_<scope>`` and copies it back into the original buffer just after ``block``'s
   loop nest;
@@ -26,19 +26,20 @@ buffer's full shape (TVM compacts it at lowering; this workbench's backends do n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from workbench.ir import (
     SCOPES,
     Block,
     Buffer,
     BufferRegion,
-    IRMapper,
     PrimFunc,
 )
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_memory import (
     BufferIndexError,
     CacheReadOfWrittenBufferError,
-    CacheWriteOfReadBufferError,
+    NotAConsumerError,
     ParameterScopeError,
     UnknownScopeError,
 )
@@ -48,11 +49,15 @@ from workbench.schedule.memory_placement import (
     blocks_touching,
     cache_name,
     place_copy,
+    redirect_consumers,
     redirect_enclosing,
+    replace_buffers,
 )
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import (
+    block_names,
     find_block,
+    fresh_name,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -80,21 +85,49 @@ def check_scope(primitive: str, func: PrimFunc, block: Block, scope: object) -> 
     return scope
 
 
-class _ReplaceBuffers(IRMapper):
-    def __init__(self, mapping: dict[Buffer, Buffer]):
-        self.mapping = mapping
+def resolve_consumers(
+    primitive: str,
+    func: PrimFunc,
+    block: Block,
+    buffer: Buffer,
+    consumer_blocks: Sequence[str] | None,
+    *,
+    default_all: bool,
+) -> list[str]:
+    """The names of the blocks that are to read the cache, in program order.
 
-    def visit_Buffer(self, node: Buffer):
-        return self.mapping.get(node, node)
-
-
-def replace_buffers(node, mapping: dict[Buffer, Buffer]):
-    """``node`` with every occurrence of each buffer in ``mapping`` replaced (loads, stores,
-    regions, allocations)."""
-    mapper = _ReplaceBuffers(mapping)
-    if isinstance(node, tuple):
-        return mapper._map_value(node)
-    return mapper.visit(node)
+    ``consumer_blocks=None`` means every block reading ``buffer`` without writing it
+    (``default_all``: TVM's cache_read) or none (TVM's cache_write). Listed blocks must
+    read ``buffer`` (``NotAConsumerError``); for cache_read they must not write it
+    (``CacheReadOfWrittenBufferError``).
+    """
+    _, ancestors = find_block(func, block.name, primitive)
+    readers = [
+        b
+        for b, _ in blocks_touching(func, buffer, block, ancestors, reads=True)
+        if any(r.buffer == buffer for r in b.reads)
+    ]
+    if consumer_blocks is None:
+        if not default_all:
+            return []
+        return [b.name for b in readers if not any(w.buffer == buffer for w in b.writes)]
+    if isinstance(consumer_blocks, (str, bytes)) or not isinstance(consumer_blocks, Sequence):
+        expected = "a list of blocks"
+        raise InvalidArgumentError(primitive, "consumer_blocks", expected, consumer_blocks)
+    names = []
+    for name in consumer_blocks:
+        if not isinstance(name, str):
+            raise InvalidArgumentError(primitive, "consumer_blocks", "a list of blocks", name)
+        found, _ = find_block(func, name, primitive)
+        itself = found is block and primitive == "cache_read"
+        if not itself and not any(found is r for r in readers):
+            raise NotAConsumerError(primitive, found, buffer, func)
+        if primitive == "cache_read" and any(w.buffer == buffer for w in found.writes):
+            raise CacheReadOfWrittenBufferError(primitive, found, buffer, func)
+        if name not in names:
+            names.append(name)
+    order = block_names(func)
+    return sorted(names, key=order.index)
 
 
 # ---------------------------------------------------------------------------------------
@@ -103,7 +136,11 @@ def replace_buffers(node, mapping: dict[Buffer, Buffer]):
 
 
 def cache_read(
-    func: PrimFunc, block: str, read_buffer_index: int, storage_scope: str
+    func: PrimFunc,
+    block: str,
+    read_buffer_index: int,
+    storage_scope: str,
+    consumer_blocks: Sequence[str] | None = None,
 ) -> tuple[PrimFunc, str]:
     """Copy a buffer ``block`` reads into a new buffer of ``storage_scope``; ``block`` reads
     the copy.
@@ -138,6 +175,10 @@ def cache_read(
         Index into the block's ``T.reads`` list.
     storage_scope : str
         ``"global"``, ``"shared"`` or ``"local"``.
+    consumer_blocks : list of str, optional
+        The blocks that read the copy (TVM): None means every block reading the buffer
+        without writing it; a list means exactly those (``block`` only if listed). The copy
+        covers what all of them read.
 
     Returns
     -------
@@ -148,7 +189,7 @@ def cache_read(
     Raises
     ------
     BlockNotFoundError, InvalidArgumentError, BufferIndexError, UnknownScopeError,
-    CacheReadOfWrittenBufferError
+    CacheReadOfWrittenBufferError, NotAConsumerError
 
     Example
     -------
@@ -163,19 +204,39 @@ def cache_read(
     src = region.buffer
     if any(w.buffer == src for w in target.writes):
         raise CacheReadOfWrittenBufferError(primitive, target, src, func)
+    if consumer_blocks is None:
+        redirected = [target.name] + resolve_consumers(
+            primitive, func, target, src, None, default_all=True
+        )
+    else:
+        redirected = resolve_consumers(
+            primitive, func, target, src, consumer_blocks, default_all=True
+        )
+    if not redirected:
+        raise InvalidArgumentError(primitive, "consumer_blocks", "a non-empty list", [])
+
+    # the copy goes before the first of the readers it serves, after every writer
+    readers = []
+    for reader in redirected:
+        node, node_anc = find_block(func, reader, primitive)
+        node_region = region if node is target else next(r for r in node.reads if r.buffer == src)
+        readers.append((node, node_anc, node_region))
+    order = block_names(func)
+    readers.sort(key=lambda item: order.index(item[0].name))
+    first, first_anc, first_region = readers[0]
 
     name, taken = cache_name(func, src, scope)
     cache = Buffer(name, src.shape, src.dtype, scope)
-    writers = blocks_touching(func, src, target, ancestors, reads=False)
-    anchor, copy = place_copy(func, target, ancestors, writers, region, src, cache, name, taken)
-    mapping = {src: cache}
-    new_block = target.replace(
-        body=replace_buffers(target.body, mapping),
-        init=None if target.init is None else replace_buffers(target.init, mapping),
-        reads=replace_buffers(target.reads, mapping),
+    writers = blocks_touching(func, src, first, first_anc, reads=False)
+    anchor, copy = place_copy(
+        func, first, first_anc, writers, first_region, src, cache, name, taken, also=readers[1:]
     )
-    new_func = add_cache(func, target, new_block, anchor, copy, cache, after=False)
-    return redirect_enclosing(new_func, ancestors, src, cache, ("reads",)), name
+    new_func = add_cache(func, first, first, anchor, copy, cache, after=False)
+    new_func = redirect_consumers(new_func, redirected, src, cache)
+    for reader in redirected:
+        _, reader_anc = find_block(new_func, reader, primitive)
+        new_func = redirect_enclosing(new_func, reader_anc, src, cache, ("reads",))
+    return new_func, name
 
 
 # ---------------------------------------------------------------------------------------
@@ -184,7 +245,11 @@ def cache_read(
 
 
 def cache_write(
-    func: PrimFunc, block: str, write_buffer_index: int, storage_scope: str
+    func: PrimFunc,
+    block: str,
+    write_buffer_index: int,
+    storage_scope: str,
+    consumer_blocks: Sequence[str] | None = None,
 ) -> tuple[PrimFunc, str]:
     """Make ``block`` write a new buffer of ``storage_scope``, copied back afterwards.
 
@@ -224,6 +289,9 @@ def cache_write(
         Index into the block's ``T.writes`` list.
     storage_scope : str
         ``"global"``, ``"shared"`` or ``"local"``.
+    consumer_blocks : list of str, optional
+        Readers that should read the cache directly (TVM; default none): the copy-back
+        then only has to come before the other readers.
 
     Returns
     -------
@@ -233,7 +301,11 @@ def cache_write(
     Raises
     ------
     BlockNotFoundError, InvalidArgumentError, BufferIndexError, UnknownScopeError,
-    CacheWriteOfReadBufferError
+    NotAConsumerError
+
+    A block that reads the buffer before writing it without an init (an update) gets its
+    cache filled from the buffer first, by a block ``<cache>_fill`` placed after the other
+    writers.
 
     Example
     -------
@@ -246,12 +318,19 @@ def cache_write(
     region = buffer_region(primitive, func, target, "write", write_buffer_index)
     scope = check_scope(primitive, func, target, storage_scope)
     dst = region.buffer
-    if target.init is None and any(r.buffer == dst for r in target.reads):
-        raise CacheWriteOfReadBufferError(primitive, target, dst, func)
+    consumers = resolve_consumers(
+        primitive, func, target, dst, consumer_blocks, default_all=False
+    )
+    read_of_dst = next((r for r in target.reads if r.buffer == dst), None)
+    needs_fill = target.init is None and read_of_dst is not None
 
     name, taken = cache_name(func, dst, scope)
     cache = Buffer(name, dst.shape, dst.dtype, scope)
-    others = blocks_touching(func, dst, target, ancestors, reads=True)
+    others = [
+        (b, anc)
+        for b, anc in blocks_touching(func, dst, target, ancestors, reads=True)
+        if b.name not in consumers
+    ]
     anchor, copy = place_copy(func, target, ancestors, others, region, cache, dst, name, taken)
     mapping = {dst: cache}
     new_block = target.replace(
@@ -261,7 +340,36 @@ def cache_write(
         writes=replace_buffers(target.writes, mapping),
     )
     new_func = add_cache(func, target, new_block, anchor, copy, cache, after=True)
-    return redirect_enclosing(new_func, ancestors, dst, cache, ("reads", "writes")), name
+    new_func = redirect_enclosing(new_func, ancestors, dst, cache, ("reads", "writes"))
+    new_func = redirect_consumers(new_func, consumers, dst, cache)
+    if needs_fill:
+        new_func = _fill_cache(new_func, block, read_of_dst, dst, cache, name, taken)
+    return new_func, name
+
+
+def _fill_cache(
+    func: PrimFunc,
+    block: str,
+    region: BufferRegion,
+    dst: Buffer,
+    cache: Buffer,
+    copy_name: str,
+    taken: set[str],
+) -> PrimFunc:
+    """Copy ``dst`` into ``cache`` right before ``block`` (after the other writers of
+    ``dst``): the block updates values it did not write (an update without init)."""
+    target, ancestors = find_block(func, block, "cache_write")
+    writers = [
+        (b, anc)
+        for b, anc in blocks_touching(func, dst, target, ancestors, reads=False)
+        if b.name != copy_name
+    ]
+    fill_name = fresh_name(f"{copy_name}_fill", taken)
+    taken.add(fill_name)
+    anchor, copy = place_copy(
+        func, target, ancestors, writers, region, dst, cache, fill_name, taken
+    )
+    return add_cache(func, target, target, anchor, copy, cache, after=False, allocate=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,16 +426,37 @@ def set_scope(func: PrimFunc, block: str, buffer_index: int, storage_scope: str)
 class MemoryMethods:
     """The ``cache_read``/``cache_write``/``set_scope`` methods of ``Schedule``."""
 
-    def cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
-        """Copy the ``read_buffer_index``-th buffer ``block`` reads into a new buffer of
-        ``storage_scope`` (``"global"``, ``"shared"``, ``"local"``); ``block`` reads the copy.
+    def _consumer_names(self, primitive: str, consumer_blocks) -> list[str] | None:
+        """Handles (or names) of ``consumer_blocks`` as block names (None stays None)."""
+        if consumer_blocks is None:
+            return None
+        if isinstance(consumer_blocks, (str, bytes)) or not isinstance(consumer_blocks, Sequence):
+            expected = "a list of blocks"
+            raise InvalidArgumentError(primitive, "consumer_blocks", expected, consumer_blocks)
+        return [
+            c if isinstance(c, str) else self._name_of(c, primitive, "block", "consumer_blocks")
+            for c in consumer_blocks
+        ]
 
-        The copy block (named like the new buffer, ``"A_local"``) goes right before
-        ``block``'s loop nest; move it with ``compute_at``. See
-        ``workbench.schedule.memory.cache_read`` for the IR before and after.
+    def cache_read(
+        self,
+        block: BlockRV,
+        read_buffer_index: int,
+        storage_scope: str,
+        consumer_blocks: Sequence[BlockRV | str] | None = None,
+    ) -> BlockRV:
+        """Copy the ``read_buffer_index``-th buffer ``block`` reads into a new buffer of
+        ``storage_scope`` (``"global"``, ``"shared"``, ``"local"``); the consumers read the copy.
+
+        As in TVM, ``consumer_blocks=None`` redirects every block that reads the buffer (and
+        does not write it); a list redirects ``block`` and the listed blocks only. The copy
+        block (named like the new buffer, ``"A_local"``) goes right before the first of them,
+        after every writer of the buffer, and covers what all of them read; move it with
+        ``compute_at``. See ``workbench.schedule.memory.cache_read`` for the IR before and
+        after.
 
         Raises ``BufferIndexError``, ``UnknownScopeError``,
-        ``CacheReadOfWrittenBufferError``.
+        ``CacheReadOfWrittenBufferError``, ``NotAConsumerError``.
 
         Example
         -------
@@ -336,18 +465,31 @@ class MemoryMethods:
         'A_local'
         """
         name = self._name_of(block, "cache_read", "block", "block")
-        new_func, copy = cache_read(self.mod, name, read_buffer_index, storage_scope)
+        consumers = self._consumer_names("cache_read", consumer_blocks)
+        new_func, copy = cache_read(self.mod, name, read_buffer_index, storage_scope, consumers)
         attrs = {"read_buffer_index": read_buffer_index, "storage_scope": storage_scope}
+        if consumers is not None:
+            attrs["consumer_blocks"] = consumers
         return self._commit("cache_read", (block,), attrs, new_func, [("block", copy)])[0]
 
-    def cache_write(self, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
+    def cache_write(
+        self,
+        block: BlockRV,
+        write_buffer_index: int,
+        storage_scope: str,
+        consumer_blocks: Sequence[BlockRV | str] | None = None,
+    ) -> BlockRV:
         """Make ``block`` write a new buffer of ``storage_scope`` instead of its
-        ``write_buffer_index``-th buffer, and copy it back right after ``block``'s loop nest.
+        ``write_buffer_index``-th buffer, and copy it back after ``block`` (before the first
+        block that still reads or writes the original).
 
-        Works for reductions: the init writes the cache too. Move the copy-out block with
+        Works for reductions (the init writes the cache too) and for an update without init
+        (the cache is first filled from the buffer, block ``<cache>_fill``). As in TVM,
+        ``consumer_blocks`` lists readers that should read the cache directly (default:
+        none, they read the original after the copy-back). Move the copy-out block with
         ``reverse_compute_at``. See ``workbench.schedule.memory.cache_write``.
 
-        Raises ``BufferIndexError``, ``UnknownScopeError``, ``CacheWriteOfReadBufferError``.
+        Raises ``BufferIndexError``, ``UnknownScopeError``, ``NotAConsumerError``.
 
         Example
         -------
@@ -356,8 +498,11 @@ class MemoryMethods:
         'C_local'
         """
         name = self._name_of(block, "cache_write", "block", "block")
-        new_func, copy = cache_write(self.mod, name, write_buffer_index, storage_scope)
+        consumers = self._consumer_names("cache_write", consumer_blocks)
+        new_func, copy = cache_write(self.mod, name, write_buffer_index, storage_scope, consumers)
         attrs = {"write_buffer_index": write_buffer_index, "storage_scope": storage_scope}
+        if consumers is not None:
+            attrs["consumer_blocks"] = consumers
         return self._commit("cache_write", (block,), attrs, new_func, [("block", copy)])[0]
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
@@ -407,11 +552,24 @@ def _probe_write(sch, block: BlockRV):
     return (block, 0, "local"), {}
 
 
+def _is_name_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+CONSUMER_BLOCKS = AttrSpec(
+    "consumer_blocks", _is_name_list, "a list of block names", default=None
+)
+
+
 register_instruction(
     InstructionKind(
         "cache_read",
         ("block",),
-        (AttrSpec("read_buffer_index", _is_index, "an int", positional=True), _scope_attr()),
+        (
+            AttrSpec("read_buffer_index", _is_index, "an int", positional=True),
+            _scope_attr(),
+            CONSUMER_BLOCKS,
+        ),
         outputs="block",
         applies_to=("block",),
         probe=_probe_cache_read,
@@ -421,7 +579,11 @@ register_instruction(
     InstructionKind(
         "cache_write",
         ("block",),
-        (AttrSpec("write_buffer_index", _is_index, "an int", positional=True), _scope_attr()),
+        (
+            AttrSpec("write_buffer_index", _is_index, "an int", positional=True),
+            _scope_attr(),
+            CONSUMER_BLOCKS,
+        ),
         outputs="block",
         applies_to=("block",),
         probe=_probe_write,

@@ -224,15 +224,78 @@ def place_copy(
     dst: Buffer,
     name: str,
     taken: set[str],
+    also: list[tuple[Block, tuple[Stmt, ...], BufferRegion]] = (),
 ) -> tuple[Stmt, Stmt]:
-    """``(anchor, copy nest)``: where the copy goes and the copy itself."""
+    """``(anchor, copy nest)``: where the copy goes and the copy itself.
+
+    ``also`` lists other blocks (after ``target``) that read the copy too, with their
+    regions: the copy then covers what they read as well (see ``_merge_reader``).
+    """
     chain = _chain(ancestors, target)
     depth = _anchor_depth(chain, others)
     outer: dict[Var, tuple[int, int]] = {}
     for stmt in chain[:depth]:
         _ranges_of(stmt, outer)
     extents = copy_region(chain, depth, region)
+    for block, anc, other_region in also:
+        extents = _merge_reader(chain, depth, extents, _chain(anc, block), other_region, outer)
     return chain[depth], _copy_nest(src, dst, extents, name, taken, outer)
+
+
+def _merge_reader(
+    chain: list[Stmt],
+    depth: int,
+    extents: list[tuple[PrimExpr, int]],
+    other: list[Stmt],
+    region: BufferRegion,
+    outer: dict[Var, tuple[int, int]],
+) -> list[tuple[PrimExpr, int]]:
+    """``extents`` widened so that the copy also serves another reader (TVM copies for every
+    consumer of a cache_read). Per dimension: a reader inside the copy's statement needs its
+    own region there; a reader after it needs what all iterations of the enclosing loops
+    copied together. Whatever cannot be proven covered gets the whole dimension, which is
+    always right (the copy runs after every writer in each iteration)."""
+    inside = len(other) > depth and all(
+        a is b for a, b in zip(chain[: depth + 1], other, strict=False)
+    )
+    theirs = copy_region(other, depth if inside else 2, region)
+    merged = []
+    for (start, extent), (o_start, o_extent), size in zip(
+        extents, theirs, region.buffer.shape, strict=True
+    ):
+        if inside and o_start == start and o_extent == extent:
+            merged.append((start, extent))
+        elif not inside and _union_covers(start, extent, o_start, o_extent, outer):
+            merged.append((start, extent))
+        else:
+            merged.append((IntImm(0), size))
+    return merged
+
+
+def _union_covers(
+    start: PrimExpr, extent: int, lo: PrimExpr, length: int, outer: dict[Var, tuple[int, int]]
+) -> bool:
+    """Whether ``[start, start + extent)``, over all values of the loop variables in
+    ``outer``, covers ``[lo, lo + length)`` (a constant range). Proven only for a start
+    constant or stepping by at most ``extent`` along one loop; otherwise False."""
+    low = const_value(lo)
+    if not isinstance(low, int):
+        return False
+    used = [v for v in outer if v in collect(start, lambda n: isinstance(n, Var))]
+    if not used:
+        first = const_value(start)
+        return isinstance(first, int) and first <= low and first + extent >= low + length
+    if len(used) > 1:
+        return False
+    var = used[0]
+    step = const_value(simplify(substitute(start, {var: var + IntImm(1)}) - start, outer))
+    if not isinstance(step, int) or not 0 < step <= extent:
+        return False
+    first = const_value(simplify(substitute(start, {var: IntImm(outer[var][0])})))
+    last = const_value(simplify(substitute(start, {var: IntImm(outer[var][1])})))
+    if not isinstance(first, int) or not isinstance(last, int):
+        return False
+    return first <= low and last + extent >= low + length
 
 
 def add_cache(
@@ -244,11 +307,51 @@ def add_cache(
     cache: Buffer,
     *,
     after: bool,
+    allocate: bool = True,
 ) -> PrimFunc:
+    """``func`` with block ``old`` replaced by ``new``, ``copy`` spliced before (or
+    ``after``) ``anchor`` and, with ``allocate``, ``cache`` allocated at the root."""
     body = _Splice(old, new, anchor, copy, after).visit(func.body)
+    if not allocate:
+        return func.replace(body=body)
     root = body.block
     root = root.replace(alloc_buffers=root.alloc_buffers + (cache,))
     return func.replace(body=body.replace(block=root))
+
+
+def redirect_consumers(
+    func: PrimFunc, consumers: list[str], old: Buffer, cache: Buffer
+) -> PrimFunc:
+    """The blocks named ``consumers`` read ``cache`` instead of ``old``."""
+    mapping = {old: cache}
+
+    def rewrite(block: Block) -> Block:
+        return block.replace(
+            body=replace_buffers(block.body, mapping),
+            init=None if block.init is None else replace_buffers(block.init, mapping),
+            reads=replace_buffers(block.reads, mapping),
+        )
+
+    for name in consumers:
+        func = replace_block(func, name, rewrite)
+    return func
+
+
+class _ReplaceBuffers(IRMapper):
+    def __init__(self, mapping: dict[Buffer, Buffer]):
+        self.mapping = mapping
+
+    def visit_Buffer(self, node: Buffer):
+        return self.mapping.get(node, node)
+
+
+def replace_buffers(node, mapping: dict[Buffer, Buffer]):
+    """``node`` with every occurrence of each buffer in ``mapping`` replaced (loads, stores,
+    regions, allocations)."""
+    mapper = _ReplaceBuffers(mapping)
+    if isinstance(node, tuple):
+        return mapper._map_value(node)
+    return mapper.visit(node)
 
 
 def redirect_enclosing(

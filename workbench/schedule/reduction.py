@@ -33,6 +33,7 @@ from workbench.ir import (
     BufferLoad,
     BufferStore,
     For,
+    ForKind,
     IRMapper,
     IterKind,
     IterVar,
@@ -47,7 +48,12 @@ from workbench.ir import (
 )
 from workbench.ir.buffer import Buffer
 from workbench.ir.regions import block_access_regions
-from workbench.schedule.errors import InvalidArgumentError, NonConstantExtentError
+from workbench.schedule.affine import first_non_affine
+from workbench.schedule.errors import (
+    InvalidArgumentError,
+    NonAffineBindingError,
+    NonConstantExtentError,
+)
 from workbench.schedule.errors_reduction import (
     FactorAxisOutOfRangeError,
     InitLoopInsideReductionError,
@@ -56,6 +62,7 @@ from workbench.schedule.errors_reduction import (
     MixedIterLoopError,
     NotReductionBlockError,
     NotReductionLoopError,
+    RfactorLoopNotSerialError,
     SharedReductionLoopError,
     UnboundLoopInReductionError,
 )
@@ -238,9 +245,12 @@ def _check_nest(
             why = f"it binds the spatial variable(s) {', '.join(spatial)} of block {block.name!r}"
         elif not reduce_vars(block):
             why = f"block {block.name!r} has no reduce variable at all"
+        elif const_value(rf_loop.extent) == 1:
+            why = ""  # an unbound loop of one iteration: a partial-result axis of size 1 (TVM)
         else:
             why = f"it binds no iteration variable of block {block.name!r}"
-        raise NotReductionLoopError(primitive, name, why, func, rf_loop)
+        if why:
+            raise NotReductionLoopError(primitive, name, why, func, rf_loop)
 
     exclusive = next(
         index
@@ -317,7 +327,10 @@ def rfactor(func: PrimFunc, loop: str, factor_axis: int) -> tuple[PrimFunc, str]
 
     Raises
     ------
-    NotReductionLoopError, MixedIterLoopError, SharedReductionLoopError,
+    NonAffineBindingError (a binding such as ``(k * k) // 2``), RfactorLoopNotSerialError
+    (a parallel/vectorized/unrolled/thread-bound loop), NotReductionLoopError (a loop that
+    binds no reduce variable, except an unbound loop of extent 1, as in TVM),
+    MixedIterLoopError, SharedReductionLoopError,
     UnboundLoopInReductionError, MissingInitError, MultipleStoresError,
     NotReductionBlockError, NonAssociativeUpdateError, InitNotIdentityError,
     FactorAxisOutOfRangeError, NonConstantExtentError, InvalidArgumentError
@@ -334,6 +347,12 @@ def rfactor(func: PrimFunc, loop: str, factor_axis: int) -> tuple[PrimFunc, str]
     rf_loop, _ = find_loop(func, loop, primitive)
     block, realize = _rfactor_block(func, primitive, rf_loop)
     _, _, loops, scope = block_and_nest(func, block.name, primitive)
+    bad = first_non_affine([realize], {lp.loop_var.name for lp in loops})
+    if bad is not None:
+        _, iter_var, value = bad
+        raise NonAffineBindingError(primitive, loop, block.name, iter_var, value, func, block)
+    if rf_loop.kind is not ForKind.SERIAL or rf_loop.thread_binding is not None:
+        raise RfactorLoopNotSerialError(primitive, loop, rf_loop.kind.value, func, rf_loop)
     exclusive = _check_nest(func, primitive, rf_loop, realize, loops)
     update, reducer, rhs, init = check_reduction(func, primitive, block)
     ndim = update.buffer.ndim

@@ -39,7 +39,6 @@ from workbench.ir.stmt import (
     Stmt,
     seq,
 )
-from workbench.schedule.scope import check_parallel_loop_kinds
 from workbench.script.block_parser import (
     BlockParser,
     Frame,
@@ -149,6 +148,10 @@ class Parser(BlockParser):
                       tuple(root.allocs), root.annotations)
         func = PrimFunc(fdef.name, params, BlockRealize((), TRUE, block), self.attrs)
         self.check_well_formed(func, fdef)
+        # The dependence analysis lives in the schedule layer, which imports this module
+        # (its errors render IR through the printer): import it at the call, not at the top.
+        from workbench.schedule.scope import check_parallel_loop_kinds
+
         check_parallel_loop_kinds(func, fdef, self.error)  # no race in T.parallel/T.vectorized
         return func
 
