@@ -25,16 +25,18 @@ def _reference(func, seed=7):
 
 def test_matmul_knobs_are_the_tiling_and_unroll_decisions():
     space = GeneratedSpace(ops.matmul(16, 32, 8))
-    assert space.knobs == ["tile:C:i", "tile:C:j", "tile:C:k", "unroll:C"]
+    assert space.knobs == ["tile:C:i", "tile:C:j", "tile:C:k", "parallel:C", "unroll:C"]
     assert space.domains["tile:C:i"] == perfect_tiles(16, 4, 64)
     assert space.domains["tile:C:k"] == perfect_tiles(8, 2, 64)
-    assert space.domains["unroll:C"] == [0, 1]
+    assert space.domains["unroll:C"] == [0, 1] and space.domains["parallel:C"] == [0, 1]
     config = {"tile:C:i": [2, 2, 1, 4], "tile:C:j": [1, 2, 1, 16], "tile:C:k": [2, 4],
-              "unroll:C": 1}
+              "parallel:C": 0, "unroll:C": 1}
     text = str(space.schedule(config).trace)
     assert "sch.split(l2, factors=[2, 2, 1, 4])" in text.replace("l3", "l2") or \
         "factors=[2, 2, 1, 4]" in text
     assert "sch.parallel(" in text and "sch.vectorize(" in text and "sch.unroll(" in text
+    serial = str(space.schedule(dict(config, **{"parallel:C": 1})).trace)
+    assert "sch.parallel(" not in serial and "sch.vectorize(" in serial
 
 
 def test_elementwise_producers_are_inlined():
@@ -42,7 +44,7 @@ def test_elementwise_producers_are_inlined():
     sch = space.schedule(space.default_config())
     names = [b.name for b in wb.analysis.find_blocks(sch.mod) if b.name != "root"]
     assert names == ["T_gelu"]
-    assert space.knobs == ["tile:T_gelu:j2"]
+    assert space.knobs == ["parallel:T_gelu", "tile:T_gelu:j2"]
 
 
 @pytest.mark.parametrize("make", [

@@ -10,17 +10,18 @@
    ``S0 S1 R0 S2 R1 S3``; the accumulator tile ``S3`` under ``R1`` is kept in registers by
    the backend's ``promote`` pass (the ``cache_write`` that MetaSchedule adds here);
 3. **parallel outer loops**: the outermost ``S0`` loops fused and made parallel (every other
-   block: its outermost spatial loop);
+   block: its outermost spatial loop), or left serial (``sample_categorical``: a parallel
+   region costs more than small work gains from it);
 4. **vectorize inner loops**: the innermost spatial loop (``S3`` of the last spatial axis, or
    the inner part of a split of a non-tiled block's last loop, ``sample_perfect_tile`` n=2);
 5. **unroll**: ``sample_categorical`` over {none, the innermost non-vectorized tile loop}.
 
 Every random choice is a sampling instruction (``sch.sample_perfect_tile`` /
 ``sch.sample_categorical``) whose *decision* is recorded in the trace; the space's knobs are
-these decisions (named ``tile:<loop>`` and ``unroll:<block>``), so a configuration is a
-list of decisions, and mutating one decision and replaying the rules gives a new candidate
-(the strategies do exactly this). A rule a block does not admit (an illegal primitive) is
-skipped, leaving the schedule as it was.
+these decisions (named ``tile:<block>:<loop>``, ``parallel:<block>``, ``unroll:<block>``),
+so a configuration is a list of decisions, and mutating one decision and replaying the
+rules gives a new candidate (the strategies do exactly this). A rule a block does not
+admit (an illegal primitive) is skipped, leaving the schedule as it was.
 
 Not generated yet: packing (cache_read + transform_layout), compute_at fusion of
 non-elementwise producers, the ``cuda`` rules (thread binding, shared-memory staging).
@@ -37,6 +38,7 @@ from workbench.tune.space_template import perfect_tiles
 
 MAX_INNERMOST = 64
 UNROLL_CHOICES = [0, 1]  # 0: no unroll, 1: unroll the innermost non-vectorized tile loop
+PARALLEL_CHOICES = [1, 0]  # 1: the outer loop parallel (the default), 0: serial (small work)
 
 
 class _Decisions:
@@ -163,7 +165,8 @@ def _tile_block(sch: Schedule, block, loops, kinds, d: _Decisions) -> None:
     sch.reorder(*order)
     outer = levels_s[0]
     fused = sch.fuse(*outer) if len(outer) > 1 else outer[0]
-    _try(sch.parallel, fused)
+    if d.categorical(sch, PARALLEL_CHOICES, f"parallel:{name}"):
+        _try(sch.parallel, fused)
     inner = levels_s[3][-1]
     if int(sch.get(inner).extent.value) > 1:
         _try(sch.vectorize, inner)
@@ -178,7 +181,9 @@ def _simple_block(sch: Schedule, block, loops, kinds, d: _Decisions) -> None:
     spatial = [lp for lp, k in zip(loops, kinds, strict=True) if k == "S"]
     if not spatial:
         return
-    if len(spatial) > 1 or kinds[-1] == "S":
+    if (len(spatial) > 1 or kinds[-1] == "S") and d.categorical(
+        sch, PARALLEL_CHOICES, f"parallel:{name}"
+    ):
         _try(sch.parallel, spatial[0])
     last = loops[-1]
     if kinds[-1] == "S" and len(spatial) > 1 and int(sch.get(last).extent.value) > 1:
@@ -213,7 +218,7 @@ class GeneratedSpace(SearchSpace):
     -------
     >>> space = GeneratedSpace(ops.matmul(64, 64, 64))         # doctest: +SKIP
     >>> space.knobs                                             # doctest: +SKIP
-    ['tile:C:i', 'tile:C:j', 'tile:C:k', 'unroll:C']
+    ['tile:C:i', 'tile:C:j', 'tile:C:k', 'parallel:C', 'unroll:C']
     """
 
     kind = "generated"
