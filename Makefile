@@ -8,7 +8,8 @@
 #   make docs       build the static tutorial site (build/site/) from the committed notebooks
 #
 # Set-up is shared by every target through `setup`: it creates .venv with `python3 -m venv`
-# when it is missing, installs the package editable with the [dev] extra, and installs the
+# when it is missing, installs the package editable with the [dev] and [gpu] extras (numba-cuda:
+# the CUDA tests run under its simulator, NUMBA_ENABLE_CUDASIM=1, no GPU needed), installs the
 # Graphviz `dot` program (Debian package `graphviz`) when it is missing, and Debian's chromium
 # (with fonts-liberation) for the real-browser test (Playwright drives /usr/bin/chromium; it
 # never downloads a browser). The pip step re-runs
@@ -57,8 +58,8 @@ $(PY):
 	fi
 
 $(STAMP): pyproject.toml | $(PY)
-	@echo "==> installing workbench (editable, [dev]) into $(VENV)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@echo "==> installing workbench (editable, [dev,gpu]) into $(VENV)"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,gpu]'
 	@touch $@
 
 # Graphviz: the PyPI package is only a wrapper around the `dot` program.

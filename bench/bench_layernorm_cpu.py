@@ -6,7 +6,7 @@ same protocol as ``bench_softmax_cpu.py`` (all threads, then one thread):
 * ``numpy``: ``mean = x.mean(1)``, ``var = ((x - mean) ** 2).mean(1)``,
   ``(x - mean) / sqrt(var + eps) * gamma + beta``;
 * ``wb three passes``: ``ops.layernorm`` as written (mean, variance and normalise passes);
-* ``wb fused``: ``workbench.ops.softmax_lowering.fused_layernorm_schedule``: mean and
+* ``wb fused``: ``workbench.recipes.layernorm.fused_cpu``: mean and
   variance computed at the normalise block's row loop with local row values, each reduction
   rfactor-ed into 64 vectorized partial sums, the row loop parallel, the normalise loop
   vectorized;
@@ -24,9 +24,8 @@ from bench_softmax_cpu import BASE, results_lines, run_protocol
 from benchlib import command_line, machine_lines, parser, time_calls, write_section
 
 import workbench as wb
-from workbench import ops
+from workbench import ops, recipes
 from workbench.ir.traffic import total_pass_bytes
-from workbench.ops.softmax_lowering import fused_layernorm_schedule
 
 SEED = 0
 EPS = 1e-5
@@ -56,8 +55,8 @@ def main() -> None:
     print(f"layernorm {m}x{n} float32, {rounds} rounds x {repeats} calls")
     funcs = {
         "wb three passes": ops.layernorm(m, n, EPS),
-        TARGET: fused_layernorm_schedule(m, n, eps=EPS),
-        "wb fused, 16 lanes": fused_layernorm_schedule(m, n, lanes=16, eps=EPS),
+        TARGET: recipes.layernorm.fused_cpu(ops.layernorm(m, n, EPS)),
+        "wb fused, 16 lanes": recipes.layernorm.fused_cpu(ops.layernorm(m, n, EPS), lanes=16),
     }
     byte_counts = {BASE: 2 * x.nbytes}
     candidates = {BASE: lambda: time_calls(numpy_layernorm, (x, gamma, beta), repeats)}

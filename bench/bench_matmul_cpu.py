@@ -7,7 +7,7 @@ Candidates, timed side by side in interleaved rounds (see ``bench/benchlib``):
   ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`` (the fair BLAS baseline);
 * ``wb best``: the best schedule found with loop primitives alone (split, reorder,
   parallel, unroll, vectorize): a 4x64 register tile, K split by 128, ``j_0`` parallel;
-* ``wb tiled 8x32``: a simpler tiling (full K inside the tile);
+* ``wb tiled 8x32``: a simpler tiling (full K inside the tile; 32 columns on AVX-512);
 * ``wb parallel+vectorize``: no tiling, ``i`` parallel, ``k`` outside ``j`` (vectorized).
 
 Every kernel is checked against numpy before timing. Run ``python bench/bench_matmul_cpu.py``
@@ -36,46 +36,25 @@ from benchlib import (
 )
 
 import workbench as wb
-from workbench import ops
+from workbench import ops, recipes
 
 SEED = 0
 
 
-def schedule_best(n: int, ti: int = 4, tj: int = 64, tk: int = 128) -> wb.Schedule:
-    """``j_0 (parallel), k_0, i_0, k_1, i_1 (unroll), j_1 (vectorize)``."""
-    sch = wb.Schedule(ops.matmul(n, n, n))
-    i, j, k = sch.get_loops(sch.get_block("C"))
-    i0, i1 = sch.split(i, factors=[None, ti])
-    j0, j1 = sch.split(j, factors=[None, tj])
-    k0, k1 = sch.split(k, factors=[None, tk])
-    sch.reorder(j0, k0, i0, k1, i1, j1)
-    sch.parallel(j0)
-    sch.unroll(i1)
-    sch.vectorize(j1)
-    return sch
+def schedule_best(n: int, **tiles) -> wb.Schedule:
+    """``recipes.matmul.tiled_cpu``: ``j_0 (parallel), k_0, i_0, k_1, i_1 (unroll), j_1
+    (vectorize)``, a 4 x (4 vector registers) tile, K by 128."""
+    return recipes.matmul.tiled_cpu(ops.matmul(n, n, n), **tiles)
 
 
-def schedule_tiled(n: int, ti: int = 8, tj: int = 32) -> wb.Schedule:
-    """``i_0 (parallel), j_0, k, i_1 (unroll), j_1 (vectorize)``: full K per tile."""
-    sch = wb.Schedule(ops.matmul(n, n, n))
-    i, j, k = sch.get_loops(sch.get_block("C"))
-    i0, i1 = sch.split(i, factors=[None, ti])
-    j0, j1 = sch.split(j, factors=[None, tj])
-    sch.reorder(i0, j0, k, i1, j1)
-    sch.parallel(i0)
-    sch.unroll(i1)
-    sch.vectorize(j1)
-    return sch
+def schedule_tiled(n: int) -> wb.Schedule:
+    """``recipes.matmul.tiled_full_k_cpu``: ``i_0 (parallel), j_0, k, i_1, j_1``."""
+    return recipes.matmul.tiled_full_k_cpu(ops.matmul(n, n, n))
 
 
 def schedule_simple(n: int) -> wb.Schedule:
-    """``i (parallel), k, j (vectorize)``: loop order and annotations only."""
-    sch = wb.Schedule(ops.matmul(n, n, n))
-    i, j, k = sch.get_loops(sch.get_block("C"))
-    sch.reorder(i, k, j)
-    sch.parallel(i)
-    sch.vectorize(j)
-    return sch
+    """``recipes.matmul.parallel_vectorize_cpu``: ``i (parallel), k, j (vectorize)``."""
+    return recipes.matmul.parallel_vectorize_cpu(ops.matmul(n, n, n))
 
 
 BASE = "numpy (OPENBLAS_* unset)"

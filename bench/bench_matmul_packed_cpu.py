@@ -47,7 +47,7 @@ from benchlib import (
 )
 
 import workbench as wb
-from workbench import ops
+from workbench import ops, recipes
 from workbench.backends.asm_loops import fma_loops
 
 SEED = 0
@@ -56,34 +56,11 @@ BASE = "numpy (OPENBLAS_* unset)"
 BEST = "wb packed"
 
 
-def schedule_packed(
-    n: int, ti: int = 4, tj: int = 64, tk: int = 128, *, pack_per_panel: bool = True
-) -> wb.Schedule:
-    """B packed into 64-wide panels, a 4x64 local accumulator, ``j_0`` parallel.
-
-    Loop order ``j_0 (parallel), [pack B panel j_0], i_0, k_0, k_1, i_1 (unroll),
-    j_1 (vectorize), [write back the 4x64 tile]``. With ``pack_per_panel=False`` the whole
-    of ``B`` is packed before the parallel loop (serially).
-    """
-    sch = wb.Schedule(ops.matmul(n, n, n))
-    c = sch.get_block("C")
-    b_panel = sch.cache_read(c, 2, "global")
-    c_tile = sch.cache_write(c, 0, "local")
-    i, j, k = sch.get_loops(c)
-    i0, i1 = sch.split(i, factors=[None, ti])
-    j0, j1 = sch.split(j, factors=[None, tj])
-    k0, k1 = sch.split(k, factors=[None, tk])
-    sch.reorder(j0, i0, k0, k1, i1, j1)
-    sch.reverse_compute_at(c_tile, i0)
-    if pack_per_panel:
-        sch.compute_at(b_panel, j0)
-    sch.transform_layout(b_panel, ("write", 0), lambda kk, jj: (jj // tj, kk, jj % tj))
-    sch.parallel(j0)
-    sch.unroll(i1)
-    sch.vectorize(j1)
-    if pack_per_panel:
-        sch.vectorize(sch.get_loops(b_panel)[-1])
-    return sch
+def schedule_packed(n: int, **options) -> wb.Schedule:
+    """``recipes.matmul.packed_cpu``: B packed into panels of 4 vector registers (64 floats on
+    AVX-512), a 4x64 local accumulator, ``j_0`` parallel; ``pack_per_panel=False`` packs
+    the whole of B first."""
+    return recipes.matmul.packed_cpu(ops.matmul(n, n, n), **options)
 
 
 def asm_summary(kernel) -> tuple[str, bool]:

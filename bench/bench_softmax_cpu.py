@@ -5,7 +5,7 @@ Candidates, timed side by side in interleaved rounds (see ``bench/benchlib``):
 * ``numpy``: ``e = np.exp(x - x.max(1, keepdims=True)); e / e.sum(1, keepdims=True)``
   (numpy's own SIMD loops; no BLAS routine is involved, so the OpenBLAS variables do not
   matter: the script also times it once in a subprocess with them unset, for the record);
-* the five steps of ``workbench.ops.softmax_lowering.softmax_lowering_steps`` built for the
+* the five steps of ``workbench.recipes.softmax_lowering.softmax_lowering_steps`` built for the
   ``cpu`` target: three passes, fused, fused + parallel + vectorized (rfactor), online fused,
   online across 16 vectorized lanes;
 * two variants of step 3: without ``rfactor`` (reductions left as serial loops), and with
@@ -42,8 +42,9 @@ from benchlib import (
 )
 
 import workbench as wb
+from workbench import ops, recipes
 from workbench.ir.traffic import total_pass_bytes
-from workbench.ops.softmax_lowering import fused_softmax_schedule, softmax_lowering_steps
+from workbench.recipes.softmax_lowering import softmax_lowering_steps
 
 SEED = 0
 BASE = "numpy"
@@ -62,9 +63,9 @@ def softmax_kernels(m: int, n: int) -> dict[str, tuple[wb.Kernel, int]]:
     kernels = {}
     for step in softmax_lowering_steps(m, n):
         kernels[step.title] = (wb.build(step.func, target="cpu"), total_pass_bytes(step.func))
-    no_rf = fused_softmax_schedule(m, n, rfactor=False)
+    no_rf = recipes.softmax.fused_cpu(ops.softmax(m, n), rfactor=False)
     kernels["3 without rfactor"] = (wb.build(no_rf, target="cpu"), total_pass_bytes(no_rf.mod))
-    libm = fused_softmax_schedule(m, n)
+    libm = recipes.softmax.fused_cpu(ops.softmax(m, n))
     kernels["3 with libm exp (fast_exp=False)"] = (
         wb.build(libm, target="cpu", fast_exp=False), total_pass_bytes(libm.mod))
     return kernels

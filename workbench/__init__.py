@@ -27,6 +27,7 @@ _PUBLIC = {
     "Trace": "workbench.schedule",
     "build": "workbench.backends",
     "Kernel": "workbench.backends",
+    "Target": "workbench.backends",
     "KernelArgumentError": "workbench.backends",
     "KernelArgumentAliasError": "workbench.backends",
     "KernelBoundsError": "workbench.backends",

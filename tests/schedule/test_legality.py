@@ -21,6 +21,7 @@ def test_reduction_loop_table():
         ("parallel", False),
         ("vectorize", False),
         ("unroll", True),
+        ("bind", False),
         ("annotate", True),
         ("rfactor", True),
         ("decompose_reduction", True),
@@ -35,7 +36,7 @@ def test_reduction_loop_table():
 def test_outer_spatial_loop_table():
     sch, i, table = table_of(scale2d, "B", 0)
     assert table.legal() == [
-        "split", "fuse", "reorder", "parallel", "vectorize", "unroll", "annotate"
+        "split", "fuse", "reorder", "parallel", "vectorize", "unroll", "bind", "annotate"
     ]  # TVM vectorizes a loop with loops inside it
 
 
@@ -66,9 +67,9 @@ def test_table_forms():
     sch, k, table = table_of(row_sum, "B", 1)
     frame = table.to_frame()
     assert list(frame.columns) == ["primitive", "legal", "reason", "error"]
-    assert frame["legal"].tolist() == [True, False, False, False, False, True, True, True, True]
+    assert frame["legal"].tolist() == [True, False, False, False, False, True, False, True, True, True]
     text = str(table).splitlines()
     assert text[0].split() == ["primitive", "legal", "reason"]
     assert text[4].split()[:2] == ["parallel", "no"]
     html = table._repr_html_()
-    assert html.count("<tr>") == 10 and "reduction loop" in html
+    assert html.count("<tr>") == 11 and "reduction loop" in html

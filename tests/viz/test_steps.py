@@ -6,7 +6,7 @@ import pytest
 
 from workbench import ops
 from workbench.ir.traffic import pass_traffic
-from workbench.ops.softmax_lowering import softmax_lowering_steps
+from workbench.recipes.softmax_lowering import softmax_lowering_steps
 from workbench.viz.steps import global_access_bytes, show_steps, steps_html, steps_table, steps_text
 
 M, N = 4, 16  # A and the output are 256 bytes each, a row vector 16 bytes

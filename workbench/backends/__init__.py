@@ -10,8 +10,18 @@ from workbench.backends.bounds_checks import KernelBoundsError
 from workbench.backends.build import build, lower_to_numba_source
 from workbench.backends.kernel import Kernel
 from workbench.backends.lower import lower
+from workbench.backends.target import DeviceFacts, Target, TargetKind, register_target
 
 __all__ = [
-    "build", "Kernel", "KernelArgumentAliasError", "KernelArgumentError", "KernelBoundsError",
-    "lower", "lower_to_numba_source",
+    "build",
+    "Kernel",
+    "KernelArgumentAliasError",
+    "KernelArgumentError",
+    "KernelBoundsError",
+    "lower",
+    "lower_to_numba_source",
+    "Target",
+    "TargetKind",
+    "DeviceFacts",
+    "register_target",
 ]

@@ -1,13 +1,15 @@
-"""Generate readable Python source from a lowered PrimFunc.
+"""Generate readable Python source from a lowered PrimFunc: the printers.
 
-One generator serves two targets:
+A printer only prints: the target's passes (``cpu_passes``; the CUDA ones live in
+``numba_cuda``) have already rewritten the IR, and ``place_allocations`` has put an explicit
+``Allocate`` statement wherever a buffer lives. One printer base, one subclass per target:
 
-* ``"cpu"``: a module with one ``@numba.njit`` function (``prange`` for parallel loops,
-  unsigned index arithmetic where safe, the vectorizable ``exp``), after two IR passes:
-  small ``unroll`` loops are text-unrolled (``unroll``) and loop-invariant guards are moved
-  out of innermost loops (``unswitch``);
-* ``"python"``: the same loops as plain Python over numpy arrays, run by the ``numpy``
-  reference executor for blocks its whole-array path cannot handle.
+* ``PythonPrinter`` (``"python"``): plain Python loops over numpy arrays, run by the
+  ``numpy`` reference executor for blocks its whole-array path cannot handle;
+* ``CpuPrinter`` (``"cpu"``): a module with one ``@numba.njit`` function (``prange`` for
+  parallel loops, unsigned index arithmetic where safe, the vectorizable ``exp``, small
+  local buffers on the stack, global scratch buffers as *workspace* parameters);
+* ``CudaPrinter`` (``workbench.backends.numba_cuda_printer``): ``@cuda.jit`` kernels.
 
 The function is named after the PrimFunc and takes the buffers in parameter order, named
 after them. Each statement that came from a block is preceded by ``# block <name>``.
@@ -20,7 +22,7 @@ import keyword
 
 import numpy as np
 
-from workbench.backends.allocation import TOP, allocation_sites
+from workbench.backends.allocation import Allocate, place_allocations, workspace_buffers
 from workbench.backends.expr_printer import ExprPrinter, np_dtype_name
 from workbench.backends.lower import is_opaque_block
 from workbench.backends.promote import promote_accumulators
@@ -48,6 +50,14 @@ STACK_MAX_BYTES = 16 * 1024
 (``runtime.stack_allocator``), larger ones come from ``np.empty``. A register tile or a
 promoted accumulator is a few KiB; worker threads' stacks are much larger than this."""
 
+_LOOP_COMMENTS = {
+    ForKind.SERIAL: "",
+    ForKind.PARALLEL: "  # parallel",
+    ForKind.VECTORIZED: "  # vectorized: unit-stride innermost loop for LLVM",
+    ForKind.UNROLLED: "  # unroll: constant trip count, unrolled by LLVM",
+    ForKind.THREAD_BINDING: "  # bound to {stmt.thread_binding}: serial on cpu",
+}
+
 _RESERVED = {"np", "numba", "math", "rt", "u64", "prange", "range", "min", "max", "abs", "bool"}
 
 
@@ -73,6 +83,8 @@ class GeneratedSource:
     loops: tuple[LoopInfo, ...]
     parallel: bool
     unsigned_indices: bool
+    workspace: tuple[Buffer, ...] = ()
+    """Global scratch buffers passed after the parameters (allocated once by the kernel)."""
 
 
 def python_identifier(name: str, taken: set[str]) -> str:
@@ -85,6 +97,24 @@ def python_identifier(name: str, taken: set[str]) -> str:
     return text
 
 
+def cpu_passes(lowered: PrimFunc, *, promote: bool = True) -> PrimFunc:
+    """The ``cpu`` target's IR passes, in order (before ``place_allocations``).
+
+    Reduction outputs are promoted to local tiles (``promote``, see
+    ``workbench.backends.promote``), small ``unroll`` loops are text-unrolled and
+    loop-invariant guards are moved out of innermost loops.
+    """
+    root = lowered.root_block
+    body = root.body
+    allocations = root.alloc_buffers
+    if promote:
+        body, tiles = promote_accumulators(body, _names_in(lowered))
+        allocations = allocations + tuple(tiles)
+    body = unswitch_innermost_loops(unroll_small_loops(body))
+    new_root = root.replace(body=body, alloc_buffers=allocations)
+    return lowered.replace(body=lowered.body.replace(block=new_root))
+
+
 def generate_source(
     lowered: PrimFunc,
     *,
@@ -95,6 +125,7 @@ def generate_source(
     promote: bool = True,
     cache: bool = True,
     debug: bool = False,
+    workspace: bool = True,
 ) -> GeneratedSource:
     """Python source for the lowered function ``lowered`` (see ``workbench.backends.lower``).
 
@@ -102,25 +133,16 @@ def generate_source(
     are already in ``lowered`` (``workbench.backends.bounds_checks``).
 
     ``target`` is ``"cpu"`` (Numba) or ``"python"`` (plain Python, for the reference).
-    For ``cpu`` three IR passes run first: reduction outputs are promoted to local tiles
-    (``promote``, see ``workbench.backends.promote``), small ``unroll`` loops are
-    text-unrolled and loop-invariant guards are moved out of innermost loops.
+    For ``cpu`` the target passes run first (``cpu_passes``); for both, allocations are
+    placed (``place_allocations``), then the target's printer prints.
     """
     if target not in ("cpu", "python"):
         raise ValueError(f"generate_source: unknown target {target!r} (expected 'cpu' or 'python')")
-    root = lowered.root_block
-    body = root.body
-    allocations = root.alloc_buffers
-    if target == "cpu":
-        if promote:
-            body, tiles = promote_accumulators(body, _names_in(lowered))
-            allocations = allocations + tuple(tiles)
-        body = unswitch_innermost_loops(unroll_small_loops(body))
-    new_root = root.replace(body=body, alloc_buffers=allocations)
-    func = lowered.replace(body=lowered.body.replace(block=new_root))
-    return _Generator(
-        func, target, fastmath, fast_exp and target == "cpu", boundscheck, cache
-    ).run()
+    func = cpu_passes(lowered, promote=promote) if target == "cpu" else lowered
+    func = place_allocations(func)
+    if target == "python":
+        return PythonPrinter(func).run()
+    return CpuPrinter(func, fastmath, fast_exp, boundscheck, cache, workspace).run()
 
 
 def _names_in(func: PrimFunc) -> set[str]:
@@ -130,36 +152,42 @@ def _names_in(func: PrimFunc) -> set[str]:
     return names
 
 
-class _Generator:
-    def __init__(
-        self,
-        func: PrimFunc,
-        target: str,
-        fastmath: bool,
-        fast_exp: bool,
-        boundscheck: bool,
-        cache: bool,
-    ):
+def allocated_buffers(func: PrimFunc) -> list[Buffer]:
+    """Every buffer an ``Allocate`` of ``func`` allocates, in program order."""
+    found = collect(func.root_block.body, lambda n: isinstance(n, Allocate))
+    return list(dict.fromkeys(node.buffer for node in found))
+
+
+class PythonPrinter:
+    """Prints a lowered, allocation-placed function as plain Python (the base printer).
+
+    Subclasses change the header, the decorator, the loop statement and the allocations;
+    the statements and expressions print the same everywhere.
+    """
+
+    target = "python"
+    title = "python (numpy reference, loop path)"
+
+    def __init__(self, func: PrimFunc):
         self.func = func
-        self.target = target
-        self.options = dict(fastmath=fastmath, boundscheck=boundscheck, cache=cache)
-        self.numba = target == "cpu"
-        self.unsigned = self.numba and use_unsigned_indices(func)
+        self.numba = False
+        self.unsigned = False
+        self.workspace: tuple[Buffer, ...] = ()
         self.names = self._assign_names()
-        self.stack = self._stack_allocators()
-        self.printer = ExprPrinter(self.names, unsigned_indices=self.unsigned, fast_exp=fast_exp)
-        self.sites = allocation_sites(func)
+        self.printer = self._expr_printer()
         self.lines: list[str] = []
         self.loops: list[LoopInfo] = []
-        self.loop_count = 0
         self.parallel = False
+
+    def _expr_printer(self) -> ExprPrinter:
+        return ExprPrinter(self.names)
 
     def _assign_names(self) -> dict[str, str]:
         taken: set[str] = set()
         names: dict[str, str] = {}
         self.func_name = python_identifier(self.func.name, taken)
         taken.add(self.func_name)
-        buffers = list(self.func.params) + list(self.func.root_block.alloc_buffers)
+        buffers = list(self.func.params) + allocated_buffers(self.func)
         for buf in buffers:
             names[buf.name] = python_identifier(buf.name, taken)
             taken.add(names[buf.name])
@@ -170,28 +198,10 @@ class _Generator:
                 taken.add(names[name])
         return names
 
-    def _stack_allocators(self) -> dict[str, str]:
-        """Buffer name -> name of its module-level stack allocator, for the small
-        non-global intermediates of a ``cpu`` kernel (see ``STACK_MAX_BYTES``)."""
-        if not self.numba:
-            return {}
-        taken = set(self.names.values()) | {self.func_name}
-        allocators = {}
-        for buf in self.func.root_block.alloc_buffers:
-            if buf.scope == "global" or not all(isinstance(n, int) for n in buf.shape):
-                continue
-            elements = 1
-            for n in buf.shape:
-                elements *= n
-            if 0 < elements * np.dtype(buf.dtype).itemsize <= STACK_MAX_BYTES:
-                allocators[buf.name] = python_identifier(f"{self.names[buf.name]}_stack", taken)
-                taken.add(allocators[buf.name])
-        return allocators
-
     # -- module ---------------------------------------------------------------------
 
     def run(self) -> GeneratedSource:
-        params = [self.names[b.name] for b in self.func.params]
+        params = [self.names[b.name] for b in self.func.params + self.workspace]
         body_lines = self._function_body()
         header = self._header()
         signature = f"def {self.func_name}({', '.join(params)}):"
@@ -206,61 +216,33 @@ class _Generator:
         )
         source = "\n".join(all_lines + body_lines) + "\n"
         return GeneratedSource(
-            source, self.func_name, tuple(params), loops, self.parallel, self.unsigned
+            source,
+            self.func_name,
+            tuple(params),
+            loops,
+            self.parallel,
+            self.unsigned,
+            self.workspace,
         )
 
+    def _title(self) -> str:
+        return f"PrimFunc {self.func.name!r} generated by workbench for target {self.title}."
+
     def _header(self) -> list[str]:
-        target = "cpu (Numba njit)" if self.numba else "python (numpy reference, loop path)"
-        title = f"PrimFunc {self.func.name!r} generated by workbench for target {target}."
-        if self.unsigned:
-            lines = [
-                '"""' + title,
-                "",
-                "Loop variables and index constants are unsigned (u64) so that Numba omits",
-                "negative-index checks and LLVM can vectorize the loops.",
-                '"""',
-                "",
-            ]
-        else:
-            lines = ['"""' + title + '"""', ""]
+        lines = ['"""' + self._title() + '"""', ""]
         groups = [
             ["import math"] if self.printer.uses_math else [],
-            (["import numba"] if self.numba else [])
-            + ["import numpy as np"]
-            + (["from numpy import uint64 as u64"] if self.unsigned else []),
-            ["from workbench.backends import runtime as rt"]
-            if self.printer.uses_runtime or self.stack or (self.numba and self.options["fastmath"])
-            else [],
+            ["import numpy as np"],
+            ["from workbench.backends import runtime as rt"] if self.printer.uses_runtime else [],
         ]
-        for group in groups:
-            if group:
-                lines += group + [""]
-        if self.stack:
-            lines.append("# small local buffers live on the stack (LLVM keeps them in registers)")
-            for buf in self.func.root_block.alloc_buffers:
-                if buf.name in self.stack:
-                    shape = repr(tuple(int(n) for n in buf.shape))
-                    lines.append(
-                        f'{self.stack[buf.name]} = rt.stack_allocator({shape}, "{buf.dtype}")'
-                    )
-            lines.append("")
-        lines.append("")
-        return lines
+        return lines + _import_lines(groups)
 
     def _decorator(self) -> list[str]:
-        if not self.numba:
-            return []
-        o = self.options
-        fastmath = "rt.FASTMATH_FLAGS" if o["fastmath"] else "False"
-        return [
-            f"@numba.njit(cache={o['cache']}, parallel={self.parallel}, fastmath={fastmath}, "
-            f'boundscheck={o["boundscheck"]}, error_model="numpy")'
-        ]
+        return []
 
     # -- statements -------------------------------------------------------------------
 
     def _function_body(self) -> list[str]:
-        self._allocations(TOP, 1)
         self._stmt(self.func.root_block.body, 1)
         if not self.lines:
             self._emit(1, "pass")
@@ -269,18 +251,14 @@ class _Generator:
     def _emit(self, depth: int, text: str):
         self.lines.append("    " * depth + text)
 
-    def _allocations(self, site, depth: int):
-        for buf, where in self.sites.items():
-            if where == site:
-                self._emit(depth, self._allocation(buf))
+    def _stmt_Allocate(self, stmt: Allocate, depth: int):
+        line = self._allocation(stmt.buffer)
+        if line:
+            self._emit(depth, line)
+        self._stmt(stmt.body, depth)
 
     def _allocation(self, buf: Buffer) -> str:
-        if buf.name in self.stack:
-            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {buf.scope}, stack"
-        shape = repr(tuple(int(n) for n in buf.shape))
-        maker = "np.empty" if self.numba else "np.zeros"
-        scope = f"  # scope {buf.scope}" if buf.scope != "global" else ""
-        return f"{self.names[buf.name]} = {maker}({shape}, dtype={np_dtype_name(buf.dtype)}){scope}"
+        return _allocation_line(self.names[buf.name], "np.zeros", buf)
 
     def _stmt(self, stmt: Stmt, depth: int):
         method = getattr(self, "_stmt_" + type(stmt).__name__, None)
@@ -321,28 +299,17 @@ class _Generator:
         self._emit(depth, f"pass  # evaluate {self.printer(stmt.value)}")
 
     def _stmt_For(self, stmt: For, depth: int):
-        number = self.loop_count
-        self.loop_count += 1
         var = self.names[stmt.loop_var.name]
-        loop_range = self._range(stmt)
-        comment = {
-            ForKind.SERIAL: "",
-            ForKind.PARALLEL: "  # parallel",
-            ForKind.VECTORIZED: "  # vectorized: unit-stride innermost loop for LLVM",
-            ForKind.UNROLLED: "  # unroll: constant trip count, unrolled by LLVM",
-            ForKind.THREAD_BINDING: f"  # bound to {stmt.thread_binding}: serial on cpu",
-        }[stmt.kind]
-        loop_fn = "range"
-        if stmt.kind is ForKind.PARALLEL and self.numba:
-            loop_fn = "numba.prange"
-            self.parallel = True
         first = len(self.lines) + 1
-        self._emit(depth, f"for {var} in {loop_fn}({loop_range}):{comment}")
-        self._allocations(number, depth + 1)
+        self._emit(depth, f"for {var} in {self._loop_function(stmt)}({self._range(stmt)}):"
+                   + _LOOP_COMMENTS[stmt.kind].format(stmt=stmt))
         self._body(stmt.body, depth + 1)
         innermost = not collect(stmt.body, lambda n: isinstance(n, For))
         extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else None
         self.loops.append(LoopInfo(var, stmt.kind, first, len(self.lines), innermost, extent))
+
+    def _loop_function(self, stmt: For) -> str:
+        return "range"
 
     def _range(self, stmt: For) -> str:
         if isinstance(stmt.min, IntImm) and stmt.min.value == 0:
@@ -351,3 +318,127 @@ class _Generator:
             end = IntImm(stmt.min.value + stmt.extent.value, stmt.extent.dtype)
             return f"{self.printer(stmt.min)}, {self.printer(end)}"
         return f"{self.printer(stmt.min)}, {self.printer(stmt.min + stmt.extent)}"
+
+
+def _allocation_line(name: str, maker: str, buf: Buffer) -> str:
+    shape = repr(tuple(int(n) for n in buf.shape))
+    scope = f"  # scope {buf.scope}" if buf.scope != "global" else ""
+    return f"{name} = {maker}({shape}, dtype={np_dtype_name(buf.dtype)}){scope}"
+
+
+def _import_lines(groups: list[list[str]]) -> list[str]:
+    lines: list[str] = []
+    for group in groups:
+        if group:
+            lines += group + [""]
+    return lines
+
+
+class CpuPrinter(PythonPrinter):
+    """The ``cpu`` target's printer: one ``@numba.njit`` function.
+
+    With ``workspace=True`` global scratch buffers are workspace parameters after the
+    function's own (else ``np.empty`` per call); small ``local``/``shared`` buffers live on
+    the stack (see ``STACK_MAX_BYTES``).
+    """
+
+    target = "cpu"
+    title = "cpu (Numba njit)"
+
+    def __init__(
+        self,
+        func: PrimFunc,
+        fastmath: bool = True,
+        fast_exp: bool = True,
+        boundscheck: bool = False,
+        cache: bool = True,
+        workspace: bool = True,
+    ):
+        self.options = dict(fastmath=fastmath, boundscheck=boundscheck, cache=cache)
+        self.fast_exp = fast_exp
+        self.unsigned_candidate = use_unsigned_indices(func)
+        super().__init__(func)
+        self.numba = True
+        self.unsigned = self.unsigned_candidate
+        self.workspace = workspace_buffers(func) if workspace else ()
+        self.stack = self._stack_allocators()
+
+    def _expr_printer(self) -> ExprPrinter:
+        return ExprPrinter(
+            self.names, unsigned_indices=self.unsigned_candidate, fast_exp=self.fast_exp
+        )
+
+    def _stack_allocators(self) -> dict[str, str]:
+        """Buffer name -> name of its module-level stack allocator, for the small
+        non-global intermediates of a ``cpu`` kernel (see ``STACK_MAX_BYTES``)."""
+        taken = set(self.names.values()) | {self.func_name}
+        allocators = {}
+        for buf in allocated_buffers(self.func):
+            if buf.scope == "global" or not all(isinstance(n, int) for n in buf.shape):
+                continue
+            elements = 1
+            for n in buf.shape:
+                elements *= n
+            if 0 < elements * np.dtype(buf.dtype).itemsize <= STACK_MAX_BYTES:
+                allocators[buf.name] = python_identifier(f"{self.names[buf.name]}_stack", taken)
+                taken.add(allocators[buf.name])
+        return allocators
+
+    def _title(self) -> str:
+        title = super()._title()
+        if not self.unsigned:
+            return title
+        return "\n".join([
+            title,
+            "",
+            "Loop variables and index constants are unsigned (u64) so that Numba omits",
+            "negative-index checks and LLVM can vectorize the loops.",
+        ])
+
+    def _header(self) -> list[str]:
+        title = self._title().split("\n")
+        if len(title) == 1:
+            lines = ['"""' + title[0] + '"""', ""]
+        else:
+            lines = ['"""' + title[0], *title[1:], '"""', ""]
+        groups = [
+            ["import math"] if self.printer.uses_math else [],
+            ["import numba", "import numpy as np"]
+            + (["from numpy import uint64 as u64"] if self.unsigned else []),
+            ["from workbench.backends import runtime as rt"]
+            if self.printer.uses_runtime or self.stack or self.options["fastmath"]
+            else [],
+        ]
+        lines += _import_lines(groups)
+        if self.stack:
+            lines.append("# small local buffers live on the stack (LLVM keeps them in registers)")
+            for buf in allocated_buffers(self.func):
+                if buf.name in self.stack:
+                    shape = repr(tuple(int(n) for n in buf.shape))
+                    lines.append(
+                        f'{self.stack[buf.name]} = rt.stack_allocator({shape}, "{buf.dtype}")'
+                    )
+            lines.append("")
+        lines.append("")
+        return lines
+
+    def _decorator(self) -> list[str]:
+        o = self.options
+        fastmath = "rt.FASTMATH_FLAGS" if o["fastmath"] else "False"
+        return [
+            f"@numba.njit(cache={o['cache']}, parallel={self.parallel}, fastmath={fastmath}, "
+            f'boundscheck={o["boundscheck"]}, error_model="numpy")'
+        ]
+
+    def _allocation(self, buf: Buffer) -> str:
+        if buf in self.workspace:
+            return ""  # a workspace parameter
+        if buf.name in self.stack:
+            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {buf.scope}, stack"
+        return _allocation_line(self.names[buf.name], "np.empty", buf)
+
+    def _loop_function(self, stmt: For) -> str:
+        if stmt.kind is ForKind.PARALLEL:
+            self.parallel = True
+            return "numba.prange"
+        return "range"

@@ -44,13 +44,33 @@ def compact_local_buffers(func: PrimFunc) -> PrimFunc:
     """Return lowered ``func`` with each non-global intermediate shrunk (see module doc)."""
     sites = allocation_sites(func)
     loops = _loops_in_preorder(func)
+    original = func
     for buf, site in sites.items():
         if buf.scope == "global" or site is TOP:
             continue
-        compacted = _compact_one(func, buf, loops[site])
+        relaxed = _thread_loops_around(original, loops[site]) if buf.scope == "shared" else []
+        compacted = _compact_one(func, buf, loops[site], relaxed)
         if compacted is not None:
             func = compacted
     return func
+
+
+def _thread_loops_around(func: PrimFunc, site: For) -> list[For]:
+    """The ``threadIdx``-bound loops enclosing ``site`` (itself included), outermost first.
+
+    A ``shared`` buffer is one buffer for all the threads of a block, so its compacted
+    shape must cover every thread's accesses: those loops count as inner (TVM relaxes
+    thread variables for shared storage the same way).
+    """
+    from workbench.schedule.tree import walk
+
+    for node, ancestors in walk(func.root_block.body):
+        if node is site:
+            chain = [a for a in ancestors if isinstance(a, For)] + [site]
+            return [
+                loop for loop in chain if (loop.thread_binding or "").startswith("threadIdx")
+            ]
+    return []
 
 
 def _loops_in_preorder(func: PrimFunc) -> list[For]:
@@ -106,9 +126,10 @@ def _split_index(index: PrimExpr, inner: set[Var]) -> tuple[PrimExpr, PrimExpr] 
     return _rebuild(outer_terms), _rebuild(inner_terms)
 
 
-def _compact_one(func: PrimFunc, buf: Buffer, site: For) -> PrimFunc | None:
-    inner_loops = [site] + [n for n in collect(site.body, lambda n: isinstance(n, For))]
-    inner_loops = inner_loops[1:]
+def _compact_one(
+    func: PrimFunc, buf: Buffer, site: For, relaxed: list[For] = ()
+) -> PrimFunc | None:
+    inner_loops = list(relaxed) + [n for n in collect(site.body, lambda n: isinstance(n, For))]
     ranges = {}
     for loop in inner_loops:
         lo, _ = int_bounds(loop.min, ranges)

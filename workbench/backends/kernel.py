@@ -1,4 +1,9 @@
-"""``Kernel``: a built PrimFunc, callable with numpy arrays."""
+"""``Kernel``: a built PrimFunc, callable with numpy arrays.
+
+The base class of every target's kernels: the ``numpy`` reference builds a ``Kernel``;
+``CpuKernel`` (``numba_cpu_kernel``) adds the LLVM/assembly inspection and the workspace,
+``CudaKernel`` (``numba_cuda``) the launch and the GPU inspection.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +31,9 @@ class Kernel:
     lowered : PrimFunc
         The lowered function the code was generated from.
     target : str
-        ``"numpy"`` or ``"cpu"``.
+        The target's name: ``"numpy"``, ``"cpu"`` or ``"cuda"``.
+    target_info : Target or None
+        The ``Target`` it was built for (kind, options, device facts).
     options : dict
         The build options (part of the cache key).
     source : str
@@ -61,6 +68,7 @@ class Kernel:
         compile_seconds: float = 0.0,
         cache_hit: str | None = None,
         compiled=None,
+        target_info=None,
     ):
         self.func = func
         self.lowered = lowered
@@ -76,17 +84,22 @@ class Kernel:
         )
         self._compiled = compiled
         self.bounds_checks: tuple = ()  # set by build(..., debug=True)
+        self.target_info = target_info
 
     def __call__(self, *arrays: np.ndarray) -> None:
         check_arguments(self.func, arrays, self._written, self._read)
         if not self.bounds_checks:
-            self._runner(*arrays)
+            self._launch(arrays)
             return
         try:
-            self._runner(*arrays)
+            self._launch(arrays)
         except IndexError as error:
             reraise_bounds_error(error, self.bounds_checks)
             raise
+
+    def _launch(self, arrays: tuple[np.ndarray, ...]) -> None:
+        """Run the compiled code on checked arguments (targets add what they pass along)."""
+        self._runner(*arrays)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.func.params)
@@ -123,60 +136,3 @@ class Kernel:
             display(HTML(self._repr_html_()))
             return
         print(self.source)
-
-    # -- inspection (cpu target) ----------------------------------------------------
-
-    def _require_compiled(self, what: str):
-        if self._compiled is None:
-            raise ValueError(
-                f"kernel.{what} exists for the 'cpu' target only (this kernel is {self.target!r})"
-            )
-        return self._compiled
-
-    def _inspectable(self, what: str):
-        """The compiled kernel, or its uncached twin when it came from Numba's disk cache
-        (Numba cannot inspect code it loaded from disk)."""
-        from workbench.backends.numba_cpu import compile_twin
-
-        compiled = self._require_compiled(what)
-        if compiled.disk_cache_hit:
-            return compile_twin(self.lowered, self.options, debug=False)
-        return compiled
-
-    @property
-    def llvm(self) -> str:
-        """The optimized LLVM IR of the kernel (Numba's ``inspect_llvm``)."""
-        compiled = self._inspectable("llvm")
-        return compiled.dispatcher.inspect_llvm(compiled.signature)
-
-    @property
-    def asm(self) -> str:
-        """The machine code of the kernel as assembly text (Numba's ``inspect_asm``)."""
-        compiled = self._inspectable("asm")
-        return compiled.dispatcher.inspect_asm(compiled.signature)
-
-    def vectorization_report(self):
-        """For each ``vectorized`` loop and each innermost loop: did LLVM vectorize it, how wide.
-
-        Compiles a debug twin of the kernel once (line numbers in its LLVM IR) and maps
-        vector instructions to the loops' source lines; see
-        ``workbench.backends.vectorization`` for the heuristic and its limits.
-
-        Returns
-        -------
-        VectorizationReport
-            A list of ``LoopVectorization(loop, kind, innermost, vectorized, lanes,
-            element, bits)``, printed one loop per line.
-
-        Example
-        -------
-        >>> print(kernel.vectorization_report())                  # doctest: +SKIP
-        loop j_1 (vectorized, innermost): 16 x float (512-bit)
-        """
-        from workbench.backends import vectorization
-        from workbench.backends.numba_cpu import compile_twin
-
-        compiled = self._require_compiled("vectorization_report()")
-        twin = compile_twin(self.lowered, self.options, debug=True)
-        llvm_ir = twin.dispatcher.inspect_llvm(twin.signature)
-        return vectorization.report(compiled.generated.loops, llvm_ir)

@@ -34,6 +34,7 @@ generators from the lowered loops (the innermost loop enclosing every access), s
 from __future__ import annotations
 
 from workbench.backends.compact import compact_local_buffers
+from workbench.backends.storage_align import apply_storage_align
 from workbench.ir import (
     EQ,
     TRUE,
@@ -90,7 +91,8 @@ def lower(func: PrimFunc, *, simplify: bool = True) -> PrimFunc:
     allocations = tuple(dict.fromkeys(root.alloc_buffers + tuple(flattener.allocations)))
     new_root = root.replace(body=body, init=None, alloc_buffers=allocations)
     lowered = func.replace(body=func.body.replace(block=new_root))
-    return compact_local_buffers(lowered) if simplify else lowered
+    lowered = compact_local_buffers(lowered) if simplify else lowered
+    return apply_storage_align(lowered)
 
 
 def init_condition(realize: BlockRealize) -> PrimExpr:

@@ -37,9 +37,11 @@ import warnings
 from pathlib import Path
 
 from workbench.backends.codegen_python import GeneratedSource, generate_source
+from workbench.backends.kernel_cache import LRUCache
 from workbench.ir import PrimFunc
 
-_MEMORY_CACHE: dict[tuple, CompiledKernel] = {}
+_MEMORY_CACHE = LRUCache()
+"""Compiled kernels of this process, least recently used dropped first (bounded)."""
 _COMPILE_LOCK = threading.Lock()
 
 
@@ -106,8 +108,7 @@ def clear_memory_cache() -> int:
     True
     """
     with _COMPILE_LOCK:
-        dropped = len(_MEMORY_CACHE)
-        _MEMORY_CACHE.clear()
+        dropped = _MEMORY_CACHE.clear()
         for name in [m for m in sys.modules if m.startswith("workbench_kernel_")]:
             del sys.modules[name]
     return dropped
@@ -148,7 +149,8 @@ def _compile(
     module = _import_generated(source, generated.func_name)
     dispatcher = getattr(module, generated.func_name)
     signature = tuple(
-        types.Array(numba.from_dtype(np.dtype(p.dtype)), p.ndim, "C") for p in lowered.params
+        types.Array(numba.from_dtype(np.dtype(p.dtype)), p.ndim, "C")
+        for p in lowered.params + generated.workspace
     )
     previous = numba.config.SLP_VECTORIZE
     numba.config.SLP_VECTORIZE = 1

@@ -13,11 +13,17 @@ l4, l5 = sch.split(l1, factors=[None, 4])
 """
 
 from workbench.schedule import (  # noqa: E402
+    errors_blockize,
+    errors_binding,
     errors_compute_location,
     errors_layout,
     errors_memory,
+    errors_padding,
     errors_reduction,
     scope_errors,
+    errors_reindex,
+    errors_sampling,
+    errors_storage,
 )
 from workbench.schedule.errors import (
     AnnotatedLoopError,
@@ -48,10 +54,16 @@ from workbench.schedule.errors import (
     WrongFactorProductError,
     WrongHandleKindError,
 )
+from workbench.schedule.errors_blockize import *  # noqa: F403
+from workbench.schedule.errors_binding import *  # noqa: F403
 from workbench.schedule.errors_compute_location import *  # noqa: F403
 from workbench.schedule.errors_layout import *  # noqa: F403
 from workbench.schedule.errors_memory import *  # noqa: F403
+from workbench.schedule.errors_padding import *  # noqa: F403
 from workbench.schedule.errors_reduction import *  # noqa: F403
+from workbench.schedule.errors_reindex import *  # noqa: F403
+from workbench.schedule.errors_sampling import *  # noqa: F403
+from workbench.schedule.errors_storage import *  # noqa: F403
 from workbench.schedule.handles import BlockRV, LoopRV
 from workbench.schedule.legality import Legality, LegalityTable
 from workbench.schedule.schedule import Schedule
@@ -107,4 +119,10 @@ __all__ = [
     *errors_layout.__all__,
     *errors_reduction.__all__,
     *scope_errors.__all__,
+    *errors_blockize.__all__,
+    *errors_padding.__all__,
+    *errors_reindex.__all__,
+    *errors_sampling.__all__,
+    *errors_storage.__all__,
+    *errors_binding.__all__,
 ]

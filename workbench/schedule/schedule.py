@@ -14,6 +14,8 @@ from typing import Any
 
 from workbench.ir import Block, For, PrimFunc
 from workbench.schedule.annotations import AnnotationMethods
+from workbench.schedule.blockize import BlockizeMethods
+from workbench.schedule.binding import BindingMethods
 from workbench.schedule.compute_location import ComputeLocationMethods
 from workbench.schedule.errors import (
     ForeignHandleError,
@@ -28,10 +30,15 @@ from workbench.schedule.layout import LayoutMethods
 from workbench.schedule.legality import LegalityTable, legal_primitives
 from workbench.schedule.loops import LoopMethods
 from workbench.schedule.memory import MemoryMethods
+from workbench.schedule.padding import PaddingMethods
 from workbench.schedule.queries import QueryMethods
 from workbench.schedule.reduction import ReductionMethods
+from workbench.schedule.reindex import ReindexMethods
+from workbench.schedule.sampling import SamplingMethods
+from workbench.schedule.storage import StorageMethods
 from workbench.schedule.trace import Instruction, Trace, TraceError, to_json_value
 from workbench.schedule.tree import block_names, find_block, find_loop, loop_names
+from workbench.schedule.unit_loop import UnitLoopMethods
 
 _SCHEDULE_IDS = itertools.count(1)
 
@@ -55,6 +62,13 @@ class Schedule(
     MemoryMethods,
     LayoutMethods,
     ReductionMethods,
+    UnitLoopMethods,
+    BlockizeMethods,
+    PaddingMethods,
+    ReindexMethods,
+    StorageMethods,
+    SamplingMethods,
+    BindingMethods,
 ):
     """A PrimFunc under scheduling, as in TVM's ``tir.Schedule``.
 
@@ -62,6 +76,8 @@ class Schedule(
     ----------
     func : PrimFunc
         The function to schedule; it is never modified (``sch.func_before``).
+    seed : int, optional
+        Seed of the random state the sampling primitives draw from (TVM's ``seed``).
 
     Attributes
     ----------
@@ -85,7 +101,7 @@ class Schedule(
     sch.reorder(l4, l2, l3, l5)
     """
 
-    def __init__(self, func: PrimFunc):
+    def __init__(self, func: PrimFunc, *, seed: int | None = None):
         if not isinstance(func, PrimFunc):
             raise TypeError(f"Schedule needs a PrimFunc, got {type(func).__name__}")
         self.func_before = func
@@ -94,6 +110,7 @@ class Schedule(
         self._accepted: dict[int, int | None] = {self._uid: None}
         self._state = _State(func, Trace(), {}, {}, 0)
         self._forced_outputs: list[str] | None = None
+        self._seed = seed
 
     # --- state ------------------------------------------------------------------------
 
@@ -134,6 +151,7 @@ class Schedule(
         other._accepted[other._uid] = None
         other._state = self._state
         other._forced_outputs = None
+        other._seed = self._fork_seed()
         return other
 
     def undo(self) -> None:

@@ -1,4 +1,5 @@
-"""The softmax lowering walk-through: every step computes softmax, on numpy and cpu."""
+"""The softmax lowering walk-through (workbench.recipes.softmax_lowering) and the softmax and
+layernorm recipes: every step computes softmax, on numpy and cpu."""
 
 from __future__ import annotations
 
@@ -6,26 +7,27 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import ops
+from workbench import ops, recipes
+from workbench.backends.cpu_facts import reduction_lanes
 from workbench.ir import ForKind
 from workbench.ir.analysis import find_blocks
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
-from workbench.ops.softmax_lowering import (
-    LANES,
-    LOWEST_FLOAT32,
-    ONLINE_LANES,
-    LoweringStep,
-    fused_layernorm_schedule,
-    fused_softmax_schedule,
-    online_softmax,
-    online_softmax_lanes,
-    online_softmax_lanes_schedule,
-    softmax_lowering_steps,
-)
+from workbench.ops.softmax_lowering import LOWEST_FLOAT32, online_softmax, online_softmax_lanes
+from workbench.recipes.softmax_lowering import LoweringStep, softmax_lowering_steps
 from workbench.schedule import MultipleStoresError
 
 M, N = 6, 48
+LANES = reduction_lanes("float32")  # the machine's (16 float32 on AVX-512 and AVX2)
+ONLINE_LANES = LANES
+
+
+def fused_softmax_schedule(m: int, n: int, **options) -> wb.Schedule:
+    return recipes.softmax.fused_cpu(ops.softmax(m, n), **options)
+
+
+def online_softmax_lanes_schedule(m: int, n: int, lanes: int | None = None) -> wb.Schedule:
+    return recipes.softmax.online_lanes_cpu(online_softmax_lanes(m, n, lanes))
 
 
 def reference_softmax(x: np.ndarray) -> np.ndarray:
@@ -210,8 +212,8 @@ def test_online_softmax_lanes_row_length_must_fill_the_lanes():
 
 
 def test_row_length_must_fill_the_lanes():
-    with pytest.raises(ValueError, match="N=40 must be a multiple of 16"):
-        softmax_lowering_steps(4, 40)
+    with pytest.raises(ValueError, match=f"N={LANES + 4} must be a multiple of {LANES}"):
+        softmax_lowering_steps(4, LANES + 4)
 
 
 @pytest.mark.parametrize("target", ["numpy", "cpu"])
@@ -222,6 +224,6 @@ def test_fused_layernorm(target):
     gamma = rng.standard_normal(cols).astype(np.float32)
     beta = rng.standard_normal(cols).astype(np.float32)
     out = np.full_like(x, np.nan)
-    wb.build(fused_layernorm_schedule(rows, cols), target=target)(x, gamma, beta, out)
+    wb.build(recipes.layernorm.fused_cpu(ops.layernorm(rows, cols)), target=target)(x, gamma, beta, out)
     expected = ops.reference.layernorm(x, gamma, beta, eps=1e-5)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)

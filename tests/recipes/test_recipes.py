@@ -1,0 +1,102 @@
+"""Every recipe computes the reference result on random inputs (numpy and cpu targets);
+the registry lists and finds them; the vector width comes from the machine."""
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import ops, recipes
+from workbench.backends.cpu_facts import (
+    cache_line_bytes,
+    reduction_lanes,
+    vector_bits,
+    vector_lanes,
+)
+from workbench.ir import ForKind
+from workbench.ir.functor import collect
+from workbench.ir.stmt import For
+from workbench.ops.softmax_lowering import online_softmax, online_softmax_lanes
+
+LANES = vector_lanes("float32")
+REDUCE = reduction_lanes("float32")
+
+# (op, name) -> the function each recipe schedules, at a small size
+FUNCS = {
+    ("matmul", "tiled"): lambda: ops.matmul(8, 2 * 4 * LANES, 256),
+    ("matmul", "tiled_full_k"): lambda: ops.matmul(16, 4 * LANES, 24),
+    ("matmul", "parallel_vectorize"): lambda: ops.matmul(8, 16, 12),
+    ("matmul", "packed"): lambda: ops.matmul(8, 2 * 4 * LANES, 256),
+    ("softmax", "fused"): lambda: ops.softmax(6, 2 * REDUCE),
+    ("softmax", "online"): lambda: online_softmax(6, 40),
+    ("softmax", "online_lanes"): lambda: online_softmax_lanes(6, 4 * LANES),
+    ("layernorm", "fused"): lambda: ops.layernorm(4, 8 * LANES),
+}
+
+
+def random_inputs(func, rng):
+    arrays = [(rng.standard_normal(b.shape) * 2).astype(b.dtype) for b in func.params]
+    return arrays
+
+
+def test_registry_lists_every_recipe():
+    listed = [(r.op, r.name, r.target) for r in recipes.list()]
+    assert sorted(listed) == sorted((op, name, "cpu") for op, name in FUNCS)
+    assert [r.name for r in recipes.list(op="softmax")] == ["fused", "online", "online_lanes"]
+    assert recipes.list(target="cuda") == []
+    assert recipes.get("matmul", "packed").schedule is recipes.matmul.packed_cpu
+    assert recipes.get("matmul", "packed").doc.startswith("B packed into")
+
+
+def test_unknown_recipe_names_the_known_ones():
+    with pytest.raises(KeyError, match="matmul/packed/cpu"):
+        recipes.get("matmul", "nope")
+
+
+@pytest.mark.parametrize("op, name", sorted(FUNCS))
+@pytest.mark.parametrize("target", ["numpy", "cpu"])
+def test_recipe_computes_the_reference(op, name, target, rng):
+    func = FUNCS[(op, name)]()
+    sch = recipes.get(op, name, "cpu")(func)
+    assert isinstance(sch, wb.Schedule) and sch.func_before is func
+    arrays = random_inputs(func, rng)
+    want = [a.copy() for a in arrays]
+    wb.build(func, target="numpy")(*want)
+    got = [a.copy() for a in arrays]
+    wb.build(sch, target=target)(*got)
+    np.testing.assert_allclose(got[-1], want[-1], rtol=1e-4, atol=1e-4)
+    again = wb.Trace.from_json(sch.trace.to_json()).apply(func)
+    assert again.mod == sch.mod
+
+
+def vector_extents(sch):
+    loops = collect(sch.mod, lambda n: isinstance(n, For))
+    return sorted(lp.extent.value for lp in loops if lp.kind is ForKind.VECTORIZED)
+
+
+def test_widths_follow_the_machine():
+    """No hard-coded 16: the tile is four vector registers, the rfactor split one."""
+    packed = recipes.matmul.packed_cpu(ops.matmul(8, 8 * LANES, 256))
+    assert vector_extents(packed) == [4 * LANES, 4 * LANES]
+    softmax = recipes.softmax.fused_cpu(ops.softmax(2, 4 * REDUCE))
+    assert vector_extents(softmax) == [REDUCE, REDUCE, 4 * REDUCE]
+    narrow = recipes.softmax.fused_cpu(ops.softmax(2, 64), lanes=4)
+    assert vector_extents(narrow) == [4, 4, 64]
+    layernorm = recipes.layernorm.fused_cpu(ops.layernorm(2, 8 * LANES))
+    assert vector_extents(layernorm) == [4 * LANES, 4 * LANES, 8 * LANES]
+    with pytest.raises(ValueError, match="multiple of lanes"):
+        recipes.layernorm.fused_cpu(ops.layernorm(2, 4 * LANES + 1))
+
+
+def test_cpu_facts():
+    assert vector_bits() in (128, 256, 512)
+    assert vector_lanes("float32") == vector_bits() // 32
+    assert vector_lanes("float64", bits=512) == 8
+    assert vector_lanes("int8", bits=256) == 32
+    assert cache_line_bytes() in (32, 64, 128, 256)
+    assert reduction_lanes("float32", bits=512) == max(16, cache_line_bytes() // 4)
+    assert reduction_lanes("float32") >= vector_lanes("float32")
+    flags = open("/proc/cpuinfo").read() if __import__("os").path.exists("/proc/cpuinfo") else ""
+    if " avx512f" in flags:
+        assert vector_bits() == 512
+    elif " avx2" in flags:
+        assert vector_bits() >= 256

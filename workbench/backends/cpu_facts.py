@@ -1,0 +1,95 @@
+"""Facts about the host CPU the ``cpu`` target compiles for: its SIMD vector width.
+
+One place to read it from, so that schedules (``workbench.recipes``) size their vector
+loops and register tiles for the machine they run on instead of a hard-coded 16 lanes. The
+CUDA issue will turn this into a field of ``Target``.
+
+The width comes from the features LLVM detects on the host (what Numba compiles for):
+AVX-512 gives 512 bits, AVX/AVX2 256, anything else (SSE, NEON) 128. The environment
+variable is not consulted (no ambient state); pass ``bits=`` to the functions that take it
+to plan for another machine.
+
+Example
+-------
+>>> vector_bits() in (128, 256, 512)
+True
+>>> vector_lanes("float32") == vector_bits() // 32
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+
+def _cpuinfo_flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _llvm_features() -> set[str]:
+    try:
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+        return {name for name in ("avx512f", "avx2", "avx") if features.get(name, False)}
+    except Exception:  # noqa: BLE001 (a platform llvmlite cannot inspect: fall back to cpuinfo)
+        return set()
+
+
+@functools.lru_cache(maxsize=1)
+def vector_bits() -> int:
+    """The widest SIMD register the host CPU's LLVM target uses: 512, 256 or 128 bits."""
+    features = _llvm_features() or _cpuinfo_flags()
+    if "avx512f" in features:
+        return 512
+    if "avx2" in features or "avx" in features:
+        return 256
+    return 128
+
+
+def vector_lanes(dtype: str = "float32", bits: int | None = None) -> int:
+    """How many ``dtype`` elements one vector register holds (16 float32 on AVX-512).
+
+    Example
+    -------
+    >>> vector_lanes("float64", bits=512)
+    8
+    """
+    width = vector_bits() if bits is None else bits
+    return max(1, width // (8 * np.dtype(dtype).itemsize))
+
+
+@functools.lru_cache(maxsize=1)
+def cache_line_bytes() -> int:
+    """The L1 data cache line size (64 on x86-64 and most ARM cores), from sysfs."""
+    path = Path("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return 64
+
+
+def reduction_lanes(dtype: str = "float32", bits: int | None = None) -> int:
+    """Partial results for an ``rfactor``-ed row reduction: one vector register, and at
+    least one cache line of them.
+
+    Measured: LLVM turns a fully unrolled 8-lane ``max`` reduction (one AVX2 register)
+    back into scalar code, while 16 lanes (two AVX2 registers, one AVX-512 register)
+    vectorize on both machines; a cache line of partials is the smallest group that does
+    on either. 16 float32 on AVX-512 and AVX2, 32 int8 on AVX2.
+
+    Example
+    -------
+    >>> reduction_lanes("float32", bits=512), reduction_lanes("float32", bits=256)
+    (16, 16)
+    """
+    return max(vector_lanes(dtype, bits), cache_line_bytes() // np.dtype(dtype).itemsize)

@@ -1,0 +1,23 @@
+"""Recipes: named hand-written schedules per operator and target.
+
+The operator library (``workbench.ops``) says *what* is computed; a recipe says *how*, for
+one target: ``recipes.matmul.packed_cpu(func)`` packs B into panels and keeps a register
+tile, ``recipes.softmax.fused_cpu(func)`` fuses the three softmax passes into one. The
+notebooks, the benches and the tuner's hand baselines import them from here. Vector loops
+and register tiles are sized from the machine (``workbench.backends.cpu_facts``).
+
+Example
+-------
+>>> from workbench import ops, recipes
+>>> [f"{r.op}/{r.name}" for r in recipes.list(target="cpu")][:3]
+['layernorm/fused', 'matmul/packed', 'matmul/parallel_vectorize']
+>>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
+"""
+
+from workbench.recipes import layernorm, matmul, softmax
+from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, register
+
+list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
+
+__all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "layernorm",
+           "matmul", "softmax"]

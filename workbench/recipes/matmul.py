@@ -1,0 +1,112 @@
+"""Matmul recipes for the ``cpu`` target (``ops.matmul``: block ``C``, loops ``i, j, k``).
+
+The tile width ``tj`` defaults to four vector registers of float32
+(``4 * vector_lanes()``: 64 on AVX-512, 32 on AVX2), the register tile ``ti x tj`` then
+fills 16 registers.
+"""
+
+from __future__ import annotations
+
+from workbench.backends.cpu_facts import vector_lanes
+from workbench.ir import PrimFunc
+from workbench.recipes.registry import register
+from workbench.schedule import Schedule
+
+
+def _tile_width(func: PrimFunc, tj: int | None) -> int:
+    return 4 * vector_lanes(func.params[-1].dtype) if tj is None else tj
+
+
+@register("matmul", "tiled")
+def tiled_cpu(func: PrimFunc, *, ti: int = 4, tj: int | None = None, tk: int = 128) -> Schedule:
+    """Loop primitives alone: ``j_0 (parallel), k_0, i_0, k_1, i_1 (unroll), j_1 (vectorize)``.
+
+    A ``ti x tj`` register tile with K split by ``tk`` (the best loop-only schedule of
+    ``bench/bench_matmul_cpu.py``).
+
+    Example
+    -------
+    >>> sch = tiled_cpu(ops.matmul(256, 256, 256))
+    """
+    tj = _tile_width(func, tj)
+    sch = Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, factors=[None, ti])
+    j0, j1 = sch.split(j, factors=[None, tj])
+    k0, k1 = sch.split(k, factors=[None, tk])
+    sch.reorder(j0, k0, i0, k1, i1, j1)
+    sch.parallel(j0)
+    sch.unroll(i1)
+    sch.vectorize(j1)
+    return sch
+
+
+@register("matmul", "tiled_full_k")
+def tiled_full_k_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None) -> Schedule:
+    """``i_0 (parallel), j_0, k, i_1 (unroll), j_1 (vectorize)``: full K inside each tile
+    (``tj`` defaults to two vector registers)."""
+    tj = 2 * vector_lanes(func.params[-1].dtype) if tj is None else tj
+    sch = Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, factors=[None, ti])
+    j0, j1 = sch.split(j, factors=[None, tj])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.parallel(i0)
+    sch.unroll(i1)
+    sch.vectorize(j1)
+    return sch
+
+
+@register("matmul", "parallel_vectorize")
+def parallel_vectorize_cpu(func: PrimFunc) -> Schedule:
+    """``i (parallel), k, j (vectorize)``: loop order and annotations only."""
+    sch = Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.reorder(i, k, j)
+    sch.parallel(i)
+    sch.vectorize(j)
+    return sch
+
+
+@register("matmul", "packed")
+def packed_cpu(
+    func: PrimFunc,
+    *,
+    ti: int = 4,
+    tj: int | None = None,
+    tk: int = 128,
+    pack_per_panel: bool = True,
+) -> Schedule:
+    """B packed into ``tj``-wide panels, a ``ti x tj`` local accumulator, ``j_0`` parallel.
+
+    Loop order ``j_0 (parallel), [pack B panel j_0], i_0, k_0, k_1, i_1 (unroll),
+    j_1 (vectorize), [write back the tile]``: ``cache_read`` + ``compute_at`` +
+    ``transform_layout`` copy each panel of B contiguous (it stays in that core's L2),
+    ``cache_write`` + ``reverse_compute_at`` keep the output tile in registers across
+    ``k``. With ``pack_per_panel=False`` the whole of ``B`` is packed before the parallel
+    loop (serially).
+
+    Example
+    -------
+    >>> sch = packed_cpu(ops.matmul(256, 256, 256))
+    """
+    tj = _tile_width(func, tj)
+    sch = Schedule(func)
+    c = sch.get_block("C")
+    b_panel = sch.cache_read(c, 2, "global")
+    c_tile = sch.cache_write(c, 0, "local")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, factors=[None, ti])
+    j0, j1 = sch.split(j, factors=[None, tj])
+    k0, k1 = sch.split(k, factors=[None, tk])
+    sch.reorder(j0, i0, k0, k1, i1, j1)
+    sch.reverse_compute_at(c_tile, i0)
+    if pack_per_panel:
+        sch.compute_at(b_panel, j0)
+    sch.transform_layout(b_panel, ("write", 0), lambda kk, jj: (jj // tj, kk, jj % tj))
+    sch.parallel(j0)
+    sch.unroll(i1)
+    sch.vectorize(j1)
+    if pack_per_panel:
+        sch.vectorize(sch.get_loops(b_panel)[-1])
+    return sch

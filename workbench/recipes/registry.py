@@ -1,0 +1,71 @@
+"""The recipe registry: named hand-written schedules, by operator and target.
+
+A recipe is a function ``recipe(func, **options) -> Schedule`` that schedules one operator
+of the library (``ops.matmul(...)``, ``ops.softmax(...)``...) for one target. Recipes are
+the baselines the notebooks, the benches and the tuner compare against; they read the
+machine's vector width from ``workbench.backends.cpu_facts`` instead of hard-coding it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from workbench.ir import PrimFunc
+from workbench.schedule import Schedule
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """One named schedule: ``recipe(func, **options)`` returns a ``Schedule`` of ``func``."""
+
+    op: str
+    name: str
+    target: str
+    schedule: Callable[..., Schedule]
+
+    @property
+    def doc(self) -> str:
+        """The first line of the schedule function's docstring."""
+        text = (self.schedule.__doc__ or "").strip()
+        return text.splitlines()[0] if text else ""
+
+    def __call__(self, func: PrimFunc, **options) -> Schedule:
+        return self.schedule(func, **options)
+
+
+RECIPES: dict[tuple[str, str, str], Recipe] = {}
+
+
+def register(op: str, name: str, target: str = "cpu"):
+    """Decorator: add ``fn(func, **options) -> Schedule`` as recipe ``(op, name, target)``."""
+
+    def add(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
+        RECIPES[(op, name, target)] = Recipe(op, name, target, fn)
+        return fn
+
+    return add
+
+
+def get(op: str, name: str, target: str = "cpu") -> Recipe:
+    """The recipe ``name`` for operator ``op`` on ``target``; ``KeyError`` lists the known ones.
+
+    Example
+    -------
+    >>> from workbench import ops, recipes
+    >>> sch = recipes.get("matmul", "packed", "cpu")(ops.matmul(64, 64, 64))
+    """
+    key = (op, name, target)
+    if key not in RECIPES:
+        known = ", ".join(f"{o}/{n}/{t}" for o, n, t in sorted(RECIPES))
+        raise KeyError(f"no recipe {op}/{name}/{target}; known: {known}")
+    return RECIPES[key]
+
+
+def list_recipes(op: str | None = None, target: str | None = None) -> list[Recipe]:
+    """All recipes (for one operator and/or target), sorted by operator, target and name."""
+    return [
+        RECIPES[key]
+        for key in sorted(RECIPES, key=lambda k: (k[0], k[2], k[1]))
+        if (op is None or key[0] == op) and (target is None or key[2] == target)
+    ]
