@@ -7,6 +7,7 @@ import pytest
 
 from workbench.backends import build, codegen_python, lower_to_numba_source
 from workbench.backends.asm_loops import fma_loops
+from workbench.backends.cpu_facts import vector_lanes
 from workbench.backends.runtime import stack_allocator
 from workbench.ops.linalg import matmul
 from workbench.schedule import Schedule
@@ -93,12 +94,19 @@ def test_packed_kernel_keeps_the_tile_in_registers(tk):
 
     With the tile on the heap, k split by 256 compiled to a scalar loop with a load and a
     store of the accumulator per FMA."""
-    kernel = build(packed_matmul(1024, 4, 64, tk), target="cpu")
+    lanes = vector_lanes("float32")
+    if lanes < 16 and tk == 128:
+        pytest.xfail("AVX2: LLVM unrolls the k=128 loop and spills the tile (known, see "
+                     "docs/decisions.md, 'Packed matmul on AVX2')")
+    # 4 rows x 4 vectors = 16 accumulators fit AVX-512's 32 registers; AVX2 has 16, so its
+    # tile is 4 rows x 2 vectors (8 accumulators), leaving room for the operands.
+    vectors = 4 if lanes >= 16 else 2
+    kernel = build(packed_matmul(1024, 4, vectors * lanes, tk), target="cpu")
     loops = fma_loops(kernel.asm)
-    in_registers = [x for x in loops if x.stores == 0 and x.fma >= 16]
+    in_registers = [x for x in loops if x.stores == 0 and x.fma >= 4 * vectors]
     assert in_registers, "\n".join(map(str, loops))
     for loop in in_registers:
-        assert loop.loads <= loop.fma  # 4 panel loads + 4 broadcasts per 16 FMAs (AVX-512)
+        assert loop.loads <= loop.fma  # vectors panel loads + 4 broadcasts per tile of FMAs
 
 
 def test_fma_loops_counts_stores():

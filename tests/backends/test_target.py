@@ -28,7 +28,8 @@ def test_target_objects_and_strings_build_the_same_kernel():
 def test_target_options_defaults_and_errors():
     t = Target("cpu", promote=False)
     assert dict(t.options) == {
-        "fastmath": True, "fast_exp": True, "boundscheck": False, "promote": False, "workspace": True
+        "fastmath": True, "fast_exp": True, "boundscheck": False, "promote": False,
+        "workspace": True, "debug": False,
     }
     assert t == "cpu" and str(t) == "cpu" and t.with_options(promote=True) == Target("cpu")
     with pytest.raises(TypeError, match="unknown option\\(s\\) fast for target 'cpu'"):

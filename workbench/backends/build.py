@@ -93,8 +93,9 @@ def build(func_or_schedule, target: str | Target = "numpy", **options) -> Kernel
         store.buffer.name for store in collect(lowered.body, lambda n: isinstance(n, BufferStore))
     )
     kernel = resolved.kind.compile(checked, lowered, resolved, written)
-    kernel.func = func  # arguments are checked against the user's function
-    kernel.bounds_checks = checks
+    if checks:
+        kernel.func = func  # arguments are checked against the user's function
+        kernel.bounds_checks = checks
     return kernel
 
 

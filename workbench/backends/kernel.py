@@ -89,13 +89,17 @@ class Kernel:
     def __call__(self, *arrays: np.ndarray) -> None:
         check_arguments(self.func, arrays, self._written, self._read)
         if not self.bounds_checks:
-            self._runner(*arrays)
+            self._launch(arrays)
             return
         try:
-            self._runner(*arrays)
+            self._launch(arrays)
         except IndexError as error:
             reraise_bounds_error(error, self.bounds_checks)
             raise
+
+    def _launch(self, arrays: tuple[np.ndarray, ...]) -> None:
+        """Run the compiled code on checked arguments (targets add what they pass along)."""
+        self._runner(*arrays)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.func.params)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.backends.arguments import check_arguments
 from workbench.backends.kernel import Kernel
 
 
@@ -30,8 +29,7 @@ class CpuKernel(Kernel):
             for buf in self._compiled.generated.workspace
         )
 
-    def __call__(self, *arrays: np.ndarray) -> None:
-        check_arguments(self.func, arrays, self._written)
+    def _launch(self, arrays: tuple[np.ndarray, ...]) -> None:
         self._runner(*arrays, *self.workspace)
 
     def copy(self) -> CpuKernel:

@@ -309,7 +309,7 @@ class CudaKernel(Kernel):
             self._check_device_arguments(arrays)
             self._runner(*arrays, *(self._device_workspace or self.workspace))
             return
-        check_arguments(self.func, arrays, self._written)
+        check_arguments(self.func, arrays, self._written, self._read)
         from numba import cuda
 
         device = [cuda.to_device(a) for a in arrays]
