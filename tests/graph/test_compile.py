@@ -109,3 +109,26 @@ def test_explore_opens_the_fused_kernel_schedule(compiled_cnn, monkeypatch):
     if "explore" not in dir(wb):  # no explorer in this build: a clear error
         with pytest.raises(NotImplementedError, match="schedule"):
             compiled.explore("relu")
+
+
+def test_wb_compile_stays_the_function_after_submodule_imports():
+    import importlib
+
+    import workbench.graph.artifact  # noqa: F401
+    import workbench.graph.compiler  # noqa: F401
+
+    graph_package = importlib.import_module("workbench.graph")
+    assert callable(graph_package.compile) and callable(graph_package.load)
+    assert callable(wb.compile) and callable(wb.load)
+
+
+def test_schedules_from_records_fall_back_to_default_rules(tmp_path):
+    pytest.importorskip("workbench.tune")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.GELU()).eval()
+    x = torch.randn(3, 4)
+    db = tmp_path / "records.jsonl"
+    db.write_text("")
+    from_records = wb.compile(model, (x,), target="numpy", schedules=str(db))
+    default = wb.compile(model, (x,), target="numpy")
+    assert [k.trace_json for k in from_records.kernels] == [k.trace_json for k in default.kernels]
+    np.testing.assert_allclose(from_records(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)

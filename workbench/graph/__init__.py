@@ -1,4 +1,4 @@
-"""The graph level: model import, graph passes, lowering to PrimFuncs, ``compile``.
+"""The graph level: model import, graph passes, lowering to PrimFuncs, ``compile`` (in ``compiler.py``, so that the submodule never shadows the function).
 
 Example
 -------
@@ -34,8 +34,8 @@ def from_onnx(model) -> Graph:
 
 
 def compile(model, example_inputs=(), target: str = "cpu", schedules="default", **options):
-    """``wb.compile``: see ``workbench.graph.compile.compile``."""
-    from workbench.graph.compile import compile as _compile
+    """``wb.compile``: see ``workbench.graph.compiler.compile``."""
+    from workbench.graph.compiler import compile as _compile
 
     return _compile(model, example_inputs, target=target, schedules=schedules, **options)
 

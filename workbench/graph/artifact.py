@@ -124,7 +124,7 @@ def load(folder):
     >>> model = wb.load("artifact/")          # doctest: +SKIP
     >>> model(x)                              # doctest: +SKIP
     """
-    from workbench.graph.compile import CompiledKernel, CompiledModel, KernelRunner
+    from workbench.graph.compiler import CompiledKernel, CompiledModel, KernelRunner
     from workbench.graph.passes.memory_plan import MemoryPlan
 
     folder = Path(folder)
