@@ -1,4 +1,6 @@
-"""The graph level: model import, graph passes, lowering to PrimFuncs, ``compile`` (in ``compiler.py``, so that the submodule never shadows the function).
+"""The graph level: model import, graph passes, lowering to PrimFuncs, ``compile``.
+
+``compile`` lives in ``compiler.py``, so that the submodule never shadows the function.
 
 Example
 -------

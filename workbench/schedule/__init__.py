@@ -13,17 +13,17 @@ l4, l5 = sch.split(l1, factors=[None, 4])
 """
 
 from workbench.schedule import (  # noqa: E402
-    errors_blockize,
     errors_binding,
+    errors_blockize,
     errors_compute_location,
     errors_layout,
     errors_memory,
     errors_padding,
     errors_reduction,
-    scope_errors,
     errors_reindex,
     errors_sampling,
     errors_storage,
+    scope_errors,
 )
 from workbench.schedule.errors import (
     AnnotatedLoopError,
@@ -54,8 +54,8 @@ from workbench.schedule.errors import (
     WrongFactorProductError,
     WrongHandleKindError,
 )
-from workbench.schedule.errors_blockize import *  # noqa: F403
 from workbench.schedule.errors_binding import *  # noqa: F403
+from workbench.schedule.errors_blockize import *  # noqa: F403
 from workbench.schedule.errors_compute_location import *  # noqa: F403
 from workbench.schedule.errors_layout import *  # noqa: F403
 from workbench.schedule.errors_memory import *  # noqa: F403

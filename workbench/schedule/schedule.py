@@ -14,8 +14,8 @@ from typing import Any
 
 from workbench.ir import Block, For, PrimFunc
 from workbench.schedule.annotations import AnnotationMethods
-from workbench.schedule.blockize import BlockizeMethods
 from workbench.schedule.binding import BindingMethods
+from workbench.schedule.blockize import BlockizeMethods
 from workbench.schedule.compute_location import ComputeLocationMethods
 from workbench.schedule.errors import (
     ForeignHandleError,
