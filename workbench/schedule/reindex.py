@@ -276,7 +276,7 @@ register_instruction(
         ("block",),
         (AttrSpec("buffer", _is_buffer_attr, 'a buffer name or ["read" | "write", index]'),),
         outputs="block",
-        applies_to=(),  # probe ready for ("block",); not yet rows of legal_primitives
+        applies_to=("block",),
         probe=_probe_reindex,
     )
 )
