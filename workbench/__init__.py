@@ -58,6 +58,12 @@ _PUBLIC = {
     "graph_figure": "workbench.viz",
     "peaks_consistent": "workbench.measure.peaks",
     "viz": "workbench.viz",
+    # auto-tuning (issue 10)
+    "tune": "workbench.tune",
+    "load_best": "workbench.tune",
+    "TuneResult": "workbench.tune",
+    "load_artifact": "workbench.tune.artifact",
+    "export_artifact": "workbench.tune.artifact",
 }
 
 

@@ -1,0 +1,143 @@
+"""Auto-tuning matmul float32 on the CPU from the generated space: best-so-far vs wall time.
+
+For each strategy, ``wb.tune(matmul(N, N, N), space="generated", strategy=...)`` runs for
+``--budget`` seconds (no hand schedule as a seed) with a fresh records file; every record's
+GFLOP/s is logged with the wall time since the start, giving the best-so-far curve. Then the
+best kernel of each strategy and numpy (in this process, and with the OpenBLAS variables
+unset in ``benchlib.NumpyWorker``) are timed side by side in interleaved rounds.
+
+Targets (issue 10): time to beat TVM MetaSchedule's 64-trial result on a 2-core machine
+(171 GFLOP/s) <= 30 s; the best within 5 minutes >= 0.9x the packed hand schedule
+(~1.08x numpy-unset, ``bench_matmul_packed_cpu.py``), i.e. >= ~0.97x numpy-unset.
+
+    .venv/bin/python bench/bench_tune_matmul_cpu.py                # 1024, 300 s, evolutionary
+    .venv/bin/python bench/bench_tune_matmul_cpu.py --strategies evolutionary,random,bayesian
+    .venv/bin/python bench/bench_tune_matmul_cpu.py --quick        # 64, 20 s, prints only
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from benchlib import (
+    NumpyWorker,
+    command_line,
+    interleaved_rounds,
+    machine_lines,
+    markdown_table,
+    median,
+    parser,
+    ratios,
+    time_calls,
+    write_section,
+)
+
+import workbench as wb
+from workbench import ops
+
+METASCHEDULE_GFLOPS = 171.0
+
+
+def tune_curve(n: int, strategy: str, budget: float, seed: int, folder: Path):
+    func = ops.matmul(n, n, n)
+    start = time.perf_counter()
+    curve: list[tuple[float, float]] = []
+    best = [0.0]
+
+    def log(record):
+        if record.ok and record.gflops > best[0]:
+            best[0] = record.gflops
+        curve.append((time.perf_counter() - start, best[0]))
+
+    result = wb.tune(func, target="cpu", trials=100000, db=folder / f"{strategy}.jsonl",
+                     space="generated", strategy=strategy, seed=seed, time_budget_s=budget,
+                     callbacks=[log], progress=False, repeats=5, batch_size=8)
+    return result, curve
+
+
+def time_to(curve, gflops: float) -> float | None:
+    return next((t for t, g in curve if g >= gflops), None)
+
+
+def main() -> None:
+    p = parser(__doc__.split("\n")[0])
+    p.add_argument("--n", type=int, default=None)
+    p.add_argument("--budget", type=float, default=None, help="seconds of tuning per strategy")
+    p.add_argument("--strategies", default="evolutionary")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    n = args.n or (64 if args.quick else 1024)
+    budget = args.budget or (20.0 if args.quick else 300.0)
+    rounds = args.rounds or (2 if args.quick else 7)
+    flops = 2.0 * n ** 3
+    strategies = args.strategies.split(",")
+    folder = Path(tempfile.mkdtemp(prefix="bench-tune-"))
+    results, curves = {}, {}
+    for strategy in strategies:
+        print(f"tuning matmul {n} with {strategy} for {budget:.0f} s ...")
+        results[strategy], curves[strategy] = tune_curve(n, strategy, budget, args.seed, folder)
+        print(f"  {results[strategy]}")
+
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).random((n, n), dtype=np.float32)
+    c = np.empty((n, n), np.float32)
+    candidates = {}
+    for strategy, result in results.items():
+        if result.best is None:
+            continue
+        kernel = result.build()
+        kernel(a, b, c)
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-3, atol=1e-2)
+        candidates[f"tuned-{strategy}"] = (lambda k=kernel: time_calls(k, (a, b, c), 5))
+    candidates["numpy"] = lambda: time_calls(np.matmul, (a, b, c), 5)
+    with NumpyWorker() as worker:
+        worker.request("setup", what="matmul", n=n, seed=0)
+        candidates["numpy-unset"] = lambda: [worker.request("time", repeats=5)["median_s"]]
+        timed = interleaved_rounds(candidates, rounds)
+
+    rows = []
+    for name, meds in timed.medians.items():
+        gf = flops / median(meds) / 1e9
+        ratio = median(ratios(timed.medians["numpy-unset"], meds))
+        rows.append([name, f"{median(meds) * 1e3:.2f}", f"{gf:.1f}",
+                     f"{flops / timed.best(name) / 1e9:.1f}", f"{ratio:.2f}x"])
+    table = markdown_table(["candidate", "median ms", "GFLOP/s", "best-call GFLOP/s",
+                            "vs numpy-unset"], rows)
+    curve_rows = []
+    for strategy in strategies:
+        result, curve = results[strategy], curves[strategy]
+        t171 = time_to(curve, METASCHEDULE_GFLOPS)
+        failed = sum(not r.ok for r in result.records)
+        curve_rows.append([
+            strategy, str(len(result.records)), str(failed),
+            f"{max((g for _, g in curve), default=0):.1f}",
+            "not reached" if t171 is None else f"{t171:.0f} s",
+            "; ".join(f"{t:.0f}s:{g:.0f}" for t, g in curve[:: max(1, len(curve) // 8)]),
+        ])
+    curve_table = markdown_table(
+        ["strategy", "trials", "failed", "best GFLOP/s while tuning",
+         f"time to {METASCHEDULE_GFLOPS:.0f} GFLOP/s", "best-so-far (wall s: GFLOP/s)"],
+        curve_rows)
+    body = "\n".join([
+        f"## auto-tuning matmul {n} float32, CPU, generated space",
+        "",
+        f"Command: `{command_line()}`",
+        "",
+        *machine_lines(),
+        f"- tuning budget {budget:.0f} s per strategy; the best kernels then timed in "
+        f"{rounds} interleaved rounds against numpy",
+        "",
+        curve_table,
+        "",
+        table,
+    ])
+    print(body)
+    if not args.quick and not args.no_write:
+        write_section("bench_tune_matmul_cpu", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+"""Runners: build candidates in parallel worker processes, measure them one at a time.
+
+A candidate is a schedule trace (JSON) of a ``Task``'s function. The runner
+
+1. **builds** candidates in parallel, each in an isolated worker process
+   (``workbench.tune.isolation``): replay the trace, lower, generate the source, compile
+   it with Numba into the kernel cache on disk;
+2. **measures** them serially in one isolated measuring process (the machine is not shared
+   between two timed kernels): load the kernel (a disk-cache hit), run it on random inputs
+   (seeded by the task's seed), compare every output with the numpy reference executor
+   (``rtol``/``atol``), then time ``repeats`` calls.
+
+A candidate that crashes its worker (a segfault in a generated kernel), hangs past the time
+limit or computes a wrong result comes back as a failed ``Outcome`` (``error_kind``
+``"crash"``, ``"timeout"``, ``"wrong_result"``...) and the run goes on with a new worker.
+
+Bounded kernel cache: the workers drop their in-memory kernels after every candidate
+(``clear_memory_cache``) and are recycled every ``recycle_after`` calls; the runner compiles
+into its own cache folder (``cache_dir``) and prunes it to the ``max_cache_entries`` newest
+kernels after each batch.
+
+``LocalRunner`` is the default; ``workbench.tune.runner_dask.DaskRunner`` has the same
+``run(task, candidates) -> list[Outcome]`` interface on a ``dask.distributed`` cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue
+import statistics
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from workbench.tune.isolation import CandidateError, IsolatedWorker, resolve
+
+
+@dataclasses.dataclass
+class Task:
+    """What every candidate of one tuning run shares (sent to the workers).
+
+    ``kernel_hook`` names a function ``hook(kernel, config) -> callable`` (as
+    ``"module:function"``) that wraps each built kernel before it is checked and timed: a
+    test seam for injecting faults, None otherwise.
+    """
+
+    func: object  # PrimFunc
+    target: str = "cpu"
+    options: dict = dataclasses.field(default_factory=dict)
+    seed: int = 0
+    repeats: int = 5
+    min_repeat_s: float = 0.0
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    kernel_hook: str | None = None
+    key: str = ""
+
+
+@dataclasses.dataclass
+class Candidate:
+    """One point of the search: its configuration and the trace that realises it."""
+
+    config: dict
+    trace: str
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What building and measuring one candidate gave."""
+
+    times_s: list[float] = dataclasses.field(default_factory=list)
+    build_s: float | None = None
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.times_s)
+
+    @property
+    def latency_s(self) -> float | None:
+        return statistics.median(self.times_s) if self.ok else None
+
+
+# ----------------------------------------------------------------------------------------
+# What the worker processes run (top-level functions: they are sent by reference)
+# ----------------------------------------------------------------------------------------
+
+_REFERENCES: dict[str, tuple] = {}
+
+
+def _schedule_of(task: Task, trace_json: str):
+    from workbench.schedule import Schedule, Trace
+
+    trace = Trace.from_json(trace_json)
+    return trace.apply(task.func) if len(trace) else Schedule(task.func)
+
+
+def build_candidate(task: Task, trace_json: str) -> dict:
+    """Replay, lower and compile one candidate into the disk kernel cache (build worker)."""
+    from workbench.backends import build
+    from workbench.backends.numba_cpu import clear_memory_cache
+    from workbench.schedule import ScheduleError
+
+    start = time.perf_counter()
+    try:
+        sch = _schedule_of(task, trace_json)
+    except (ScheduleError, ValueError) as err:
+        raise CandidateError("schedule", str(err)[:2000]) from None
+    try:
+        kernel = build(sch, target=task.target, **task.options)
+    except Exception as err:  # noqa: BLE001 - any codegen/compile failure is the candidate's
+        raise CandidateError("build", f"{type(err).__name__}: {err}"[:2000]) from None
+    source = kernel.source
+    clear_memory_cache()
+    return {"build_s": time.perf_counter() - start, "source_lines": source.count("\n")}
+
+
+def random_arguments(func, seed: int) -> list[np.ndarray]:
+    """Random inputs (uniform in [-1, 1), never zeros) for every parameter, seeded."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for param in func.params:
+        dtype = np.dtype(param.dtype)
+        if dtype.kind == "f":
+            arrays.append(rng.uniform(-1, 1, size=param.shape).astype(dtype))
+        elif dtype.kind in "iu":
+            arrays.append(rng.integers(0, 8, size=param.shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(0, 2, size=param.shape).astype(dtype))
+    return arrays
+
+
+def written_params(kernel) -> set[str]:
+    """Names of the parameters the kernel's lowered function stores to (its outputs)."""
+    from workbench.ir import BufferStore
+    from workbench.ir.functor import collect
+
+    stores = collect(kernel.lowered.body, lambda n: isinstance(n, BufferStore))
+    return {store.buffer.name for store in stores}
+
+
+def _reference(task: Task) -> tuple:
+    """(inputs, expected outputs by parameter index), computed once per task and process."""
+    cached = _REFERENCES.get(task.key)
+    if cached is not None:
+        return cached
+    from workbench.backends import build
+
+    args = random_arguments(task.func, task.seed)
+    reference = build(task.func, target="numpy")
+    expected = [a.copy() for a in args]
+    reference(*expected)
+    written = [i for i, p in enumerate(task.func.params) if p.name in written_params(reference)]
+    _REFERENCES.clear()  # one task at a time: bounded
+    _REFERENCES[task.key] = (args, {i: expected[i] for i in written})
+    return _REFERENCES[task.key]
+
+
+def prepare_task(task: Task) -> int:
+    """Import, build the reference and compute the expected outputs (outside any timeout
+    of a candidate); returns the number of outputs checked."""
+    from workbench.backends import build
+    from workbench.backends.numba_cpu import clear_memory_cache
+
+    outputs = len(_reference(task)[1])
+    build(task.func, target=task.target, **task.options)  # loads Numba and LLVM
+    clear_memory_cache()
+    return outputs
+
+
+def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
+    """Load, check against the reference, and time one candidate (measure worker)."""
+    from workbench.backends import build
+    from workbench.backends.numba_cpu import clear_memory_cache
+
+    args, expected = _reference(task)
+    try:
+        kernel = build(_schedule_of(task, trace_json), target=task.target, **task.options)
+    except Exception as err:  # noqa: BLE001
+        raise CandidateError("build", f"{type(err).__name__}: {err}"[:2000]) from None
+    call = resolve(task.kernel_hook)(kernel, config) if task.kernel_hook else kernel
+    try:
+        run_args = [a.copy() for a in args]
+        for index in expected:
+            run_args[index][...] = np.nan if run_args[index].dtype.kind == "f" else 0
+        call(*run_args)
+        for index, want in expected.items():
+            got = run_args[index]
+            if not np.allclose(got, want, rtol=task.rtol, atol=task.atol, equal_nan=False):
+                worst = float(np.nanmax(np.abs(got.astype("float64") - want))) if got.size else 0
+                name = task.func.params[index].name
+                raise CandidateError(
+                    "wrong_result",
+                    f"output {name} differs from the reference (max |diff| {worst:.3g})",
+                )
+        start = time.perf_counter()
+        call(*run_args)
+        first = time.perf_counter() - start
+        number = 1  # calls per timing: enough that one timing lasts min_repeat_s
+        if task.min_repeat_s > 0 and first < task.min_repeat_s:
+            number = int(task.min_repeat_s / max(first, 1e-7)) + 1
+        times = []
+        for _ in range(max(1, task.repeats)):
+            start = time.perf_counter()
+            for _ in range(number):
+                call(*run_args)
+            times.append((time.perf_counter() - start) / number)
+    finally:
+        clear_memory_cache()
+    return times
+
+
+# ----------------------------------------------------------------------------------------
+# The local runner
+# ----------------------------------------------------------------------------------------
+
+
+def default_cache_dir() -> Path:
+    """The tuner's own kernel cache folder (pruned), apart from the interactive one."""
+    return Path(tempfile.gettempdir()) / f"workbench-tune-kernels-{os.getuid()}"
+
+
+def prune_kernel_cache(directory: Path, max_entries: int) -> int:
+    """Keep the ``max_entries`` newest generated kernels (and their Numba cache files)."""
+    modules = sorted(directory.glob("workbench_kernel_*.py"), key=lambda p: p.stat().st_mtime)
+    removed = 0
+    for path in modules[: max(0, len(modules) - max_entries)]:
+        stem = path.stem
+        for cached in (directory / "__pycache__").glob(f"{stem}.*"):
+            cached.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+class LocalRunner:
+    """Build in ``n_build`` worker processes, measure serially in one, all isolated.
+
+    Parameters
+    ----------
+    n_build : int, optional
+        Parallel build workers (default: the number of CPUs, at most 4).
+    build_timeout_s, measure_timeout_s : float
+        Per-candidate limits; past them the worker is killed and the candidate fails.
+    cache_dir : path, optional
+        Kernel cache folder of the workers (default ``default_cache_dir()``).
+    max_cache_entries : int
+        Kernels kept in ``cache_dir`` after each batch.
+    recycle_after : int
+        Calls after which a worker process is replaced.
+
+    Example
+    -------
+    >>> with LocalRunner(n_build=2) as runner:             # doctest: +SKIP
+    ...     outcomes = runner.run(task, candidates)
+    """
+
+    def __init__(
+        self,
+        n_build: int | None = None,
+        build_timeout_s: float = 300.0,
+        measure_timeout_s: float = 120.0,
+        cache_dir: str | os.PathLike | None = None,
+        max_cache_entries: int = 512,
+        recycle_after: int = 200,
+    ):
+        self.n_build = n_build or max(1, min(4, os.cpu_count() or 1))
+        self.build_timeout_s = build_timeout_s
+        self.measure_timeout_s = measure_timeout_s
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.max_cache_entries = max_cache_entries
+        env = {"WORKBENCH_CACHE_DIR": str(self.cache_dir)}
+        self._builders: queue.SimpleQueue = queue.SimpleQueue()
+        self._all_builders = [
+            IsolatedWorker(env, recycle_after) for _ in range(self.n_build)
+        ]
+        for worker in self._all_builders:
+            self._builders.put(worker)
+        self._measurer = IsolatedWorker(env, recycle_after)
+        self._lock = threading.Lock()
+
+    def _build_one(self, task: Task, candidate: Candidate) -> tuple:
+        worker = self._builders.get()
+        try:
+            return worker.call(build_candidate, (task, candidate.trace), self.build_timeout_s)
+        finally:
+            self._builders.put(worker)
+
+    def run(self, task: Task, candidates: list[Candidate]) -> list[Outcome]:
+        """Build all candidates in parallel, then measure the built ones one by one."""
+        with self._lock:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            with ThreadPoolExecutor(self.n_build) as pool:
+                built = list(pool.map(lambda c: self._build_one(task, c), candidates))
+            outcomes = []
+            for candidate, build_reply in zip(candidates, built, strict=True):
+                if build_reply[0] != "ok":
+                    outcomes.append(Outcome(error=build_reply[2], error_kind=build_reply[1]))
+                    continue
+                build_s = build_reply[1]["build_s"]
+                reply = self._measurer.call(
+                    measure_candidate,
+                    (task, candidate.trace, candidate.config),
+                    self.measure_timeout_s,
+                    prepare=(id(task), prepare_task, (task,)),
+                )
+                if reply[0] == "ok":
+                    outcomes.append(Outcome(times_s=list(reply[1]), build_s=build_s))
+                else:
+                    outcomes.append(Outcome(build_s=build_s, error=reply[2], error_kind=reply[1]))
+            prune_kernel_cache(self.cache_dir, self.max_cache_entries)
+            return outcomes
+
+    @property
+    def restarts(self) -> int:
+        """Worker processes replaced after a crash or a timeout so far."""
+        return self._measurer.restarts + sum(w.restarts for w in self._all_builders)
+
+    def close(self) -> None:
+        for worker in self._all_builders:
+            worker.close()
+        self._measurer.close()
+
+    def __enter__(self) -> LocalRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
