@@ -31,14 +31,12 @@ from workbench.ir.analysis import (
     block_flops,
     block_infos,
     block_regions,
-    consumers,
     expr_ops,
     find_blocks,
     flops,
     get_block,
     min_bytes,
     param_traffic,
-    producers,
 )
 
 
@@ -214,17 +212,6 @@ def test_block_regions_are_the_declared_regions():
     assert [w.buffer.name for w in writes] == ["C"]
     assert writes[0] == BufferRegion(Buffer("C", (8, 8)), (Range(Var("vi"), c(1)), Range(Var("vj"), c(1))))
     assert list(block_regions(add_relu())) == ["T_add", "C"]
-
-
-def test_producers_and_consumers():
-    func = add_relu()
-    assert [b.name for b in producers(func, "C")] == ["T_add"]
-    assert [b.name for b in consumers(func, "T_add")] == ["C"]
-    assert producers(func, "T_add") == []
-    assert consumers(func, "C") == []
-    # a block reading and writing its own output is neither its producer nor consumer
-    assert producers(matmul(), "C") == [] and consumers(matmul(), "C") == []
-
 
 
 def test_loop_trips_and_domains_agree_on_every_library_op():

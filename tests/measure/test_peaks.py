@@ -222,3 +222,15 @@ def test_real_measurement_is_plausible(tmp_path):
     assert peaks.gflops == max(peaks.gflops_blas, peaks.gflops_fma)
     assert peaks.key == machine_key()
     assert peaks.extra["llc_bytes"] >= 1 << 20
+
+
+def test_cpu_facts_lanes_are_the_backends_vector_width():
+    from workbench.backends.cpu_facts import vector_bits_of, vector_lanes
+
+    for flags, lanes in (("fpu sse2 avx512f fma", 16), ("fpu sse2 avx", 8),
+                         ("fp asimd", 4), ("fpu sse2", 4), ("fpu", 1)):
+        facts = peaks_module.cpu_facts(f"flags : {flags}\n", cores=1, max_mhz=1000.0)
+        assert facts["lanes"] == lanes
+        if lanes > 1:
+            assert lanes == vector_lanes("float32", bits=vector_bits_of(set(flags.split())))
+    assert vector_bits_of({"avx2"}) == 256 and vector_bits_of(set()) == 128

@@ -26,6 +26,7 @@ from workbench.schedule import (
     TraceError,
 )
 from workbench.schedule.layout import IndexMap
+from workbench.schedule.layout_index_map import ENUMERATION_LIMIT, proves_injective
 
 
 def pack_panels(b: np.ndarray, width: int) -> np.ndarray:
@@ -344,6 +345,7 @@ def test_random_bijective_maps_of_a_cache_compute_the_reference(text):
     assert int(np.prod(shape)) == 256
     assert str(sch.trace).splitlines()[-1].endswith(f'"{text}")')
     assert_same(sch, "numpy")
+    assert proves_injective(IndexMap.from_text(text), (16, 16))  # proved, not enumerated
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -360,3 +362,72 @@ def test_pack_after_compute_at(target):
     assert [sch.get(x).extent.value for x in sch.get_loops(b_global)] == [4, 16, 4]
     assert "B_global[vj // 4, vk, vj % 4]" in sch.mod.script()
     assert_same(sch, target)
+
+
+# --- bijectivity is proved, not enumerated: the answer does not depend on the size ----------
+
+
+@T.prim_func
+def huge(A: T.Buffer((16384, 16384), "float32"), B: T.Buffer((16384, 16384), "float32")):
+    for i, j in T.grid(16384, 16384):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + T.float32(1)
+
+
+@pytest.mark.parametrize(
+    "text, shape, proved",
+    [
+        ("lambda k, j: (j // 16, k, j % 16)", (8, 64), True),
+        ("lambda n, c, h, w: (n, h, w, c)", (2, 3, 4, 5), True),
+        ("lambda i, j: (i // 4, j // 5, i % 4, j % 5)", (8, 10), True),
+        ("lambda i: (3 - i,)", (4,), True),
+        ("lambda i: (i * 2,)", (14,), True),  # injective; padding fills the gaps
+        ("lambda i, j: (i * 8 + j,)", (4, 8), True),
+        ("lambda i, j: (0, j, i)", (4, 8), True),
+        ("lambda i, j: (i * 7 + j,)", (4, 8), False),  # (0, 7) and (1, 0) collide
+        ("lambda i: (i // 2,)", (8,), False),
+        ("lambda i, j: (i, i)", (4, 4), False),
+        ("lambda i: (i % 2 * 2 + i // 3,)", (4,), False),  # not proved (not injective either)
+    ],
+)
+def test_proves_injective(text, shape, proved):
+    imap = IndexMap.from_text(text)
+    assert proves_injective(imap, shape) is proved
+
+
+def test_proof_holds_at_any_size():
+    packing = IndexMap.from_text("lambda k, j: (j // 16, k, j % 16)")
+    assert proves_injective(packing, (1 << 20, 1 << 24))
+    assert proves_injective(IndexMap.from_text("lambda i, j: (i * 8 + j,)"), (1 << 30, 8))
+    assert not proves_injective(IndexMap.from_text("lambda i, j: (i * 8 + j,)"), (2, 9))
+
+
+def test_bijectivity_of_a_huge_buffer_is_proved_not_enumerated():
+    """268M elements: enumerating them would take seconds and gigabytes; the proof does not."""
+    import time
+
+    sch = Schedule(huge)
+    start = time.perf_counter()
+    sch.transform_layout(sch.get_block("B"), "A", lambda i, j: (j // 16, i, j % 16))
+    assert sch.mod.param("A").shape == (1024, 16384, 16)
+    assert time.perf_counter() - start < 5.0
+    err = raises_unchanged(
+        sch,
+        IndexMapNotBijectiveError,
+        sch.transform_layout,
+        sch.get_block("B"),
+        "B",
+        lambda i, j: (i // 2, j * 2 + i % 2),
+    )
+    assert "cannot be proven a bijection" in err.why and str(ENUMERATION_LIMIT) in err.why
+
+
+def test_small_maps_beyond_the_proof_are_enumerated():
+    """A bijection no proof covers is accepted on a small buffer (checked point by point)."""
+    sch = Schedule(four)
+    imap = IndexMap.from_text("lambda i: (i % 2 * 2 + i // 2 % 2,)")
+    assert not proves_injective(imap, (4,))
+    sch.transform_layout(sch.get_block("B"), "A", imap)
+    assert sch.mod.param("A").shape == (4,)
+    assert "A[vi % 2 * 2 + vi // 2]" in sch.mod.script()  # vi // 2 % 2 == vi // 2 here

@@ -227,3 +227,35 @@ def test_where_predicate_bounds_a_linear_inner_sum():
     assert loop_conflicts(sch.mod, "i_0") == []
     assert wb.from_source(sch.mod.script()) == sch.mod
     assert_computes_reference(sch, matmul)
+
+
+def test_compute_location_family_reads_producers_and_consumers_from_the_block_scope():
+    """The compute location primitives ask the shared ``BlockScope`` (RAW edges, program
+    order); WAR edges are what they refuse as "producer after consumer"."""
+    from test_compute_location_errors import diamond, fanout, overwritten_input, read_before_write
+
+    from workbench.schedule.compute_location_scope import (
+        check_movable,
+        producers_and_consumers,
+        readers_before,
+        writers_after,
+    )
+
+    for func in (add_relu, matmul, diamond, fanout, overwritten_input, read_before_write):
+        for name in block_scope(func).blocks:
+            info, block = check_movable("test", func, name)
+            producers, consumers = producers_and_consumers(info, block)
+            scope = scope_of(func, name)
+            assert [b.name for b in producers] == scope.producers(name)
+            assert [b.name for b in consumers] == scope.consumers(name)
+    # C reads T_a before T_a writes it: neither is the other's producer or consumer
+    info, c = check_movable("test", read_before_write, "C")
+    assert producers_and_consumers(info, c) == ([], [])
+    assert [b.name for b in writers_after(info, c)] == ["T_a"]
+    info, t_a = check_movable("test", read_before_write, "T_a")
+    assert [b.name for b in readers_before(info, t_a)] == ["C"]
+    # C reads the second T0 (T0_again), T1 the first: program order decides
+    info, c = check_movable("test", overwritten_input, "C")
+    assert [b.name for b in producers_and_consumers(info, c)[0]] == ["T0", "T1", "T0_again"]
+    info, t0 = check_movable("test", overwritten_input, "T0")
+    assert [b.name for b in producers_and_consumers(info, t0)[1]] == ["T1", "C"]

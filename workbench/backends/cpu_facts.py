@@ -45,15 +45,26 @@ def _llvm_features() -> set[str]:
         return set()
 
 
-@functools.lru_cache(maxsize=1)
-def vector_bits() -> int:
-    """The widest SIMD register the host CPU's LLVM target uses: 512, 256 or 128 bits."""
-    features = _llvm_features() or _cpuinfo_flags()
+def vector_bits_of(features: set[str]) -> int:
+    """The SIMD register width a set of CPU feature names (LLVM's or ``/proc/cpuinfo``'s
+    ``flags``) gives: 512 (``avx512f``), 256 (``avx2`` / ``avx``), else 128 (SSE, NEON).
+
+    Example
+    -------
+    >>> vector_bits_of({"sse2", "avx", "avx2", "fma"})
+    256
+    """
     if "avx512f" in features:
         return 512
     if "avx2" in features or "avx" in features:
         return 256
     return 128
+
+
+@functools.lru_cache(maxsize=1)
+def vector_bits() -> int:
+    """The widest SIMD register the host CPU's LLVM target uses: 512, 256 or 128 bits."""
+    return vector_bits_of(_llvm_features() or _cpuinfo_flags())
 
 
 def vector_lanes(dtype: str = "float32", bits: int | None = None) -> int:

@@ -22,6 +22,10 @@ The counting rules, in one place:
   needed), and twice (read + write) otherwise (an in-place update ``C += ...``).
   Intermediate buffers (``alloc_buffers``) are not compulsory traffic and cost nothing.
 
+Producers and consumers are not here: they are the dependence edges of a block scope
+(``workbench.schedule.scope.BlockScope``: ``scope_of(func, block).producers(block)``, or
+``Schedule.get_producers`` / ``get_consumers``), TVM's program-order rule in one place.
+
 Example
 -------
 >>> from workbench import ops
@@ -418,33 +422,3 @@ def block_regions(func: PrimFunc) -> dict[str, Regions]:
     (['C', 'A', 'B'], ['C'])
     """
     return {block.name: (block.reads, block.writes) for block in find_blocks(func)}
-
-
-def producers(func: PrimFunc, block_name: str) -> list[Block]:
-    """Blocks (other than ``block_name``) that write a buffer ``block_name`` reads.
-
-    Example
-    -------
-    >>> from workbench import ops
-    >>> [b.name for b in producers(ops.matmul_bias_relu(8, 8, 8), "T_relu")]
-    ['T_add']
-    """
-    target = get_block(func, block_name)
-    reads = {region.buffer for region in target.reads}
-    return [block for block in find_blocks(func)
-            if block.name != block_name and any(w.buffer in reads for w in block.writes)]
-
-
-def consumers(func: PrimFunc, block_name: str) -> list[Block]:
-    """Blocks (other than ``block_name``) that read a buffer ``block_name`` writes.
-
-    Example
-    -------
-    >>> from workbench import ops
-    >>> [b.name for b in consumers(ops.matmul_bias_relu(8, 8, 8), "matmul")]
-    ['T_add']
-    """
-    target = get_block(func, block_name)
-    writes = {region.buffer for region in target.writes}
-    return [block for block in find_blocks(func)
-            if block.name != block_name and any(r.buffer in writes for r in block.reads)]

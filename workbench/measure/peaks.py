@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.backends.cpu_facts import vector_bits_of, vector_lanes
 from workbench.measure.rotation import llc_bytes
 
 STREAM_BYTES_PER_ELEMENT = 24  # triad: read b, read c, write a (float64)
@@ -137,8 +138,8 @@ def machine_key() -> str:
 
 # ---------------------------------------------------------------- plausibility
 
-_VECTOR_LANES = (("avx512f", 16), ("avx2", 8), ("avx", 8), ("asimd", 4), ("neon", 4),
-                 ("sse2", 4))
+# Flags naming a SIMD unit; without one (no flags read) the band assumes scalar code.
+_SIMD_FLAGS = frozenset({"avx512f", "avx2", "avx", "asimd", "neon", "sse2"})
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,8 @@ def cpu_facts(cpuinfo: str | None = None, cores: int | None = None,
             max_mhz = None
     if max_mhz:
         mhz = max(mhz, max_mhz)
-    lanes = next((n for flag, n in _VECTOR_LANES if flag in flags), 1)
+    # the vector width is the backends' (backends/cpu_facts), read from these flags
+    lanes = vector_lanes("float32", bits=vector_bits_of(flags)) if flags & _SIMD_FLAGS else 1
     has_fma = "fma" in flags or "asimd" in flags or "avx512f" in flags
     fma_units = 2 if has_fma and lanes >= 8 else 1
     if cores is None:

@@ -307,7 +307,7 @@ register_instruction(
             ),
         ),
         outputs="block",
-        applies_to=(),  # probe ready for ("loop",); not yet rows of legal_primitives
+        applies_to=("loop",),
         probe=_probe_blockize,
     )
 )

@@ -7,8 +7,8 @@ The family is split by concern:
 * ``compute_location_at.py``: the pure ``compute_at`` / ``reverse_compute_at``;
 * ``compute_location_inline.py`` (+ ``compute_location_substitute.py``): the pure
   ``compute_inline`` / ``reverse_compute_inline`` and their IR rewrites;
-* ``compute_location_scope.py``: the blocks of a scope, producers and consumers
-  (``producers_and_consumers``, the one place they are looked up), dependence checks;
+* ``compute_location_scope.py``: the blocks of a scope and dependence checks; producers
+  and consumers come from the shared ``BlockScope`` (``scope.py``, its ``RAW`` edges);
 * ``compute_location_nest.py``: building, removing and inserting a moved block's nest;
 * ``workbench/ir/region_infer.py`` and ``workbench/ir/affine_inverse.py``: region
   inference and affine index inversion (pure IR analysis).

@@ -30,9 +30,11 @@ from workbench.schedule.compute_location_scope import (
     check_passed_over,
     first_output,
     producers_and_consumers,
+    readers_before,
     realize_of,
     scope_block,
     shared_buffer,
+    writers_after,
 )
 from workbench.schedule.errors_compute_location import (
     AccumulationRecomputedError,
@@ -211,14 +213,14 @@ def compute_at(
     if output is not None:
         raise OutputBlockError(primitive, block, output, func, producer)
     inputs, consumers = producers_and_consumers(scope, producer)
+    for reader in readers_before(scope, producer):  # reads what it writes, before it
+        buffer = shared_buffer(producer.writes, reader.reads)
+        raise ProducerAfterConsumerError(
+            primitive, block, block, reader.name, buffer, func, producer
+        )
     if not consumers:
         raise NoConsumersError(primitive, block, func, producer)
     for consumer in consumers:
-        if scope.position(consumer.name) < scope.position(block):
-            buffer = shared_buffer(producer.writes, consumer.reads)
-            raise ProducerAfterConsumerError(
-                primitive, block, block, consumer.name, buffer, func, producer
-            )
         if not scope.is_under(consumer.name, target):
             raise NotAncestorOfConsumerError(primitive, block, loop, consumer.name, func, target)
 
@@ -343,16 +345,16 @@ def reverse_compute_at(
     scope, consumer = check_movable(primitive, func, block)
     target, loop_ancestors = _check_loop(primitive, func, scope, consumer, loop)
     producers, outputs = producers_and_consumers(scope, consumer)
+    for writer in writers_after(scope, consumer):  # writes what it reads, after it
+        buffer = shared_buffer(writer.writes, consumer.reads)
+        raise ProducerAfterConsumerError(
+            primitive, block, writer.name, block, buffer, func, consumer
+        )
     if not producers:
         raise NoProducersError(primitive, block, func, consumer)
     loop_position = scope.position_of_loop(target)
     inside = []
     for producer in producers:
-        if scope.position(producer.name) > scope.position(block):
-            buffer = shared_buffer(producer.writes, consumer.reads)
-            raise ProducerAfterConsumerError(
-                primitive, block, producer.name, block, buffer, func, consumer
-            )
         if scope.is_under(producer.name, target):
             inside.append(producer)
         elif scope.position(producer.name) > loop_position:

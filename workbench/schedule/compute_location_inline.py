@@ -25,8 +25,10 @@ from workbench.schedule.compute_location_scope import (
     check_passed_over,
     first_output,
     producers_and_consumers,
+    readers_before,
     realize_of,
     shared_buffer,
+    writers_after,
 )
 from workbench.schedule.compute_location_substitute import (
     expr_text,
@@ -124,11 +126,10 @@ def compute_inline(func: PrimFunc, block: str) -> PrimFunc:
 
     buffer = store.buffer
     consumers = producers_and_consumers(scope, producer)[1]
-    for consumer in consumers:
-        if scope.position(consumer.name) < scope.position(block):
-            raise ProducerAfterConsumerError(
-                primitive, block, block, consumer.name, buffer.name, func, producer
-            )
+    for reader in readers_before(scope, producer):  # reads what it writes, before it
+        raise ProducerAfterConsumerError(
+            primitive, block, block, reader.name, buffer.name, func, producer
+        )
     for other in scope.blocks:
         if other is not producer and buffer in buffers(other.writes):
             why = f"{other.name!r} also writes {buffer.name!r}; its values would be lost"
@@ -214,16 +215,18 @@ def reverse_compute_inline(func: PrimFunc, block: str) -> PrimFunc:
     scope, consumer = check_movable(primitive, func, block)
     store = _check_single_store(primitive, func, consumer)
     producers = producers_and_consumers(scope, consumer)[0]
-    if not producers:
+    later = writers_after(scope, consumer)  # write what it reads, after it
+    if not producers + later:
         raise NoProducersError(primitive, block, func, consumer)
-    if len(producers) > 1:
-        raise SeveralProducersError(primitive, block, [p.name for p in producers], func, consumer)
-    producer = producers[0]
-    if scope.position(producer.name) > scope.position(block):
-        buffer = shared_buffer(producer.writes, consumer.reads)
+    if len(producers + later) > 1:
+        names = [p.name for p in producers + later]
+        raise SeveralProducersError(primitive, block, names, func, consumer)
+    if later:
+        buffer = shared_buffer(later[0].writes, consumer.reads)
         raise ProducerAfterConsumerError(
-            primitive, block, producer.name, block, buffer, func, consumer
+            primitive, block, later[0].name, block, buffer, func, consumer
         )
+    producer = producers[0]
     if any(iv.kind == IterKind.REDUCE for iv in producer.iter_vars):
         raise ReductionProducerError(primitive, block, producer.name, func, producer)
     if not isinstance(producer.body, BufferStore):
@@ -236,7 +239,8 @@ def reverse_compute_inline(func: PrimFunc, block: str) -> PrimFunc:
         raise SeveralProducersError(primitive, block, [producer.name], func, consumer)
     if buffer in set(func.params):
         raise OutputBlockError(primitive, producer.name, buffer.name, func, producer)
-    others = [c.name for c in producers_and_consumers(scope, producer)[1] if c is not consumer]
+    readers = readers_before(scope, producer) + producers_and_consumers(scope, producer)[1]
+    others = [c.name for c in readers if c is not consumer]
     if others:
         raise ProducerHasOtherConsumersError(
             primitive, block, producer.name, buffer.name, others, func, consumer

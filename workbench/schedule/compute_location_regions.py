@@ -2,7 +2,8 @@
 importable. The code now lives by concern:
 
 * ``workbench.ir.region_infer``: region inference (``relax``, ``solve_iter_domains``...);
-* ``compute_location_scope``: ``ScopeInfo``, ``check_movable``, producers and consumers;
+* ``compute_location_scope``: ``ScopeInfo``, ``check_movable`` (producers and consumers:
+  ``scope.BlockScope``);
 * ``compute_location_nest``: ``build_nest``, ``remove_realize``, ``insert_into_loop``;
 * ``compute_location_substitute``: ``inline_loads``, ``fold_consumer``.
 """

@@ -1,10 +1,12 @@
 """The blocks of one scope, for the compute location primitives: program order, where a
-block sits under a loop, its producers and consumers, and the dependence checks for
-blocks a moved block passes over.
+block sits under a loop, and the dependence checks for blocks a moved block passes over.
 
-Every producer/consumer question of ``compute_location_*`` goes through one function,
-``producers_and_consumers``, so that it can be switched to the shared dependence analysis
-(a ``BlockScope``) in one place.
+Producers and consumers are not computed here: they are the shared dependence analysis's
+(``workbench.schedule.scope.BlockScope``, TVM's ``GetProducers`` / ``GetConsumers``: the
+``RAW`` edges of the scope, in program order). ``ScopeInfo.deps`` is that scope's
+``BlockScope``; ``producers_and_consumers`` turns its names into blocks, and
+``readers_before`` / ``writers_after`` give the ``WAR`` edges the primitives refuse (a block
+reading what a block writes *before* it is not its consumer but would be reordered with it).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from workbench.schedule.errors_compute_location import (
     DependenceViolationError,
     RootBlockError,
 )
+from workbench.schedule.scope import BlockScope, DepKind, block_scope
 from workbench.schedule.tree import child_blocks, enclosing_loops, find_block, walk
 
 __all__ = [
     "ScopeInfo",
     "producers_and_consumers",
+    "readers_before",
+    "writers_after",
     "check_movable",
     "check_passed_over",
     "first_output",
@@ -51,12 +56,14 @@ def shared_buffer(writes: tuple[BufferRegion, ...], reads: tuple[BufferRegion, .
 @dataclasses.dataclass
 class ScopeInfo:
     """The child blocks of a scope block, in program order, with their realizes and
-    ancestors, and the program-order position of every statement of the function."""
+    ancestors, the program-order position of every statement of the function, and the
+    scope's dependence analysis (``deps``, the shared ``BlockScope``)."""
 
     block: Block
     blocks: list[Block]
     realizes: dict[str, tuple[BlockRealize, tuple[Stmt, ...]]]
     order: dict[int, int]
+    deps: BlockScope
 
     @staticmethod
     def of(func: PrimFunc, scope: Block) -> ScopeInfo:
@@ -66,7 +73,13 @@ class ScopeInfo:
             order[id(stmt)] = index
             if isinstance(stmt, BlockRealize) and scope_block(ancestors) is scope:
                 realizes[stmt.block.name] = (stmt, ancestors)
-        return ScopeInfo(scope, child_blocks(scope), realizes, order)
+        deps = block_scope(func, scope.name)
+        return ScopeInfo(scope, child_blocks(scope), realizes, order, deps)
+
+    def named(self, names: list[str]) -> list[Block]:
+        """The child blocks called ``names``, in that order."""
+        by_name = {b.name: b for b in self.blocks}
+        return [by_name[n] for n in names]
 
     def realize_and_ancestors(self, name: str) -> tuple[BlockRealize, tuple[Stmt, ...]]:
         return self.realizes[name]
@@ -97,16 +110,25 @@ class ScopeInfo:
 
 
 def producers_and_consumers(scope: ScopeInfo, block: Block) -> tuple[list[Block], list[Block]]:
-    """The blocks of ``block``'s scope that write a buffer it reads (producers) and that read
-    a buffer it writes (consumers), each in program order.
+    """``block``'s producers (earlier blocks writing a buffer it reads) and consumers (later
+    blocks reading a buffer it writes), each in program order: the ``RAW`` edges of the
+    scope's ``BlockScope`` (TVM's ``GetProducers`` / ``GetConsumers``)."""
+    name = block.name
+    return (scope.named(scope.deps.producers(name)), scope.named(scope.deps.consumers(name)))
 
-    The one place the compute location primitives ask for producers and consumers: switch
-    it to the shared dependence analysis (``BlockScope``) here.
-    """
-    read, written = buffers(block.reads), buffers(block.writes)
-    producers = [b for b in scope.blocks if b is not block and buffers(b.writes) & read]
-    consumers = [b for b in scope.blocks if b is not block and buffers(b.reads) & written]
-    return producers, consumers
+
+def readers_before(scope: ScopeInfo, block: Block) -> list[Block]:
+    """Earlier blocks that read a buffer ``block`` writes (``WAR`` edges into ``block``), in
+    program order: not consumers, but a primitive moving ``block`` must not pass them."""
+    edges = scope.deps.deps_by_dst(block.name)
+    return scope.named([d.src for d in edges if d.kind is DepKind.WAR])
+
+
+def writers_after(scope: ScopeInfo, block: Block) -> list[Block]:
+    """Later blocks that write a buffer ``block`` reads (``WAR`` edges out of ``block``), in
+    program order: not producers, but a primitive moving ``block`` must not pass them."""
+    edges = scope.deps.deps_by_src(block.name)
+    return scope.named([d.dst for d in edges if d.kind is DepKind.WAR])
 
 
 def check_movable(primitive: str, func: PrimFunc, name: str) -> tuple[ScopeInfo, Block]:

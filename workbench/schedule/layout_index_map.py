@@ -5,10 +5,26 @@ index variables (``Var``), so the IR's operators build the new index expressions
 result may only use ``+ - * // %`` (``//`` and ``%`` by positive constants) of the
 arguments and integer constants (``IndexMapOperationError`` otherwise).
 
-The new shape is ``int_bounds(result) + 1`` per new dimension. The map must be a bijection
-of the old shape onto the new one (``IndexMapNotBijectiveError``): the sizes must agree and
-no two elements may land on one position, which is checked by enumerating every index with
-numpy, in chunks (exact for any map; under 100 ms per million elements).
+The new shape is ``int_bounds(result) + 1`` per new dimension, so every element lands
+inside it. The map must be a bijection of the old shape onto the new one
+(``IndexMapNotBijectiveError``): the sizes must agree (with ``pad_value``, the new shape
+may be larger) and no two elements may land on one position. Injectivity is *proved*,
+independently of the buffer's size (``proves_injective``):
+
+* the map is inverted as an affine iter map (``workbench.ir.affine_inverse``: each new
+  index a digit ``x // a % b`` of an affine ``x`` of the old indices, the digits of one
+  ``x`` a mixed radix, TVM's ``InverseAffineIterMap``), and the inverse is checked
+  symbolically: ``inverse(map(i))`` simplifies to ``i`` on the buffer's domain;
+* or every new index is linear in its own old indices (none shared between two new
+  indices) with coefficients far enough apart that no two points collide (``2 * i``,
+  ``i * 8 + j`` with ``j < 8``).
+
+A map neither proof covers (``i % 2 * 2 + i // 3``) is checked by enumerating every index
+with numpy, *only when the buffer has at most* ``ENUMERATION_LIMIT`` *elements*: such maps
+are beyond the affine reasoning (TVM refuses them outright, as it cannot invert them), and
+enumeration is exact and fast at that size. A larger buffer with such a map is refused
+(``IndexMapNotBijectiveError``, saying the map could not be proven a bijection). Error
+messages show an example clash, found by enumeration (reporting only, never deciding).
 
 The canonical text (``"lambda k, j: (j // 16, k, j % 16)"``) is printed from the IR and
 read back by ``IndexMap.from_text``, a small parser accepting only that grammar (never
@@ -37,6 +53,7 @@ from workbench.ir import (
     Mul,
     PrimExpr,
     PrimFunc,
+    Range,
     Sub,
     Var,
     as_expr,
@@ -44,7 +61,10 @@ from workbench.ir import (
     is_int,
     substitute,
 )
-from workbench.ir.arith import int_bounds
+from workbench.ir.affine_inverse import invert_indices
+from workbench.ir.arith import int_bounds, simplify
+from workbench.ir.arith.linear import linear_form
+from workbench.ir.stmt import IterVar
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_layout import (
     IndexMapArityError,
@@ -54,6 +74,9 @@ from workbench.schedule.errors_layout import (
 
 _ALLOWED = (Var, IntImm, Add, Sub, Mul, FloorDiv, FloorMod)
 _ENUMERATION_CHUNK = 1 << 22
+ENUMERATION_LIMIT = 1 << 20
+"""Most elements a buffer may have for a map no proof covers to be checked point by point
+(about 0.1 s of numpy); larger buffers need a map ``proves_injective`` accepts."""
 
 # ---------------------------------------------------------------------------------------
 # Index maps
@@ -327,9 +350,10 @@ def check_bijective(
     *,
     allow_padding: bool = False,
 ) -> None:
-    """Enumerate every index of ``buffer``: each must land on a distinct point of ``shape``,
-    and the sizes must agree (``shape`` may be larger with ``allow_padding``); else
-    ``IndexMapNotBijectiveError`` with an example."""
+    """Every index of ``buffer`` must land on a distinct point of ``shape`` (the new shape:
+    every image is inside it), and the sizes must agree (``shape`` may be larger with
+    ``allow_padding``); else ``IndexMapNotBijectiveError`` with an example. Proved by
+    ``proves_injective``; enumerated only for small buffers (see the module docstring)."""
     old_size, new_size = int(np.prod(buffer.shape)), int(np.prod(shape))
     if old_size != new_size and not (allow_padding and old_size < new_size):
         why = (
@@ -337,8 +361,16 @@ def check_bijective(
             f"positions; a layout must have exactly one position per element"
         )
         raise IndexMapNotBijectiveError(primitive, block, buffer, imap.text(), why, func)
-    if old_size == 0:
+    if old_size == 0 or proves_injective(imap, buffer.shape):
         return
+    if old_size > ENUMERATION_LIMIT:
+        why = (
+            "it cannot be proven a bijection: it is not an invertible affine map (new "
+            "indices that are digits x // a % b of affine expressions of the old ones, or "
+            f"linear in disjoint old indices), and at {old_size} elements the buffer is "
+            f"too large to check element by element (at most {ENUMERATION_LIMIT})"
+        )
+        raise IndexMapNotBijectiveError(primitive, block, buffer, imap.text(), why, func)
     seen = np.zeros(new_size, dtype=bool)
     for _, linear in _positions(imap, buffer, shape):
         hits = np.bincount(linear, minlength=new_size)  # in range: int_bounds is sound
@@ -361,3 +393,66 @@ def _clash_text(imap: IndexMap, buffer: Buffer, shape: tuple[int, ...], target: 
             break
     new_index = tuple(int(i) for i in np.unravel_index(target, shape))
     return f"{sources[0]} and {sources[1]} both map to {new_index}"
+
+
+# ---------------------------------------------------------------------------------------
+# Proving injectivity without enumerating
+# ---------------------------------------------------------------------------------------
+
+
+def proves_injective(imap: IndexMap, shape: tuple[int, ...]) -> bool:
+    """Whether ``imap`` is proven injective on ``0 <= param < shape`` (False: not proven,
+    which does not mean it is not injective). Independent of the sizes in ``shape``.
+
+    Example
+    -------
+    >>> proves_injective(IndexMap.from_text("lambda i, j: (j // 16, i, j % 16)"), (64, 4096))
+    True
+    >>> proves_injective(IndexMap.from_text("lambda i: (i * 2,)"), (100000,))
+    True
+    >>> proves_injective(IndexMap.from_text("lambda i: (i // 2,)"), (8,))
+    False
+    """
+    ranges = {p: (0, size - 1) for p, size in zip(imap.params, shape, strict=True)}
+    return _inverse_checked(imap, shape, ranges) or _disjoint_linear(imap, ranges)
+
+
+def _inverse_checked(imap: IndexMap, shape, ranges) -> bool:
+    """``affine_inverse.invert_indices`` finds the old indices from the new ones, and the
+    inverse composed with the map simplifies to the identity on the domain."""
+    iter_vars = [
+        IterVar(p, Range(IntImm(0, p.dtype), IntImm(size, p.dtype)))
+        for p, size in zip(imap.params, shape, strict=True)
+    ]
+    new = tuple(Var(f"new_{d}", r.dtype) for d, r in enumerate(imap.results))
+    found = invert_indices(imap.results, iter_vars, new)
+    if found is None:
+        return False
+    inverse, _ = found  # conditions: constant new indices, which injectivity ignores
+    forward = dict(zip(new, imap.results, strict=True))
+    for param in imap.params:
+        back = simplify(substitute(inverse[param], forward), ranges)
+        if back != param and ranges[param] != (0, 0):
+            return False
+    return True
+
+
+def _disjoint_linear(imap: IndexMap, ranges) -> bool:
+    """Every new index is linear in old indices no other new index uses, every old index
+    of extent > 1 is used, and within one new index the coefficients, by size, each exceed
+    what all the smaller terms can add up to (so the terms are digits of one number)."""
+    used: set[Var] = set()
+    for result in imap.results:
+        form = linear_form(simplify(result, {}), result.dtype)
+        if any(not isinstance(t, Var) or t not in ranges for t in form.terms):
+            return False
+        if used & form.terms.keys():
+            return False
+        used |= form.terms.keys()
+        reach = 0
+        for var, coeff in sorted(form.terms.items(), key=lambda tc: abs(tc[1])):
+            span = ranges[var][1] - ranges[var][0]
+            if span and abs(coeff) <= reach:
+                return False
+            reach += abs(coeff) * span
+    return all(var in used or lo == hi for var, (lo, hi) in ranges.items())

@@ -338,7 +338,7 @@ register_instruction(
         "decompose_padding",
         ("block", "loop"),
         outputs="block",
-        applies_to=(),  # probe ready for ("block",); not yet rows of legal_primitives
+        applies_to=("block",),
         probe=_probe_decompose_padding,
     )
 )

@@ -267,7 +267,10 @@ class ReindexMethods:
 
 
 def _probe_reindex(sch, block: BlockRV):
-    return (block, ("read", 0)), {}
+    """The block's first written buffer (TVM's common use: a reindexed output stage), else
+    its first read."""
+    node = find_block(sch.mod, sch.name(block), "reindex")[0]
+    return (block, ("write", 0) if node.writes else ("read", 0)), {}
 
 
 register_instruction(
@@ -276,7 +279,7 @@ register_instruction(
         ("block",),
         (AttrSpec("buffer", _is_buffer_attr, 'a buffer name or ["read" | "write", index]'),),
         outputs="block",
-        applies_to=(),  # probe ready for ("block",); not yet rows of legal_primitives
+        applies_to=("block",),
         probe=_probe_reindex,
     )
 )

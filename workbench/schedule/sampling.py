@@ -264,7 +264,7 @@ register_instruction(
                 "decision", lambda v: v is None or _is_int_list(v), "a list of ints", default=None
             ),
         ),
-        applies_to=(),  # probe ready for ("loop",); not yet rows of legal_primitives
+        applies_to=("loop",),
         probe=_probe_sample_perfect_tile,
     )
 )

@@ -157,7 +157,7 @@ register_instruction(
             AttrSpec(name, _is_int, "an int", positional=True)
             for name in ("buffer_index", "axis", "factor", "offset")
         ),
-        applies_to=(),  # probe ready for ("block",); not yet rows of legal_primitives
+        applies_to=("block",),
         probe=_probe_storage_align,
     )
 )

@@ -84,7 +84,7 @@ register_instruction(
         "add_unit_loop",
         ("block_or_loop",),
         outputs="loop",
-        applies_to=(),  # probe ready for ("loop", "block"); not yet rows of legal_primitives
+        applies_to=("loop", "block"),
         probe=_probe_add_unit_loop,
     )
 )
