@@ -138,6 +138,19 @@ def _text(locator) -> str:
     return locator.first.evaluate("node => node.textContent")
 
 
+def _clear_and_run_all(page, final) -> None:
+    """Clear every output, run all cells, wait until the last cell printed its state."""
+    expect = sync_api.expect
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Edit$")).click()
+    page.locator(".lm-Menu-itemLabel",
+                 has_text=re.compile(r"^Clear Outputs of All Cells$")).click()
+    expect(final).to_have_count(0)  # the committed outputs are gone
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    # the last cell prints the softmax explorer's state: everything before it has run
+    expect(final).to_have_count(1, timeout=TIMEOUT_MS)
+
+
 def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, browser_page):
     base, token = lab
     page = browser_page
@@ -147,14 +160,22 @@ def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, bro
     expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
         1, timeout=TIMEOUT_MS)
     final = page.locator(".jp-OutputArea", has_text="Explorer: softmax, target cpu, node 3")
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Edit$")).click()
-    page.locator(".lm-Menu-itemLabel",
-                 has_text=re.compile(r"^Clear Outputs of All Cells$")).click()
-    expect(final).to_have_count(0)  # the committed outputs are gone
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    # the last cell prints the softmax explorer's state: everything before it has run
-    expect(final).to_have_count(1, timeout=TIMEOUT_MS)
+    # Seen here: now and then the widget manager is not ready when "Run All" starts, and
+    # JupyterLab shows the explorers' text/plain form instead of the widgets. The page is
+    # then reloaded (a fresh widget manager on the same kernel) and run once more.
+    for attempt in range(2):
+        _clear_and_run_all(page, final)
+        try:
+            expect(page.locator(".wb-explorer")).not_to_have_count(0, timeout=60_000)
+            break
+        except AssertionError:
+            if attempt == 1:
+                raise
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "explorer_text_only_first_run.png"))
+            page.reload()
+            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']"))\
+                .to_have_count(1, timeout=TIMEOUT_MS)
     explorer = page.locator(".wb-explorer").first
     expect(explorer.locator(".wb-status")).to_contain_text("measured", timeout=TIMEOUT_MS)
     ir_before = _text(explorer.locator(".wb-IR"))
