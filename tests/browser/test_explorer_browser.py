@@ -162,17 +162,19 @@ def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, bro
     final = page.locator(".jp-OutputArea", has_text="Explorer: softmax, target cpu, node 3")
     # Seen here: now and then the widget manager is not ready when "Run All" starts, and
     # JupyterLab shows the explorers' text/plain form instead of the widgets. The page is
-    # then reloaded (a fresh widget manager on the same kernel) and run once more.
-    for attempt in range(2):
+    # then reloaded (a fresh widget manager on the same kernel) and run again: in a CI run
+    # under pytest-xdist the first attempt failed this way, the second passed.
+    attempts = 3
+    for attempt in range(attempts):
         _clear_and_run_all(page, final)
         try:
             expect(page.locator(".wb-explorer")).not_to_have_count(0, timeout=60_000)
             break
         except AssertionError:
-            if attempt == 1:
+            if attempt == attempts - 1:
                 raise
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "explorer_text_only_first_run.png"))
+            page.screenshot(path=str(ARTIFACTS / f"explorer_text_only_run_{attempt}.png"))
             page.reload()
             expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']"))\
                 .to_have_count(1, timeout=TIMEOUT_MS)
