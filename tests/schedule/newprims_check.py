@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tvm_port import check_numbers
 
-from workbench.backends import build
 from workbench.schedule import Schedule, ScheduleError, Trace
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
@@ -43,15 +43,7 @@ def random_arrays(func, rng) -> list[np.ndarray]:
 def assert_computes_same(sch: Schedule, rng, targets=("numpy", "cpu")) -> None:
     """numpy and cpu builds of the schedule equal the numpy build of the unscheduled
     function on random inputs; the trace replays (from JSON) to the same function."""
-    func = sch.func_before
-    arrays = random_arrays(func, rng)
-    want = [a.copy() for a in arrays]
-    build(func, target="numpy")(*want)
-    for target in targets:
-        got = [a.copy() for a in arrays]
-        build(sch, target=target)(*got)
-        for w, g in zip(want, got, strict=True):
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=target)
+    check_numbers(sch, rng, tuple(targets), inputs=random_arrays)
     assert_replays(sch)
 
 

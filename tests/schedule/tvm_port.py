@@ -47,10 +47,14 @@ def random_inputs(func: PrimFunc, rng: np.random.Generator) -> list[np.ndarray]:
 
 
 def check_numbers(
-    sch: Schedule, rng: np.random.Generator, targets: tuple[str, ...] = ("numpy", "cpu")
+    sch: Schedule,
+    rng: np.random.Generator,
+    targets: tuple[str, ...] = ("numpy", "cpu"),
+    inputs=random_inputs,
 ) -> None:
-    """The scheduled function computes what the unscheduled one does, on every target."""
-    inputs = random_inputs(sch.func_before, rng)
+    """The scheduled function computes what the unscheduled one does, on every target
+    (``inputs(func, rng)`` draws the arguments)."""
+    inputs = inputs(sch.func_before, rng)
     want = [a.copy() for a in inputs]
     build(sch.func_before, target="numpy")(*want)
     for target in targets:
