@@ -50,8 +50,10 @@ from workbench.schedule.errors_compute_location import (
     PartialReductionError,
     ProducerAfterConsumerError,
     RegionNotCoveredError,
+    ParallelRecomputeError,
     UnboundedRegionError,
 )
+from workbench.schedule.scope import PARALLEL_KINDS, loop_conflicts
 from workbench.schedule.tree import find_loop
 
 __all__ = ["compute_at", "reverse_compute_at"]
@@ -103,7 +105,28 @@ def _move_block(
         primitive, func, realize, intervals, outer_loops, preserve_unit_loops=preserve_unit_loops
     )
     new_func = remove_realize(func, realize)
-    return insert_into_loop(new_func, loop, insert_at, nest)
+    moved = insert_into_loop(new_func, loop, insert_at, nest)
+    _check_parallel_loops_independent(primitive, func, moved, block, loop)
+    return moved
+
+
+def _check_parallel_loops_independent(
+    primitive: str, func: PrimFunc, moved: PrimFunc, block: str, loop: str
+) -> None:
+    """Refuse a move that makes the iterations of a parallel / vectorized loop around the new
+    position touch one element of what ``block`` writes or reads (TVM allocates the
+    intermediate inside the loop instead; the cpu target shares a global one)."""
+    target, ancestors = find_loop(moved, loop, primitive)
+    for around in (*ancestors, target):
+        if not isinstance(around, For) or around.kind not in PARALLEL_KINDS:
+            continue
+        name = around.loop_var.name
+        for conflict in loop_conflicts(moved, name):
+            if block in (conflict.first.block, conflict.second.block):
+                raise ParallelRecomputeError(
+                    primitive, block, loop, name, conflict.buffer, func,
+                    find_loop(func, loop, primitive)[0],
+                )
 
 
 def _accumulated_buffer(block: Block) -> str | None:

@@ -28,6 +28,7 @@ __all__: list[str] = [
     "UnboundedRegionError",
     "RegionNotCoveredError",
     "AccumulationRecomputedError",
+    "ParallelRecomputeError",
     "ConsumerDomainNotCoveredError",
     "PartialReductionError",
     "PredicateNotMovableError",
@@ -260,6 +261,26 @@ class AccumulationRecomputedError(ScheduleError):
         "compute it at an outer loop where each element is computed once (the row loop of "
         "a row reduction), or compute_at before decompose_reduction: a block with its init "
         "starts each recomputation from scratch"
+    )
+
+
+class ParallelRecomputeError(ScheduleError):
+    """The move would make iterations of a parallel / vectorized loop share what they write."""
+
+    fields = ("block", "loop", "parallel_loop", "buffer")
+    message = (
+        "at loop {loop!r}, block {block!r} would make iterations of the parallel loop "
+        "{parallel_loop!r} touch the same elements of {buffer!r}"
+    )
+    why = (
+        "under {loop!r} every iteration of {parallel_loop!r} computes its own copy of what "
+        "{block!r} writes, into one shared buffer, while the other iterations read or write "
+        "it: the iterations would race"
+    )
+    suggestion = (
+        "give each iteration its own copy first (set_scope of {block!r}'s output {buffer!r} "
+        "to \"local\": a local intermediate is allocated inside the loop), compute_at a loop where the iterations of "
+        "{parallel_loop!r} touch different elements, or make {parallel_loop!r} serial"
     )
 
 

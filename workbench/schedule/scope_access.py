@@ -149,7 +149,7 @@ def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], 
         expr, bound = cond.a, const_value(cond.b)
         if not isinstance(bound, int) or l_var in _vars(expr) or not _vars(expr):
             continue
-        lo, hi = mapping.get(expr) and extra[mapping[expr]] or int_bounds(expr, ranges)
+        lo, hi = extra[mapping[expr]] if expr in mapping else int_bounds(expr, ranges)
         if isinstance(cond, LT):
             hi = bound - 1 if hi is None else min(hi, bound - 1)
         elif isinstance(cond, LE):
@@ -160,7 +160,7 @@ def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], 
             lo = bound if lo is None else max(lo, bound)
         if lo is None or hi is None:
             continue
-        var = mapping.get(expr) or Var(f"where_{len(mapping)}", expr.dtype)
+        var = mapping[expr] if expr in mapping else Var(f"where_{len(mapping)}", expr.dtype)
         mapping[expr], extra[var] = var, (lo, hi)
     return mapping, extra
 
@@ -388,6 +388,7 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
             break
         outer.add(chain_loop.loop_var)
     ranges = _ranges(first.loops + second.loops)
+    first, second = _fix_unit_loops(first, ranges), _fix_unit_loops(second, ranges)
     map1, extra1 = _narrowed(first, l_var, ranges)
     map2, extra2 = _narrowed(second, l_var, ranges)
     ranges1, ranges2 = {**ranges, **extra1}, {**ranges, **extra2}
@@ -439,6 +440,19 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
                 free -= forced
                 changed = True
     return bool(free)
+
+
+def _fix_unit_loops(access: Access, ranges: dict[Var, tuple[int, int]]) -> Access:
+    """``access`` with the variables of one-iteration loops replaced by their value, so a
+    split by 1 (``(f0 + f1) // 10`` with ``f1`` in ``[0, 0]``) reads as the loop it was."""
+    fixed = {v: IntImm(lo, v.dtype) for v, (lo, hi) in ranges.items() if lo == hi}
+    if not fixed:
+        return access
+    def pin(expr: PrimExpr) -> PrimExpr:
+        return simplify(substitute(expr, fixed))
+    region = tuple((pin(start), pin(extent)) for start, extent in access.region)
+    predicate = tuple(pin(cond) for cond in access.predicate)
+    return dataclasses.replace(access, region=region, predicate=predicate)
 
 
 def _ranges(loops: tuple[For, ...]) -> dict[Var, tuple[int, int]]:
