@@ -54,6 +54,13 @@ class CompiledKernel:
     func_source: str = ""
     schedule: object = None
     kernel: object = None
+    shapes: tuple = ()  # every parameter's shape (the output's last): the views passed
+
+    def call(self, arrays: list) -> None:
+        """Run the kernel on ``arrays`` (its inputs, then its output), viewed in its shapes."""
+        if self.shapes:
+            arrays = [a.reshape(s) for a, s in zip(arrays, self.shapes, strict=True)]
+        self.runner(*arrays)
 
 
 def import_graph(model, example_inputs) -> Graph:
@@ -115,7 +122,7 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
         runner = _runner_of(kernel)
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
-                                      kernel))
+                                      kernel, lowered.shapes))
     return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target)
 
 
@@ -166,9 +173,9 @@ class CompiledModel:
             while pending is not None and order[pending.name] < order[kernel.node]:
                 values[pending.name] = values[pending.inputs[0]].reshape(pending.type.shape)
                 pending = next(views, None)
-            args = [values[name] for name in kernel.inputs]
+            args = [values[name] for name in kernel.inputs] + [values[kernel.node]]
             start = time.perf_counter()
-            kernel.runner(*args, values[kernel.node])
+            kernel.call(args)
             if timings is not None:
                 timings.append(time.perf_counter() - start)
         while pending is not None:
