@@ -34,10 +34,10 @@ class KernelRunner:
         self.dispatcher(*arrays, *self.workspace)
 
 
-def _runner_of(kernel):
+def _runner_of(kernel, target: str):
     compiled = getattr(kernel, "_compiled", None)
-    if compiled is None:
-        return kernel  # the numpy reference target: the Kernel itself
+    if compiled is None or target != "cpu":
+        return kernel  # numpy reference / cuda (copies to and from the device): the Kernel
     return KernelRunner(compiled.dispatcher, getattr(kernel, "workspace", ()))
 
 
@@ -100,10 +100,13 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     example_inputs : tuple
         Example inputs (torch tensors or numpy arrays): they fix the shapes.
     target : str
-        ``"cpu"`` (Numba njit) or ``"numpy"`` (the reference executor of every kernel).
+        ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; host arrays in and out, so each
+        kernel copies its operands to the device and back) or ``"numpy"`` (the reference
+        executor of every kernel).
     schedules : "default", "none" or a tuning-records path
-        The rule-based schedules of ``workbench.graph.schedules``, no schedule at all, or the
-        best recorded schedule per kernel.
+        The rule-based schedules of ``workbench.graph.schedules`` for ``target`` (recipes on
+        cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
+        kernel.
     pipeline : Pipeline, optional
         The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
         folding, DCE, fusion).
@@ -119,7 +122,7 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     for lowered in lower_graph(graph):
         sch = _schedule_for(lowered, target, schedules)
         kernel = build(sch, target=target)
-        runner = _runner_of(kernel)
+        runner = _runner_of(kernel, target)
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
                                       kernel, lowered.shapes))
