@@ -166,12 +166,16 @@ def attention_rows(func) -> Schedule | None:
         recipe = recipes.get("attention", "rows", "cpu")
     except KeyError:
         return None
+    scores = next(b for b in find_blocks(func) if b.name == "scores")
+    work = math.prod(int(iv.dom.extent.value) for iv in scores.iter_vars)
     try:
-        sch = recipe(func)
+        sch = recipe(func, parallel=work >= PARALLEL_WORK // 4)
     except _FAILS:
         return None
     if "out" in _blocks(sch.mod):
-        _fold_epilogue_inline(sch, "attention")
+        row = sch.get_loops(sch.get_block("attention"))[0]
+        _ok(sch.reverse_compute_at, sch.get_block("out"), row)
+        vectorize_innermost(sch, "out")
     return sch
 
 

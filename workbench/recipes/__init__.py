@@ -10,14 +10,14 @@ Example
 -------
 >>> from workbench import ops, recipes
 >>> [f"{r.op}/{r.name}" for r in recipes.list(target="cpu")][:3]
-['layernorm/fused', 'matmul/packed', 'matmul/parallel_vectorize']
+['attention/rows', 'layernorm/fused', 'matmul/packed']
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 
-from workbench.recipes import layernorm, matmul, softmax
+from workbench.recipes import attention, layernorm, matmul, softmax
 from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, register
 
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
-__all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "layernorm",
-           "matmul", "softmax"]
+__all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
+           "layernorm", "matmul", "softmax"]
