@@ -249,8 +249,13 @@ class CompiledModel:
         >>> ex = compiled.explore("gelu")                     # doctest: +SKIP
         >>> ex.apply("unroll", "i_1"); compiled.reschedule("gelu", ex)   # doctest: +SKIP
         """
-        from workbench.widgets import explore
+        import workbench
 
+        try:
+            explore = workbench.explore
+        except AttributeError as error:
+            raise NotImplementedError("wb.explore is not available in this build; "
+                                      "use .schedule(node) instead") from error
         target = self.target if self.target != "numpy" else "cpu"
         return explore(self.schedule(node), target=target, **kwargs)
 
