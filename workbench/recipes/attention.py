@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from workbench.backends.cpu_facts import reduction_lanes
 from workbench.ir import PrimFunc
+from workbench.ir.analysis import find_blocks
 from workbench.recipes.registry import register
 from workbench.recipes.softmax import vectorize_row_reduction
 from workbench.schedule import Schedule
@@ -40,7 +41,8 @@ def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
     ['scores']
     """
     lanes = reduction_lanes(func.params[0].dtype) if lanes is None else lanes
-    kv_seq = func.params[1].shape[-2]
+    scores_block = next(b for b in find_blocks(func) if b.name == "scores")
+    kv_seq = int(scores_block.iter_vars[3].dom.extent.value)  # K may be a view of a wider x
     sch = Schedule(func)
     out = sch.get_block("attention")
     b, h, i, d, k = sch.get_loops(out)
