@@ -21,6 +21,8 @@ def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
 
     - the output block's loops ``b, h, i, d, k`` become ``b, h, i, k, d`` (``reorder``), so
       the innermost loop walks a row of ``V`` and of the output (contiguous; vectorized);
+      the output row is accumulated in a ``local`` buffer (``cache_write``, written back
+      per row): registers, where ``out`` itself could alias ``V`` and be stored every step;
     - the four row blocks are computed at the row loop ``i`` (``compute_at``, last to
       first) with ``local`` buffers: a row of scores and of probabilities (``kv_seq``
       floats) and two scalars stay in registers and L1, never the ``seq x kv_seq`` matrices;
@@ -45,8 +47,10 @@ def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
     kv_seq = int(scores_block.iter_vars[3].dom.extent.value)  # K may be a view of a wider x
     sch = Schedule(func)
     out = sch.get_block("attention")
+    out_row = sch.cache_write(out, 0, "local")
     b, h, i, d, k = sch.get_loops(out)
     sch.reorder(k, d)
+    sch.reverse_compute_at(out_row, i)
     for name in reversed(ROW_BLOCKS):
         sch.compute_at(sch.get_block(name), i)
     for name in ROW_BLOCKS:
