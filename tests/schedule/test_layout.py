@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from schedule_checks import raises_unchanged
 from schedule_examples import matmul, scale
-from test_errors import raises_unchanged
 from test_memory import TARGETS, assert_same, before_after, check_golden
 
 from workbench import T

@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 import pytest
+from schedule_checks import assert_computes_reference
 from schedule_examples import add_relu, matmul
-from scope_checks import assert_computes_reference
 
 import workbench as wb
 from workbench import T
