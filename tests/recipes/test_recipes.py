@@ -15,7 +15,7 @@ from workbench.backends.cpu_facts import (
 from workbench.ir import ForKind
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
-from workbench.ops.softmax_lowering import online_softmax, online_softmax_lanes
+from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 
 LANES = vector_lanes("float32")
 REDUCE = reduction_lanes("float32")

@@ -5,8 +5,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from schedule_checks import raises_unchanged
 from schedule_examples import matmul, row_sum, scale2d
-from test_errors import raises_unchanged
 
 from workbench.backends import build
 from workbench.schedule import (

@@ -6,7 +6,7 @@ a parallel loop race."""
 from __future__ import annotations
 
 import pytest
-from scope_checks import assert_computes_reference
+from schedule_checks import assert_computes_reference
 
 import workbench as wb
 from workbench import ops

@@ -5,7 +5,7 @@ docs/decisions.d/cuda.md (cross-thread reductions; one axis with two extents in 
 """
 
 import pytest
-from test_errors import raises_unchanged
+from schedule_checks import raises_unchanged
 
 from workbench import T
 from workbench.schedule import ReductionLoopError, Schedule, ThreadExtentMismatchError, Trace
