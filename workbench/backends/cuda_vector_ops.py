@@ -60,9 +60,10 @@ def _make_intrinsics():
 
     def _vector_pointer(context, builder, arrty, indexty, arr, index):
         array = context.make_array(arrty)(context, builder, arr)
+        values = cgutils.unpack_tuple(builder, index, len(indexty))
         indices = [
             context.cast(builder, value, ty, types.intp)
-            for value, ty in zip(cgutils.unpack_tuple(builder, index, len(indexty)), indexty, strict=True)
+            for value, ty in zip(values, indexty, strict=True)
         ]
         pointer = cgutils.get_item_pointer(
             context, builder, arrty, array, indices, wraparound=False
