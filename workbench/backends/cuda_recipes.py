@@ -47,8 +47,10 @@ def matmul_shared(func: PrimFunc, tile: int = 8, k_tile: int = 8, block: str = "
     """Shared-memory tiling: each block stages a ``tile x k_tile`` tile of A and a
     ``k_tile x tile`` tile of B in shared memory per step of ``k_0``.
 
-    ``cache_read(C, A, "shared")`` and ``compute_at`` at ``k_0`` (under the thread loops:
-    each thread copies the row and column it needs; the shared tile covers all threads).
+    ``cache_read(C, A, "shared")`` and ``compute_at`` at ``k_0``: under the thread loops a
+    shared stage covers the whole block's tile (the threadIdx loops are relaxed, as in
+    TVM), so here every thread copies the whole tile (legal, redundant; the verifier warns).
+    ``workbench.recipes.matmul_cuda`` spreads the copy over the threads (cooperative fetch).
     The build inserts the two barriers (after the copy, before the next copy).
     """
     sch = matmul_naive(func, tile, block)

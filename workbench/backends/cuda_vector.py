@@ -378,8 +378,11 @@ def wide_load_line(names: dict, printer, stmt: WideLoad) -> str:
 
 
 def wide_store_lines(names: dict, printer, stmt: WideStore) -> list[str]:
-    lines = [f"{printer(t)} = {printer(v)}" for t, v in zip(stmt.temps, stmt.values, strict=True)]
     index = print_index_tuple(printer, stmt.indices)
+    if all(isinstance(v, Var) for v in stmt.values):  # a copy: no temporaries
+        values = ", ".join(printer(v) for v in stmt.values)
+        return [f"store4({names[stmt.buffer.name]}, {index}, {values})"]
+    lines = [f"{printer(t)} = {printer(v)}" for t, v in zip(stmt.temps, stmt.values, strict=True)]
     temps = ", ".join(printer(t) for t in stmt.temps)
     return lines + [f"store4({names[stmt.buffer.name]}, {index}, {temps})"]
 
