@@ -1,0 +1,84 @@
+"""Double-buffered shared stages (``annotate(block, "double_buffer_scope", 0)``) under the
+CUDA simulator: two halves per stage, the next tile's copy before this tile's compute,
+one barrier per iteration, and the numbers of numpy."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench import ops
+from workbench.backends import build
+from workbench.backends.cuda_double_buffer import DoubleBufferError
+from workbench.backends.cuda_sync import SyncThreads
+from workbench.ir import For, IfThenElse
+from workbench.ir.functor import collect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "schedule"))
+from test_tvm_compute_at_cuda import _after, cooperative_fetch  # noqa: E402
+
+pytestmark = pytest.mark.cuda
+
+
+def _matmul_schedule(both: bool = True):
+    sch = _after(4)  # TVM's cuda_matmul_5: shared stages at k_0, local ones at k_1
+    cooperative_fetch(sch, "A_shared")
+    cooperative_fetch(sch, "B_shared")
+    sch.annotate(sch.get_block("A_shared"), "double_buffer_scope", 0)
+    if both:
+        sch.annotate(sch.get_block("B_shared"), "double_buffer_scope", 0)
+    return sch
+
+
+def test_double_buffered_matmul_on_the_simulator(rng):
+    kernel = build(_matmul_schedule(), target="cuda")
+    src = kernel.source
+    assert "A_shared = cuda.shared.array((2, 8, 32), numba.float32, alignment=SHARED_ALIGN)" in src
+    assert "if k_0 + 1 < 8:" in src
+    assert "store4(A_shared, ((k_0 + 1) % 2, " in src
+    assert "A_shared[k_0 % 2, k_1 + ax0, ty * 4 + ax1]" in src
+    # one barrier after the prologue, one per iteration (was: two per iteration)
+    assert src.count("cuda.syncthreads()") == 2
+    (k_0,) = collect(kernel.device_func.body, lambda n: isinstance(n, For) and n.loop_var.name == "k_0")
+    body = k_0.body.stmts
+    assert isinstance(body[0], IfThenElse) and isinstance(body[-1], SyncThreads)
+    assert len(collect(k_0, lambda n: isinstance(n, SyncThreads))) == 1
+    a = rng.standard_normal((64, 64), dtype=np.float32)
+    b = rng.standard_normal((64, 64), dtype=np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_every_stage_filled_in_the_loop_must_be_double_buffered():
+    sch = _matmul_schedule(both=False)
+    with pytest.raises(DoubleBufferError, match="writes B_shared"):
+        build(sch, target="cuda")
+
+
+def test_the_cpu_target_ignores_the_annotation(rng):
+    sch = _matmul_schedule()
+    a = rng.standard_normal((64, 64), dtype=np.float32)
+    b = rng.standard_normal((64, 64), dtype=np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    build(sch, target="cpu")(a, b, c)
+    np.testing.assert_allclose(c, a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_stage_with_no_refill_loop_is_refused(rng):
+    """A shared stage of an elementwise kernel, computed once per block: nothing to overlap."""
+    from workbench.schedule import Schedule
+
+    sch = Schedule(ops.add_mul_gelu(4, 32))
+    for producer in sch.get_child_blocks(sch.get_block("root"))[:-1]:
+        sch.compute_inline(producer)
+    out = sch.get_child_blocks(sch.get_block("root"))[-1]
+    i, j = sch.get_loops(out)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    stage = sch.cache_read(out, 0, "shared")
+    sch.compute_at(stage, i)
+    sch.annotate(stage, "double_buffer_scope", 0)
+    with pytest.raises(DoubleBufferError, match="no serial loop around it"):
+        build(sch, target="cuda")
