@@ -1,4 +1,3 @@
-# ruff: noqa: B007  (the DSL functions keep TVM's unit loop, unused in its body)
 """TVM's CUDA matmul compute_at cases, re-expressed in the DSL.
 
 Source: apache/tvm tests/python/s_tir/schedule/test_tir_schedule_compute_at.py
@@ -15,6 +14,8 @@ from JSON, and the numbers (``cpu`` build vs ``A.T @ B``); the final schedule, w
 shared copies made cooperative (fused, split over the block's threads, vectorized by 4),
 runs under the CUDA simulator.
 """
+
+# ruff: noqa: B007  (the DSL functions keep TVM's unit loop, unused in its body)
 
 import numpy as np
 import pytest

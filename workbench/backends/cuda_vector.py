@@ -167,9 +167,13 @@ def lane_split(expr: PrimExpr, lane: Var) -> tuple[PrimExpr, int] | None:
     return None
 
 
-def wide_base(indices: tuple[PrimExpr, ...], shape: tuple, dtype: str, lane: Var):
+def wide_base(indices: tuple[PrimExpr, ...], buffer, lane: Var):
     """The base indices of a 16-byte aligned access ``buffer[indices]`` over the lanes, or
-    ``(None, why)`` when it cannot be shown aligned."""
+    ``(None, why)`` when it cannot be shown aligned (or is not worth it: a ``local`` array
+    lives in registers, where a vector access would only force it into memory)."""
+    shape, dtype = buffer.shape, buffer.dtype
+    if buffer.scope == "local":
+        return None, "a local array (registers)"
     if dtype not in WIDE_DTYPES:
         return None, f"element type {dtype} is not 4 bytes wide"
     if not indices:
@@ -298,7 +302,7 @@ class _Widen(IRMapper):
         for load in collect(store.value, lambda n: isinstance(n, BufferLoad)):
             if load in wide or var not in collect(load, lambda n: isinstance(n, Var)):
                 continue
-            base, why = wide_base(load.indices, load.buffer.shape, load.buffer.dtype, var)
+            base, why = wide_base(load.indices, load.buffer, var)
             if base is None:
                 reasons.append(f"{load.buffer.name}: {why}")
                 continue
@@ -308,7 +312,7 @@ class _Widen(IRMapper):
             if load.buffer.scope == "shared":
                 self.shared_wide.add(load.buffer.name)
         values = tuple(_LoadLanes(wide, var, n).visit(store.value) for n in range(LANES))
-        base, why = wide_base(store.indices, store.buffer.shape, store.buffer.dtype, var)
+        base, why = wide_base(store.indices, store.buffer, var)
         if base is None:
             reasons.append(f"{store.buffer.name}: {why}")
             if not wide:
