@@ -54,15 +54,34 @@ def ptx_of(sch) -> list[tuple[str, dict, str]]:
 
 
 CASES = {
-    "elementwise v4": lambda: get("add_mul_gelu", "v4", "cuda")(ops.add_mul_gelu(256, 1024)),
-    "matmul 128x128 v4 + double buffer": lambda: get("matmul", "register_blocked_v4", "cuda")(
-        ops.matmul(256, 256, 256)
+    "elementwise v4": lambda: get("add_mul_gelu", "v4", "cuda")(ops.add_mul_gelu(4096, 4096)),
+    "multiply v4": lambda: get("multiply", "v4", "cuda")(ops.multiply(4096, 4096)),
+    "matmul shared 16x16 v4": lambda: get("matmul", "shared", "cuda")(ops.matmul(4096, 4096, 4096)),
+    "matmul 128x128 v4 + double buffer": lambda: get("matmul", "register_blocked", "cuda")(
+        ops.matmul(4096, 4096, 4096)
     ),
 }
+
+
+def ptxas_usage(ptx: str) -> str:
+    """Registers / spills from ``ptxas -v`` (when ptxas is on PATH), else ''."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        return ""
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+    out = subprocess.run(
+        [ptxas, "-v", "-arch=sm_90", f.name, "-o", "/dev/null"], capture_output=True, text=True
+    )
+    return " ".join(line.split("info    : ")[-1] for line in out.stderr.splitlines()[-2:])
 
 if __name__ == "__main__":
     for name, make in CASES.items():
         for kernel, counts, ptx in ptx_of(make()):
-            print(name, kernel, counts)
+            print(name, kernel, counts, ptxas_usage(ptx))
             if "--dump" in sys.argv:
                 print(ptx)

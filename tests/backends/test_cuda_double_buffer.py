@@ -82,3 +82,23 @@ def test_a_stage_with_no_refill_loop_is_refused(rng):
     sch.annotate(stage, "double_buffer_scope", 0)
     with pytest.raises(DoubleBufferError, match="no serial loop around it"):
         build(sch, target="cuda")
+
+
+def test_register_prefetch_moves_the_loads_before_the_compute(rng):
+    """One group of 4 per thread per tile: the next tile's ``load4`` go to registers at the
+    top of ``k_0`` (tile ``min(k_0 + 1, 2)``), the shared stores after the compute."""
+    from workbench import recipes
+
+    sch = recipes.get("matmul", "register_blocked", "cuda")(
+        ops.matmul(64, 64, 24), threads=8, per_thread=4, k_tile=8
+    )
+    kernel = build(sch, target="cuda")
+    body = kernel.source.split("for k_0 in range(3):")[1]
+    head, tail = body.split("for k_1 in range(8):")
+    assert "load4(A, (" in head and "min(k_0, 1) * 8" in head and "A_shared[" not in head
+    assert "if k_0 + 1 < 3:" in tail and "store4(B_shared, ((k_0 + 1) % 2" in tail
+    a = rng.standard_normal((64, 24), dtype=np.float32)
+    b = rng.standard_normal((24, 64), dtype=np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

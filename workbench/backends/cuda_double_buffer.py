@@ -57,6 +57,8 @@ from workbench.ir import (
 from workbench.ir.functor import IRMapper, collect, substitute
 
 ANNOTATION = "double_buffer_scope"
+REFILL_LOOP = "cuda.double_buffer_refill"
+"""Annotation the pass puts on the loops it rewrote (``cuda_prefetch`` reads it)."""
 
 
 class DoubleBufferError(GpuVerifyError):
@@ -199,7 +201,8 @@ def _double_buffer_loop(func: PrimFunc, loop: For, stages: dict, buffers: dict) 
     following = _Reindex(buffers, FloorMod(k + one, two)).visit(substitute(copy, {k: k + one}))
     current = _Reindex(buffers, FloorMod(k, two)).visit(seq(*compute))
     new_body = seq(IfThenElse(LT(k + one, extent), following), current, SyncThreads())
-    return seq(prologue, SyncThreads(), loop.replace(body=new_body))
+    annotations = (*loop.annotations, (REFILL_LOOP, True))
+    return seq(prologue, SyncThreads(), loop.replace(body=new_body, annotations=annotations))
 
 
 def double_buffer_pass(func: PrimFunc, target: Target | None = None) -> PrimFunc:

@@ -4,7 +4,9 @@
    ``double_buffer_scope`` get two buffers, the next tile's copy issued before the current
    tile's compute, one barrier per iteration (it rewrites the barriers ``cuda_sync`` placed);
 2. ``widen_vector_loops`` (``cuda_vector``): vectorized loops of 4 become 128-bit loads and
-   stores (``ld.global.v4.f32``...).
+   stores (``ld.global.v4.f32``...);
+3. ``prefetch_pass`` (``cuda_prefetch``): in a double-buffered loop, the next tile's global
+   loads go to registers at the top of the body and the shared stores after the compute.
 
 They run last because they change how accesses look, not what is accessed, and the barrier
 analysis reads plain loads and stores.
@@ -13,6 +15,7 @@ analysis reads plain loads and stores.
 from __future__ import annotations
 
 from workbench.backends.cuda_double_buffer import double_buffer_pass
+from workbench.backends.cuda_prefetch import prefetch_pass
 from workbench.backends.cuda_vector import widen_vector_loops
 
-MEMORY_PASSES = (double_buffer_pass, widen_vector_loops)
+MEMORY_PASSES = (double_buffer_pass, widen_vector_loops, prefetch_pass)
