@@ -36,13 +36,14 @@ def test_double_buffered_matmul_on_the_simulator(rng):
     src = kernel.source
     assert "A_shared = cuda.shared.array((2, 8, 32), numba.float32, alignment=SHARED_ALIGN)" in src
     assert "if k_0 + 1 < 8:" in src
-    assert "store4(A_shared, ((k_0 + 1) % 2, " in src
+    assert "store4(A_shared, ((k_0 + 1) % 2, " in src and "min(k_0, 6) * 8" in src
     assert "A_shared[k_0 % 2, k_1 + ax0, ty * 4 + ax1]" in src
     # one barrier after the prologue, one per iteration (was: two per iteration)
     assert src.count("cuda.syncthreads()") == 2
     (k_0,) = collect(kernel.device_func.body, lambda n: isinstance(n, For) and n.loop_var.name == "k_0")
     body = k_0.body.stmts
-    assert isinstance(body[0], IfThenElse) and isinstance(body[-1], SyncThreads)
+    # register prefetch: loads first, the guarded shared stores right before the barrier
+    assert isinstance(body[-2], IfThenElse) and isinstance(body[-1], SyncThreads)
     assert len(collect(k_0, lambda n: isinstance(n, SyncThreads))) == 1
     a = rng.standard_normal((64, 64), dtype=np.float32)
     b = rng.standard_normal((64, 64), dtype=np.float32)
