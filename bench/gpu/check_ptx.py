@@ -60,6 +60,15 @@ CASES = {
     "matmul 128x128 v4 + double buffer": lambda: get("matmul", "register_blocked", "cuda")(
         ops.matmul(4096, 4096, 4096)
     ),
+    "matmul 128x128 k16": lambda: get("matmul", "register_blocked", "cuda")(
+        ops.matmul(4096, 4096, 4096), k_tile=16
+    ),
+    "matmul 128x128 single buffer": lambda: get("matmul", "register_blocked", "cuda")(
+        ops.matmul(4096, 4096, 4096), double_buffer=False
+    ),
+    "elementwise grid_stride": lambda: get("add_mul_gelu", "grid_stride", "cuda")(
+        ops.add_mul_gelu(4096, 4096)
+    ),
 }
 
 
