@@ -62,9 +62,22 @@ def dev(t: torch.Tensor):
     return cuda.as_cuda_array(t)
 
 
+def ptx_text(kernel) -> str:
+    """The PTX of the kernel's compiled overloads (numba-cuda 0.30 wants the target cc)."""
+    cc = cuda.get_current_device().compute_capability
+    texts = []
+    for dispatcher in kernel._compiled.kernels:
+        for overload in dispatcher.overloads.values():
+            try:
+                texts.append(overload.inspect_asm(cc))
+            except TypeError:
+                texts.append(overload.inspect_asm())
+    return "\n".join(t if isinstance(t, str) else "\n".join(t.values()) for t in texts)
+
+
 def ptx_counts(kernel) -> dict:
     try:
-        ptx = kernel.ptx
+        ptx = ptx_text(kernel)
     except Exception as err:  # noqa: BLE001
         return {"ptx": f"unavailable: {err}"}
     pats = {
@@ -130,6 +143,9 @@ def bench_sgemm(results, n):
     variants = [
         ("register_blocked 128x128 (16x16 threads x 8x8), k 8, v4 fetch, double buffer + "
          "register prefetch", get("matmul", "register_blocked", "cuda")(func)),
+        ("register_blocked 128x128, k 8, v4 fetch, double buffer + prefetch, k_1 unrolled "
+         "(pragma_unroll_explicit)",
+         get("matmul", "register_blocked", "cuda")(func, unroll_k=True)),
         ("register_blocked 128x128, k 8, v4 fetch, single buffer",
          get("matmul", "register_blocked", "cuda")(func, double_buffer=False)),
         ("register_blocked 128x128, k 16, v4 fetch, double buffer + prefetch",

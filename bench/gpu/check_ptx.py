@@ -60,6 +60,9 @@ CASES = {
     "matmul 128x128 v4 + double buffer": lambda: get("matmul", "register_blocked", "cuda")(
         ops.matmul(4096, 4096, 4096)
     ),
+    "matmul 128x128 unroll k": lambda: get("matmul", "register_blocked", "cuda")(
+        ops.matmul(4096, 4096, 4096), unroll_k=True
+    ),
     "matmul 128x128 k16": lambda: get("matmul", "register_blocked", "cuda")(
         ops.matmul(4096, 4096, 4096), k_tile=16
     ),

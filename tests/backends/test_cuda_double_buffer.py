@@ -103,3 +103,20 @@ def test_register_prefetch_moves_the_loads_before_the_compute(rng):
     c = np.full((64, 64), np.nan, np.float32)
     kernel(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_explicit_unroll_of_k_1(rng):
+    """``pragma_unroll_explicit`` on k_1: eight copies of its body in the source."""
+    from workbench import recipes
+
+    sch = recipes.get("matmul", "register_blocked", "cuda")(
+        ops.matmul(32, 32, 16), threads=4, per_thread=8, k_tile=8, unroll_k=True
+    )
+    kernel = build(sch, target="cuda")
+    assert "for k_1 in" not in kernel.source
+    assert kernel.source.count("load4(A_shared, (k_0 % 2, 7, ") == 1
+    a = rng.standard_normal((32, 16), dtype=np.float32)
+    b = rng.standard_normal((16, 32), dtype=np.float32)
+    c = np.full((32, 32), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

@@ -90,6 +90,7 @@ def register_blocked(
     per_thread: int = 8,
     k_tile: int = 8,
     double_buffer: bool = True,
+    unroll_k: bool = False,
     block: str = "C",
 ) -> Schedule:
     """The 128 x 128 register-blocked SGEMM (module docstring): ``threads x threads``
@@ -98,7 +99,8 @@ def register_blocked(
 
     Loop nest: ``bi, bj (blockIdx) / ty, tx (threadIdx) / k_0 / k_1 / ii, jj``; the shapes
     must be multiples of the tiles (``threads * per_thread`` for M and N, ``k_tile`` for
-    K), and ``per_thread`` a multiple of 4.
+    K), and ``per_thread`` a multiple of 4. ``unroll_k`` unrolls the ``k_1`` loop in the
+    generated source (``pragma_unroll_explicit``).
     """
     sch = Schedule(func)
     c = sch.get_block(block)
@@ -139,5 +141,7 @@ def register_blocked(
         _, lanes = sch.split(inner, factors=[None, 4])
         sch.vectorize(lanes)
     sch.unroll(ki)
+    if unroll_k:
+        sch.annotate(ki, "pragma_unroll_explicit", 1)
     sch.decompose_reduction(c, ko)
     return sch
