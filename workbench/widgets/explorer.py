@@ -318,7 +318,6 @@ class Explorer:
         node = self.node
         func = node.func
         self.controls.update(block_names(func), loops_above(func, self.block), self.history)
-        self._show_legality()
         self.views["IR"].value = self.cache.get((node.id, "IR"), lambda: panes.ir_html(func).html)
         parent = self.history[node.parent] if node.parent is not None else node
         self.views["IR diff"].value = self.cache.get(
@@ -326,6 +325,7 @@ class Explorer:
         )
         self.views["header"].value = self._header_html()
         self._show_roofline()
+        self._show_legality()  # last: its worker would slow the lines above (one GIL)
 
     # --- legality: probed on a worker thread, kept per (node, selection) ----------------
 

@@ -4,6 +4,7 @@ results cached by the scheduled function (a revisit is answered at once)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -22,7 +23,8 @@ def random_inputs(func: PrimFunc, seed: int = 0) -> list[np.ndarray]:
 class MeasureRunner:
     """Builds and measures functions on one worker thread.
 
-    ``submit(key, func, done)`` waits ``debounce_s``, then builds ``func`` for ``target`` and
+    ``submit(key, func, done)`` waits ``debounce_s`` (not when the worker is idle and the
+    previous submit is older than ``debounce_s``: a lone edit starts at once), then builds ``func`` for ``target`` and
     measures it; ``done(key, Measurement)`` is called on the worker thread. A later submit
     makes every earlier one that has not started compiling a no-op. ``errors`` receive
     ``error(key, exception)``; ``first_call(key, seconds)``, when given, receives the time
@@ -55,6 +57,8 @@ class MeasureRunner:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-explore")
         self._pending: list[Future] = []
         self._timers: list[threading.Timer] = []
+        self._last_submit = float("-inf")
+        self.last_timings: dict[str, float] = {}  # build_s, first_call_s, timing_s
 
     @property
     def peaks(self):
@@ -92,7 +96,10 @@ class MeasureRunner:
             )
             self._pending.append(future)
 
-        if self.debounce_s > 0:
+        now = time.perf_counter()
+        quiet = now - self._last_submit > self.debounce_s and self._idle()
+        self._last_submit = now
+        if self.debounce_s > 0 and not quiet:
             timer = threading.Timer(self.debounce_s, start)
             timer.daemon = True
             self._timers.append(timer)
@@ -100,6 +107,12 @@ class MeasureRunner:
         else:
             start()
         return False
+
+    def _idle(self) -> bool:
+        """No measurement queued, waiting for its debounce or running."""
+        return all(f.done() for f in self._pending) and not any(
+            t.is_alive() for t in self._timers
+        )
 
     def _run(self, generation: int, key, func: PrimFunc, done: Callable, error, first_call) -> None:
         if generation != self._generation:
@@ -136,20 +149,20 @@ class MeasureRunner:
 
         The first call (the warm-up) is timed and passed to ``first_call(seconds)``.
         """
-        import time
-
         from workbench.backends import build
         from workbench.measure import measure
 
         hit = self.cached(func)
         if hit is not None:
             return hit
+        start = time.perf_counter()
         kernel = build(func, target=self.target)
         sets = self.argument_sets()
-        start = time.perf_counter()
+        built = time.perf_counter()
         kernel(*sets[-1])  # the warm-up, on a set the timing reaches last
+        called = time.perf_counter()
         if first_call is not None:
-            first_call(time.perf_counter() - start)
+            first_call(called - built)
         result = measure(
             kernel,
             *self._inputs,
@@ -159,6 +172,11 @@ class MeasureRunner:
             warmup=0,
             argument_sets=sets,
         )
+        self.last_timings = {
+            "build_s": built - start,
+            "first_call_s": called - built,
+            "timing_s": time.perf_counter() - called,
+        }
         measurement = Measurement(
             result, kernel.compile_seconds, self.baseline_s() / result.median_s
         )
