@@ -24,11 +24,12 @@ class MeasureRunner:
     """Builds and measures functions on one worker thread.
 
     ``submit(key, func, done)`` waits ``debounce_s`` (not when the worker is idle and the
-    previous submit is older than ``debounce_s``: a lone edit starts at once), then builds ``func`` for ``target`` and
-    measures it; ``done(key, Measurement)`` is called on the worker thread. A later submit
-    makes every earlier one that has not started compiling a no-op. ``errors`` receive
-    ``error(key, exception)``; ``first_call(key, seconds)``, when given, receives the time
-    of the first call (the warm-up), shown as an estimate while the timing runs.
+    previous submit is older than ``debounce_s``: a lone edit starts at once), then builds
+    ``func`` for ``target`` and measures it; ``done(key, Measurement)`` is called on the
+    worker thread. A later submit makes every earlier one that has not started compiling a
+    no-op. ``errors`` receive ``error(key, exception)``; ``first_call(key, seconds)``, when
+    given, receives the time of the first call (the warm-up), shown as an estimate while the
+    timing runs.
 
     The argument sets the measurement cycles through (copies that defeat the caches, see
     ``workbench.measure.rotation``) are made once and reused by every measurement.
