@@ -11,6 +11,7 @@ import pytest
 import workbench as wb
 from workbench import ops
 from workbench.measure import MachinePeaks
+from workbench.schedule import NotPerfectlyNestedError
 from workbench.widgets.controls import CHECKING
 
 PEAKS = MachinePeaks(gflops=200.0, gbps=20.0)
@@ -157,4 +158,48 @@ def test_first_call_time_is_shown_before_the_median():
     assert "measured:" in ex.views["status"].value and ex.node.measurement.result.repeats >= 3
     sets = ex.runner.argument_sets()
     assert sets is ex.runner.argument_sets() and len(sets) >= 1  # made once, reused
+    ex.close()
+
+
+def test_loop_order_by_dragging_tags(ex):
+    order = ex.controls.order
+    assert list(order.value) == ["i", "j", "k"] and not order.allow_duplicates
+    order.value = ["k", "i", "j"]  # k dragged to the front
+    ex.wait()
+    assert [v for _, v in ex.controls.loop.options] == ["k", "i", "j"]
+    assert ex.history.current.label == "reorder k i j"
+    assert ex.current.trace.lines()[-1] == "sch.reorder(l3, l1, l2)"
+    assert "for k, i, j in T.grid(64, 64, 64)" in ex.node.ir
+    order.value = ["k", "j", "i"]  # only the moved span is passed
+    assert ex.history.current.label == "reorder j i"
+    assert list(order.value) == ["k", "j", "i"]
+    order.value = ["k", "j"]  # a removed tag is not a reorder: restored, nothing applied
+    assert list(order.value) == ["k", "j", "i"] and len(ex.history) == 3
+    assert "cannot be added or removed" in ex.controls.order_note.value
+
+
+def test_a_refused_drag_shows_the_error_and_restores_the_order():
+    sch = wb.Schedule(ops.softmax(8, 32))
+    i2, _ = sch.get_loops(sch.get_block("T_softmax_norm"))
+    sch.compute_at(sch.get_block("T_softmax_expsum"), i2)  # i2 now holds two loops
+    ex = wb.explore(sch, peaks=PEAKS, measure=False)
+    ex.select(block="T_softmax_norm")
+    ex.wait()
+    assert list(ex.controls.order.value) == ["i2", "j2"]
+    ir, steps = ex.node.ir, len(ex.current.trace)
+    ex.controls.order.value = ["j2", "i2"]
+    assert isinstance(ex.last_error, NotPerfectlyNestedError)
+    assert "wb-schedule-error" in ex.views["error"].value
+    assert list(ex.controls.order.value) == ["i2", "j2"]
+    assert ex.node.ir == ir and len(ex.current.trace) == steps and len(ex.history) == 1
+    ex.close()
+
+
+def test_cuda_under_the_simulator_is_not_timed():
+    ex = wb.explore(ops.matmul(64, 64, 64), target="cuda", peaks=PEAKS, debounce_s=0.0)
+    assert ex.bind("i", "blockIdx.x") and ex.bind("j", "threadIdx.x")
+    ex.wait()
+    assert "not measured: under the CUDA simulator" in ex.views["status"].value
+    assert ex.node.measurement is None and not ex.runner.cache
+    assert "cuda.jit" in ex.views["code"].value
     ex.close()

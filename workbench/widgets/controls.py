@@ -49,6 +49,14 @@ class Controls:
             description="split (free factor)",
             tooltip="any factor; a non-divisor adds a T.where guard",
         )
+        self.order = widgets.TagsInput(
+            allowed_tags=[],
+            allow_duplicates=False,
+            description="order",
+            tooltip="drag a loop to reorder (sch.reorder)",
+            layout=widgets.Layout(width="400px"),
+        )
+        self.order_note = widgets.HTML("")
         self.move_out = widgets.Button(
             description="▲ move out", tooltip="reorder with the loop above"
         )
@@ -102,6 +110,7 @@ class Controls:
         self.split_free.on_click(
             lambda _: ex.split(self.loop.value, [None, self.free_factor.value])
         )
+        self.order.observe(self._on_order, names="value")
         self.move_out.on_click(lambda _: self._move(-1))
         self.move_in.on_click(lambda _: self._move(+1))
         for name, toggle in self.toggles.items():
@@ -141,6 +150,34 @@ class Controls:
         if not self._updating and change["new"] is not None:
             self.explorer.jump(change["new"])
 
+    def _on_order(self, change) -> None:
+        """A loop dragged to a new place: reorder the span of loops that moved."""
+        if self._updating:
+            return
+        names = [value for _, value in self.loop.options]
+        new = list(change["new"])
+        if sorted(new) != sorted(names):
+            self._show_order(names)
+            self.order_note.value = (
+                "<span style='color:#b35900'>drag the tags to reorder; a loop cannot be added "
+                "or removed here</span>"
+            )
+            return
+        moved = [i for i, (a, b) in enumerate(zip(new, names, strict=True)) if a != b]
+        if not moved:
+            return
+        self.order_note.value = ""
+        if not self.explorer.reorder(*new[moved[0] : moved[-1] + 1]):
+            self._show_order(names)  # refused: the error is shown, the order is as it was
+
+    def _show_order(self, names: list[str]) -> None:
+        self._updating = True
+        try:
+            self.order.allowed_tags = list(names)
+            self.order.value = list(names)
+        finally:
+            self._updating = False
+
     def _move(self, step: int) -> None:
         names = [value for _, value in self.loop.options]
         index = names.index(self.loop.value)
@@ -161,6 +198,8 @@ class Controls:
             self.block.value = ex.block
             self.loop.options = [(loop_label(info), info.name) for info in loops]
             self.loop.value = ex.loop
+            self.order.allowed_tags = [info.name for info in loops]
+            self.order.value = [info.name for info in loops]
             info = next((i for i in loops if i.name == ex.loop), None)
             extent = info.extent if info and info.extent else 0
             self.split.options = [("-", None)] + [(str(d), d) for d in divisors(extent)]
@@ -220,6 +259,8 @@ class Controls:
                 self.block,
                 self.loop,
                 widgets.HBox([self.move_out, self.move_in]),
+                self.order,
+                self.order_note,
                 widgets.HBox([self.split]),
                 widgets.HBox([self.free_factor, self.split_free]),
                 widgets.HBox(list(self.toggles.values())),

@@ -519,6 +519,13 @@ class Explorer:
     def _queue_measurement(self) -> None:
         if not self.measuring:
             return
+        if self.target == "cuda" and _cuda_simulated():
+            self.progress.layout.visibility = "hidden"
+            self.views["status"].value = (
+                "<span class='wb-not-measured'>not measured: under the CUDA simulator the "
+                "kernels run as Python (the CUDA source, drawing and warnings are shown)</span>"
+            )
+            return
         node = self.node
         self.views["status"].value = "<span class='wb-pending'>⏳ compiling and measuring…</span>"
         self.progress.layout.visibility = "visible"
@@ -629,3 +636,9 @@ class Explorer:
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
         bundle["text/plain"] = str(self)
         return bundle
+
+
+def _cuda_simulated() -> bool:
+    from workbench.backends.numba_cuda import simulator_enabled
+
+    return simulator_enabled()
