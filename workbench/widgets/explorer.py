@@ -38,9 +38,10 @@ from workbench.widgets.actions import apply as apply_action
 from workbench.widgets.controls import Controls
 from workbench.widgets.history import History, HistoryNode, Measurement
 from workbench.widgets.runner import MeasureRunner
+from workbench.widgets.tune_tab import TuneTab
 from workbench.widgets.view_cache import ViewCache
 
-PANES = ("IR", "IR diff", "code", "loop nest", "access", "roofline", "lowering", "history")
+PANES = ("IR", "IR diff", "code", "loop nest", "access", "roofline", "lowering", "history", "tune")
 LOWERING = ("DSL source", "scheduled IR", "generated source", "LLVM IR / PTX", "asm")
 MACHINE_CODE = ("LLVM IR / PTX", "asm")
 
@@ -491,6 +492,9 @@ class Explorer:
     def _on_tab(self, change) -> None:
         if change["new"] is not None and self._machine_code_open():
             self._show_machine_code()
+        tune_open = self.tabs.selected_index == PANES.index("tune")
+        if tune_open and self.tuner.loaded_at != self.history.current_id:
+            self.tuner.load()
 
     def _show_table(self) -> None:
         frame = self.table
@@ -572,7 +576,8 @@ class Explorer:
 
     def _build_widgets(self, targets: tuple[str, ...]) -> None:
         self.controls = Controls(self, targets)
-        self.views = {name: widgets.HTML() for name in PANES if name != "lowering"}
+        self.tuner = TuneTab(self)
+        self.views = {name: widgets.HTML() for name in PANES if name not in ("lowering", "tune")}
         for name in ("header", "status", "error", "warnings", "node diff"):
             self.views[name] = widgets.HTML()
         for name, view in self.views.items():
@@ -582,7 +587,8 @@ class Explorer:
         self.views["lowering"] = lowering
         lowering_tabs = widgets.Tab(children=list(lowering.values()), titles=list(LOWERING))
         self.lowering_tabs = lowering_tabs
-        tabs = [self.views[n] if n != "lowering" else lowering_tabs for n in PANES]
+        special = {"lowering": lowering_tabs, "tune": self.tuner.widget}
+        tabs = [special.get(n) or self.views[n] for n in PANES]
         self.tabs = widgets.Tab(children=tabs, titles=list(PANES), layout=widgets.Layout(flex="1"))
         self.tabs.observe(self._on_tab, names="selected_index")
         self.lowering_tabs.observe(self._on_tab, names="selected_index")
