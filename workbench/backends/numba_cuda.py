@@ -30,6 +30,7 @@ import numpy as np
 
 from workbench.backends.allocation import Allocate, place_allocations
 from workbench.backends.arguments import KernelArgumentError, check_arguments
+from workbench.backends.cuda_reduction import lower_cross_thread_reductions
 from workbench.backends.cuda_sync import insert_syncthreads
 from workbench.backends.cuda_verify import ScopeAcrossKernelsError, verify_gpu
 from workbench.backends.kernel import Kernel
@@ -177,7 +178,7 @@ def syncthreads_pass(func: PrimFunc, target: Target) -> PrimFunc:
     return func.replace(body=func.body.replace(block=root))
 
 
-CUDA_PASSES = (_place, hoist_kernel_allocations, syncthreads_pass)
+CUDA_PASSES = (lower_cross_thread_reductions, _place, hoist_kernel_allocations, syncthreads_pass)
 
 
 # ---------------------------------------------------------------------------------------
