@@ -14,10 +14,10 @@ Example
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 
-from workbench.recipes import layernorm, matmul, softmax
+from workbench.recipes import layernorm, layernorm_cuda, matmul, softmax, softmax_cuda
 from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, register
 
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "layernorm",
-           "matmul", "softmax"]
+           "layernorm_cuda", "matmul", "softmax", "softmax_cuda"]
