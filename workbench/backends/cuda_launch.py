@@ -166,9 +166,8 @@ class LeanLauncher:
         scope = getattr(compiled.host, "__globals__", {})
         launches = []
         for dispatcher, config in zip(compiled.kernels, compiled.launches, strict=True):
-            configured = (
-                scope.get(f"{dispatcher.__name__}_launch") or dispatcher[config.grid, config.block]
-            )
+            name = getattr(getattr(dispatcher, "py_func", None), "__name__", "")
+            configured = scope.get(f"{name}_launch") or dispatcher[config.grid, config.block]
             launches.append(
                 _driver_launch(dispatcher, configured, arrays, workspace)
                 or _DispatcherLaunch(configured, workspace)
