@@ -23,6 +23,6 @@ from workbench.schedule import Schedule
 
 
 @register("layernorm", "block_per_row", "cuda")
-def block_per_row_cuda(func: PrimFunc, threads: int = 256, stage: str | None = None) -> Schedule:
+def block_per_row_cuda(func: PrimFunc, threads: int = 512, stage: str | None = None) -> Schedule:
     """One CUDA block per row, mean and variance as warp-shuffle allreduces."""
     return block_per_row(func, threads, stage)

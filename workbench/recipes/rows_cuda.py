@@ -23,7 +23,7 @@ from workbench.ir import PrimFunc
 from workbench.schedule import Schedule
 
 
-def block_per_row(func: PrimFunc, threads: int = 256, stage: str | None = None) -> Schedule:
+def block_per_row(func: PrimFunc, threads: int = 512, stage: str | None = None) -> Schedule:
     """Row reductions + elementwise output, one CUDA block per row (module docstring).
 
     Example

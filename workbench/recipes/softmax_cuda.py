@@ -23,6 +23,6 @@ from workbench.schedule import Schedule
 
 
 @register("softmax", "block_per_row", "cuda")
-def block_per_row_cuda(func: PrimFunc, threads: int = 256, stage: str | None = None) -> Schedule:
+def block_per_row_cuda(func: PrimFunc, threads: int = 512, stage: str | None = None) -> Schedule:
     """One CUDA block per row, max and sum as warp-shuffle allreduces (``threads`` per row)."""
     return block_per_row(func, threads, stage)
