@@ -156,3 +156,23 @@ def test_simulator_shuffles_follow_the_hardware(rng):
     down = np.where(lanes % 32 + 4 < 32, lanes + 4, lanes)
     np.testing.assert_array_equal(out[1], values[down])
     np.testing.assert_array_equal(out[2], values[lanes - lanes % 32 + 3])
+
+
+def test_spatial_loop_inside_the_reduce_loops_is_refused_at_build():
+    """``for k (threadIdx.x): for i: block``: the thread loop would combine values of
+    different rows; the lowering needs the reduce loops as a perfect nest around the block."""
+    sch = Schedule(ops.reduce_sum(4, 8))
+    i, k = sch.get_loops(sch.get_child_blocks(sch.get_block("root"))[0])
+    sch.reorder(k, i)
+    sch.bind(k, "threadIdx.x")
+    with pytest.raises(CrossThreadReductionError, match="loop 'i' \\(not a reduce loop\\)"):
+        build(sch, target="cuda")
+
+
+def test_cpu_and_numpy_targets_run_the_bound_reduction_serially(rng):
+    a = rng.standard_normal((3, 50), dtype=np.float32)
+    sch = row_reduction(ops.reduce_max(3, 50), 32)
+    for target in ("cpu", "numpy"):
+        out = np.full(3, np.nan, np.float32)
+        build(sch, target=target)(a, out)
+        np.testing.assert_allclose(out, a.max(axis=1), rtol=1e-6)
