@@ -230,6 +230,21 @@ class Explorer:
         self.tabs.selected_index = PANES.index("lowering")
         self.lowering_tabs.selected_index = LOWERING.index(tab)
 
+    def tuning_dashboard(self, space="generated", db: str = "records.jsonl", **kwargs):
+        """A tuning dashboard for the explored function on the explorer's target: pin knobs
+        in its dropdowns, tune the rest (the ``space`` is made for that target: the
+        ``cuda`` generated space binds threads, the ``cpu`` one packs and vectorizes).
+
+        Example
+        -------
+        >>> dash = wb.explore(matmul, target="cpu").tuning_dashboard(db="r.jsonl")  # doctest: +SKIP
+        >>> dash.space.pin(**{"pack:C": 1}); dash.start()                           # doctest: +SKIP
+        """
+        from workbench.widgets.tuning_dashboard import TuningDashboard
+
+        return TuningDashboard(self.node.schedule.func_before, space=space, target=self.target,
+                               db=db, **kwargs)
+
     def wait(self, timeout: float = 120.0) -> Explorer:
         """Block until pending views, legality tables, machine code and measurements are
         shown (scripts, tests, notebooks)."""
