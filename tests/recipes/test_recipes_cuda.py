@@ -59,3 +59,22 @@ def test_same_schedule_on_the_cpu(rng):
 def test_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="stage must be None or 'shared', got 'local'"):
         block_per_row(ops.softmax(2, 8), threads=4, stage="local")
+
+
+@pytest.mark.parametrize("op", ["softmax", "layernorm"])
+def test_rfactor_partials_combined_by_shuffles(rng, op):
+    """The rfactor-into-shared route: shared partials, then a shuffle combine (no linear loop
+    over the partials in every thread)."""
+    n = 70
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    args = [x]
+    if op == "layernorm":
+        args += [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+    out = np.full_like(x, np.nan)
+    sch = recipes.get(op, "rfactor_shuffle", "cuda")(getattr(ops, op)(2, n), threads=32)
+    kernel = build(sch, target="cuda")
+    kernel(*args, out)
+    expected = numpy_softmax(x) if op == "softmax" else numpy_layernorm(*args)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+    assert kernel.source.count("cuda.shared.array((32, 1), numba.float32)") == 2
+    assert kernel.source.count("cuda.shfl_xor_sync") == 10

@@ -364,7 +364,7 @@ class _KernelLowering:
         power_of_two = x & (x - 1) == 0
         if power_of_two and x <= WARP and (threads % WARP == 0 or threads <= WARP):
             mask = FULL_MASK if threads % WARP == 0 else (1 << threads) - 1
-            stmts = butterfly(x, mask)
+            return seq(*butterfly(x, mask))  # lanes only: no thread index needed
         elif x % WARP == 0:
             warps = x // WARP
             staging = Buffer(self.fresh(f"{block}_warps"), (groups, warps), acc.dtype, "shared")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from workbench.ir import PrimFunc
 from workbench.recipes.registry import register
-from workbench.recipes.rows_cuda import block_per_row
+from workbench.recipes.rows_cuda import block_per_row, rfactor_shuffle
 from workbench.schedule import Schedule
 
 
@@ -26,3 +26,9 @@ from workbench.schedule import Schedule
 def block_per_row_cuda(func: PrimFunc, threads: int = 512, stage: str | None = None) -> Schedule:
     """One CUDA block per row, mean and variance as warp-shuffle allreduces."""
     return block_per_row(func, threads, stage)
+
+
+@register("layernorm", "rfactor_shuffle", "cuda")
+def rfactor_shuffle_cuda(func: PrimFunc, threads: int = 512) -> Schedule:
+    """One CUDA block per row, rfactor partials in shared memory combined by warp shuffles."""
+    return rfactor_shuffle(func, threads)

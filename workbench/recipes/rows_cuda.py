@@ -63,3 +63,30 @@ def block_per_row(func: PrimFunc, threads: int = 512, stage: str | None = None) 
 def _input_index(sch: Schedule, block: str, buffer: str) -> int:
     reads = sch.get(sch.get_block(block)).reads
     return next(n for n, region in enumerate(reads) if region.buffer.name == buffer)
+
+
+def rfactor_shuffle(func: PrimFunc, threads: int = 512) -> Schedule:
+    """The rfactor-into-shared route, combined with warp shuffles.
+
+    ``cuda_recipes.row_reduction_rfactor`` (each reduction split by ``threads`` and
+    ``rfactor``-ed: thread ``t`` reduces its strided slice into a ``shared`` partial
+    buffer) leaves the final combine as a loop over the ``threads`` partials that every
+    thread runs alone. Binding that loop to ``threadIdx.x`` makes it a cross-thread
+    reduction: each thread takes one partial and the ``cuda`` target combines them with
+    ``shfl_xor_sync`` butterflies (``workbench.backends.cuda_reduction``).
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = rfactor_shuffle(ops.softmax(4, 100), threads=32)
+    """
+    from workbench.backends.cuda_recipes import row_reduction_rfactor
+
+    sch = row_reduction_rfactor(func, threads=threads)
+    names = [sch.get(b).name for b in sch.get_child_blocks(sch.get_block("root"))]
+    for name in names:
+        block = sch.get(sch.get_block(name))
+        if name.endswith("_rf") or block.init is None:
+            continue
+        sch.bind(sch.get_loops(sch.get_block(name))[-1], "threadIdx.x")
+    return sch
