@@ -23,9 +23,22 @@ strings are filled from those fields (and from properties of the class)::
     raise NoConsumersError("compute_at", "B", func, block_node)
 
 The instance then has ``block``, ``name`` (the first field, or ``name_field``), and the
-filled ``message`` / ``detail`` / ``suggestion``. A class that defines its own
-``__init__`` calling ``super().__init__(primitive, name, message, detail=...,
-suggestion=..., func=..., node=...)`` works as before.
+filled ``message`` / ``detail`` / ``suggestion``. Fields listed in ``named_fields`` are
+passed as IR objects (a ``Block``, ``For`` or ``Buffer``) and kept by name, the objects in
+``err.ir`` for the format strings and properties; ``node_field`` names the one marked in
+the rendered IR when the caller passes no ``node``::
+
+    class NotAConsumerError(ScheduleError):
+        fields = ("block", "buffer")
+        named_fields = ("block", "buffer")
+        node_field = "block"
+        message = "block {block!r} does not read {buffer!r}"
+
+    raise NotAConsumerError("cache_read", block_node, buffer, func)   # err.buffer == "A"
+
+Every error class of the schedule package is declared this way. A class that defines its
+own ``__init__`` calling ``super().__init__(primitive, name, message, detail=...,
+suggestion=..., func=..., node=...)`` still works (the CUDA verifier's errors do).
 
 Example
 -------
