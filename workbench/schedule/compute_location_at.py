@@ -47,10 +47,10 @@ from workbench.schedule.errors_compute_location import (
     NotAncestorOfProducerError,
     NotInSameScopeError,
     OutputBlockError,
+    ParallelRecomputeError,
     PartialReductionError,
     ProducerAfterConsumerError,
     RegionNotCoveredError,
-    ParallelRecomputeError,
     UnboundedRegionError,
 )
 from workbench.schedule.scope import PARALLEL_KINDS, loop_conflicts
