@@ -131,7 +131,7 @@ def build_and_check(sch, args, out, expected, tolerance):
     return kernel, first_call
 
 
-def bench_sgemm(results, n):
+def bench_sgemm(results, n, keep: str = ""):
     a = torch.randn(n, n, device="cuda")
     b = torch.randn(n, n, device="cuda")
     c = torch.empty(n, n, device="cuda")
@@ -154,6 +154,8 @@ def bench_sgemm(results, n):
         ("backends/cuda_recipes register-blocked (cooperative scalar fetch, C in registers)",
          old_recipes.matmul_register_blocked(func, 16, 8, 8)),
     ]
+    if keep:
+        variants = [variants[int(i)] for i in keep.split(",")]
     for label, sch in variants:
         try:
             args = [dev(a), dev(b), dev(c)]
@@ -224,6 +226,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="")
     parser.add_argument("--json")
+    parser.add_argument("--sgemm-variants", default="", help="indices of the variants to run")
     args = parser.parse_args()
     print(torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
     results = []
@@ -231,7 +234,7 @@ def main():
     steps = [
         ("multiply", lambda: bench_multiply(results, n, n)),
         ("elementwise", lambda: bench_elementwise(results, n, n)),
-        ("sgemm", lambda: bench_sgemm(results, n)),
+        ("sgemm", lambda: bench_sgemm(results, n, args.sgemm_variants)),
     ]
     wanted = [w for w in args.only.split(",") if w]
     for name, step in steps:
