@@ -142,14 +142,15 @@ def bench_sgemm(results, n, keep: str = ""):
     get = recipes.get
     variants = [
         ("register_blocked 128x128 (16x16 threads x 8x8), k 8, v4 fetch, double buffer + "
-         "register prefetch", get("matmul", "register_blocked", "cuda")(func)),
+         "register prefetch, k_1 rolled", get("matmul", "register_blocked", "cuda")(
+             func, unroll_k=False)),
         ("register_blocked 128x128, k 8, v4 fetch, double buffer + prefetch, k_1 unrolled "
-         "(pragma_unroll_explicit)",
+         "(pragma_unroll_explicit; the recipe's default)",
          get("matmul", "register_blocked", "cuda")(func, unroll_k=True)),
-        ("register_blocked 128x128, k 8, v4 fetch, single buffer",
-         get("matmul", "register_blocked", "cuda")(func, double_buffer=False)),
-        ("register_blocked 128x128, k 16, v4 fetch, double buffer + prefetch",
-         get("matmul", "register_blocked", "cuda")(func, k_tile=16)),
+        ("register_blocked 128x128, k 8, v4 fetch, single buffer, k_1 rolled",
+         get("matmul", "register_blocked", "cuda")(func, double_buffer=False, unroll_k=False)),
+        ("register_blocked 128x128, k 16, v4 fetch, double buffer + prefetch, k_1 rolled",
+         get("matmul", "register_blocked", "cuda")(func, k_tile=16, unroll_k=False)),
         ("shared 16x16, k 16, cooperative v4 fetch", get("matmul", "shared", "cuda")(func)),
         ("backends/cuda_recipes register-blocked (cooperative scalar fetch, C in registers)",
          old_recipes.matmul_register_blocked(func, 16, 8, 8)),
