@@ -36,7 +36,7 @@ def _check_kernels(graph, target="numpy"):
     for kernel in lower_graph(graph):
         args = [np.ascontiguousarray(values[name]) for name in kernel.inputs]
         out = np.empty(graph.node(kernel.node).type.shape, "float32")
-        build(kernel.func, target=target)(*args, out)
+        build(kernel.func, target=target)(*kernel.bind(args + [out]))
         np.testing.assert_allclose(out, values[kernel.node], rtol=1e-4, atol=1e-5,
                                    err_msg=kernel.source)
 
@@ -89,3 +89,96 @@ def test_fused_groups_become_one_kernel_each():
     assert [k.pattern for k in kernels] == ["conv2d+mul+relu", "matmul+add+gelu", "softmax"]
     assert "T.float32(0.5)" in kernels[0].source  # the scalar is inlined, not a parameter
     _check_kernels(graph)
+
+
+# ---------------------------------------------------------------------------- the library
+
+
+def _blocks(kernel):
+    from workbench.ir.analysis import find_blocks
+
+    return [b.name for b in find_blocks(kernel.func)]
+
+
+LIBRARY_CASES = [  # (op, shapes, attrs, constants, the library's blocks the kernel holds)
+    ("matmul", [(2, 3, 4), (4, 5)], {}, (), ["C"]),
+    ("matmul", [(2, 3, 4), (2, 4, 5)], {}, (), ["C"]),
+    ("conv2d", [(1, 3, 6, 5), (4, 3, 3, 2), (4,)], CONV, (1, 2), ["pad_temp", "conv2d_nchw",
+                                                                 "out"]),
+    ("conv2d", [(1, 3, 6, 6), (3, 1, 3, 3)], {**CONV, "groups": 3}, (1,),
+     ["pad_temp", "depthwise_conv2d_nchw"]),
+    ("max_pool2d", [(1, 2, 7, 7)], {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1)}, (),
+     ["pad_temp", "pool_max"]),
+    ("adaptive_avg_pool2d", [(1, 3, 4, 6)], {"output_size": (2, 3)}, (),
+     ["pad_temp", "pool_sum", "pool_avg"]),
+    ("mean", [(2, 3, 4)], {"axes": [1, 2], "keepdims": True}, (), ["A_red", "T_divide"]),
+    ("mean", [(2, 3, 4)], {"axes": [0], "keepdims": False}, (), ["A_red", "T_divide"]),
+    ("softmax", [(3, 4, 5)], {"axis": -1}, (), ["T_softmax_maxelem", "T_softmax_expsum",
+                                               "T_softmax_norm"]),
+    ("layer_norm", [(2, 3, 4), (3, 4), (3, 4)], {"eps": 1e-5, "ndim": 2}, (1, 2),
+     ["mean_sum", "var_sum", "T_layer_norm"]),
+    ("sdpa", [(2, 4, 3), (2, 6, 3), (2, 6, 5)], {"scale": None, "causal": True}, (),
+     ["scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm", "attention"]),
+]
+
+
+@pytest.mark.parametrize("op, shapes, attrs, constants, blocks", LIBRARY_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(LIBRARY_CASES)])
+def test_nodes_that_fit_the_library_lower_to_its_operators(op, shapes, attrs, constants,
+                                                          blocks):
+    graph = _single(op, shapes, attrs, constants)
+    (kernel,) = lower_graph(graph)
+    assert _blocks(kernel) == blocks
+    _check_kernels(graph)
+
+
+def test_the_kernel_views_values_in_the_operators_shapes():
+    graph = _single("matmul", [(2, 3, 4), (4, 5)])
+    (kernel,) = lower_graph(graph)
+    assert kernel.shapes == ((6, 4), (4, 5), (6, 5))  # ops.matmul(M=2*3, N=5, K=4)
+    assert [b.shape for b in kernel.func.params] == list(kernel.shapes)
+
+
+def _matmul_epilogue(operand_shape):
+    b = GraphBuilder()
+    x = b.input("x", TensorType((2, 3, 4)))
+    m = b.node("matmul", [x, b.constant("w", _r(4, 5))])
+    y = b.node("add", [m, b.constant("c", _r(*operand_shape))])
+    return fuse(b.finish([b.node("relu", [y])]))
+
+
+def test_an_epilogue_operand_along_the_rows_stays_on_the_library_matmul():
+    graph = _matmul_epilogue((5,))
+    (kernel,) = lower_graph(graph)
+    assert _blocks(kernel) == ["C", "out"] and kernel.pattern == "matmul+add+relu"
+    assert kernel.shapes[2] == (1, 5)
+    _check_kernels(graph)
+    _check_kernels(graph, target="cpu")
+
+
+def test_an_operand_broadcast_inside_a_merged_axis_takes_the_composed_matmul():
+    graph = _matmul_epilogue((3, 1))  # varies along M but not along the batch axis
+    (kernel,) = lower_graph(graph)
+    assert _blocks(kernel) == ["matmul", "out"]
+    assert kernel.shapes[-1] == (2, 3, 5)
+    _check_kernels(graph)
+
+
+def test_broadcast_batched_matmul_and_inner_axis_softmax_are_composed():
+    graph = _single("matmul", [(2, 1, 3, 4), (3, 4, 2)])
+    assert _blocks(lower_graph(graph)[0]) == ["matmul"]
+    graph = _single("softmax", [(3, 4, 5)], {"axis": 1})
+    assert _blocks(lower_graph(graph)[0]) == ["T_softmax_maxelem", "T_softmax_expsum",
+                                              "T_softmax_norm"]
+    _check_kernels(graph)
+
+
+def test_every_library_kernel_runs_on_the_cpu_target():
+    for op, shapes, attrs, constants, _ in LIBRARY_CASES[::3]:
+        _check_kernels(_single(op, shapes, attrs, constants), target="cpu")
+
+
+def test_a_grouped_convolution_names_the_node_and_the_groups():
+    graph = _single("conv2d", [(1, 4, 5, 5), (4, 2, 3, 3)], {**CONV, "groups": 2}, (1,))
+    with pytest.raises(NotImplementedError, match="groups=2"):
+        lower_graph(graph)

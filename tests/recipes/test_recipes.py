@@ -15,7 +15,7 @@ from workbench.backends.cpu_facts import (
 from workbench.ir import ForKind
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
-from workbench.ops.softmax_lowering import online_softmax, online_softmax_lanes
+from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 
 LANES = vector_lanes("float32")
 REDUCE = reduction_lanes("float32")
@@ -30,6 +30,8 @@ FUNCS = {
     ("softmax", "online"): lambda: online_softmax(6, 40),
     ("softmax", "online_lanes"): lambda: online_softmax_lanes(6, 4 * LANES),
     ("layernorm", "fused"): lambda: ops.layernorm(4, 8 * LANES),
+    ("attention", "rows"): lambda: ops.attention(2, 2, 6, 4, kv_seq=5, value_dim=3,
+                                                 causal=True),
 }
 
 
@@ -41,11 +43,11 @@ def random_inputs(func, rng):
 def test_registry_lists_every_recipe():
     listed = [(r.op, r.name, r.target) for r in recipes.list(target="cpu")]
     assert sorted(listed) == sorted((op, name, "cpu") for op, name in FUNCS)
-    assert [r.name for r in recipes.list(op="softmax", target="cpu")] == [
-        "fused", "online", "online_lanes"
-    ]
-    # the cuda recipes are tested in test_cuda_recipes.py
+    names = [r.name for r in recipes.list(op="softmax", target="cpu")]
+    assert names == ["fused", "online", "online_lanes"]
     assert {r.target for r in recipes.list()} == {"cpu", "cuda"}
+    cuda = [(r.op, r.name) for r in recipes.list(target="cuda")]
+    assert {("softmax", "block_per_row"), ("layernorm", "block_per_row")} <= set(cuda)
     assert recipes.get("matmul", "packed").schedule is recipes.matmul.packed_cpu
     assert recipes.get("matmul", "packed").doc.startswith("B packed into")
 

@@ -5,7 +5,10 @@ loops and register tiles for the machine they run on instead of a hard-coded 16 
 CUDA issue will turn this into a field of ``Target``.
 
 The width comes from the features LLVM detects on the host (what Numba compiles for):
-AVX-512 gives 512 bits, AVX/AVX2 256, anything else (SSE, NEON) 128. The environment
+AVX-512 gives 512 bits, AVX/AVX2 256, anything else (SSE, NEON) 128, except that on the
+Intel cores LLVM tunes with ``prefer-256-bit`` (Skylake-SP to Sapphire Rapids: its
+vectorizers then emit ymm, not zmm, code) the width is 256: a register tile sized for 16
+lanes there spills. The environment
 variable is not consulted (no ambient state); pass ``bits=`` to the functions that take it
 to plan for another machine.
 
@@ -61,10 +64,39 @@ def vector_bits_of(features: set[str]) -> int:
     return 128
 
 
+# Host CPU names (LLVM's) whose tuning has ``TuningPrefer256Bit``: AVX-512 is there, but
+# LLVM's loop and SLP vectorizers use 256-bit vectors unless told otherwise.
+PREFER_256_BIT_CPUS = frozenset({
+    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+})
+
+
+def _host_cpu_name() -> str:
+    try:
+        import llvmlite.binding as llvm
+
+        return llvm.get_host_cpu_name()
+    except Exception:  # noqa: BLE001 (a platform llvmlite cannot inspect)
+        return ""
+
+
+def vector_bits_for(features: set[str], cpu_name: str) -> int:
+    """The vector width LLVM's vectorizers use on ``cpu_name`` with ``features``.
+
+    Example
+    -------
+    >>> vector_bits_for({"avx512f", "avx2"}, "rocketlake"), vector_bits_for({"avx512f"}, "znver5")
+    (256, 512)
+    """
+    bits = vector_bits_of(features)
+    return 256 if bits == 512 and cpu_name in PREFER_256_BIT_CPUS else bits
+
+
 @functools.lru_cache(maxsize=1)
 def vector_bits() -> int:
-    """The widest SIMD register the host CPU's LLVM target uses: 512, 256 or 128 bits."""
-    return vector_bits_of(_llvm_features() or _cpuinfo_flags())
+    """The SIMD width the host CPU's LLVM target vectorizes with: 512, 256 or 128 bits."""
+    return vector_bits_for(_llvm_features() or _cpuinfo_flags(), _host_cpu_name())
 
 
 def vector_lanes(dtype: str = "float32", bits: int | None = None) -> int:

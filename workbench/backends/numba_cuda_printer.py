@@ -65,6 +65,8 @@ class CudaExprPrinter(ExprPrinter):
         cast = np_dtype_name(dtype)
         one = f"{cast}(1.0)"
         op = expr.op
+        if op.startswith("cuda."):  # warp intrinsics placed by passes (cuda_reduction)
+            return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", 9
         self.uses_math = True
         if op in ("exp", "log", "sqrt", "tanh", "erf"):
             return f"{cast}(math.{op}({args[0]}))", 9

@@ -93,6 +93,7 @@ def save(compiled, folder) -> None:
         kernels.append({"node": kernel.node, "pattern": kernel.pattern,
                         "inputs": list(kernel.inputs), "module": module_path.name,
                         "function": built.generated.func_name,
+                        "shapes": [list(shape) for shape in kernel.shapes],
                         "workspace": [[list(a.shape), str(a.dtype)]
                                       for a in kernel.runner.workspace]})
     memory = compiled.memory
@@ -144,7 +145,8 @@ def load(folder):
         kernels.append(CompiledKernel(item["node"], item["pattern"], tuple(item["inputs"]),
                                       runner,
                                       (folder / "kernels" / item["module"]).read_text(),
-                                      trace, dsl))
+                                      trace, dsl,
+                                      shapes=tuple(tuple(s) for s in item.get("shapes", []))))
     m = manifest["memory"]
     memory = MemoryPlan(tuple(m["buffers"]), m["assignment"], m["bytes_without_reuse"],
                         m["bytes_with_reuse"])

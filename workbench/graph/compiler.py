@@ -34,10 +34,10 @@ class KernelRunner:
         self.dispatcher(*arrays, *self.workspace)
 
 
-def _runner_of(kernel):
+def _runner_of(kernel, target: str):
     compiled = getattr(kernel, "_compiled", None)
-    if compiled is None:
-        return kernel  # the numpy reference target: the Kernel itself
+    if compiled is None or target != "cpu":
+        return kernel  # numpy reference / cuda (copies to and from the device): the Kernel
     return KernelRunner(compiled.dispatcher, getattr(kernel, "workspace", ()))
 
 
@@ -54,6 +54,14 @@ class CompiledKernel:
     func_source: str = ""
     schedule: object = None
     kernel: object = None
+    shapes: tuple = ()  # every parameter's shape (the output's last): the views passed
+    func: object = None  # the unscheduled PrimFunc (parsed from func_source when loaded)
+
+    def call(self, arrays: list) -> None:
+        """Run the kernel on ``arrays`` (its inputs, then its output), viewed in its shapes."""
+        if self.shapes:
+            arrays = [a.reshape(s) for a, s in zip(arrays, self.shapes, strict=True)]
+        self.runner(*arrays)
 
 
 def import_graph(model, example_inputs) -> Graph:
@@ -93,10 +101,13 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     example_inputs : tuple
         Example inputs (torch tensors or numpy arrays): they fix the shapes.
     target : str
-        ``"cpu"`` (Numba njit) or ``"numpy"`` (the reference executor of every kernel).
+        ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; host arrays in and out, so each
+        kernel copies its operands to the device and back) or ``"numpy"`` (the reference
+        executor of every kernel).
     schedules : "default", "none" or a tuning-records path
-        The rule-based schedules of ``workbench.graph.schedules``, no schedule at all, or the
-        best recorded schedule per kernel.
+        The rule-based schedules of ``workbench.graph.schedules`` for ``target`` (recipes on
+        cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
+        kernel.
     pipeline : Pipeline, optional
         The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
         folding, DCE, fusion).
@@ -112,10 +123,10 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     for lowered in lower_graph(graph):
         sch = _schedule_for(lowered, target, schedules)
         kernel = build(sch, target=target)
-        runner = _runner_of(kernel)
+        runner = _runner_of(kernel, target)
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
-                                      kernel))
+                                      kernel, lowered.shapes, lowered.func))
     return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target)
 
 
@@ -166,9 +177,9 @@ class CompiledModel:
             while pending is not None and order[pending.name] < order[kernel.node]:
                 values[pending.name] = values[pending.inputs[0]].reshape(pending.type.shape)
                 pending = next(views, None)
-            args = [values[name] for name in kernel.inputs]
+            args = [values[name] for name in kernel.inputs] + [values[kernel.node]]
             start = time.perf_counter()
-            kernel.runner(*args, values[kernel.node])
+            kernel.call(args)
             if timings is not None:
                 timings.append(time.perf_counter() - start)
         while pending is not None:
@@ -202,20 +213,42 @@ class CompiledModel:
 
     # ---- inspection ----------------------------------------------------------------------
 
+    def _kernel(self, node: str) -> CompiledKernel:
+        kernel = self._by_node.get(node)
+        if kernel is None:
+            raise KeyError(f"no kernel computes {node!r}; the kernels are: "
+                           f"{', '.join(self._by_node)}")
+        return kernel
+
+    def func(self, node: str):
+        """The unscheduled ``PrimFunc`` of the kernel computing ``node``."""
+        from workbench.script import from_source
+
+        kernel = self._kernel(node)
+        if kernel.func is None:
+            kernel.func = from_source(kernel.func_source)
+        return kernel.func
+
     def schedule(self, node: str):
         """The ``Schedule`` of the kernel computing ``node`` (a fused group's name)."""
-        kernel = self._by_node[node]
-        if kernel.schedule is None:
-            from workbench.schedule import Schedule, Trace
-            from workbench.script import from_source
+        from workbench.schedule import Trace
 
-            kernel.schedule = Trace.from_json(kernel.trace_json).apply(
-                from_source(kernel.func_source)) if kernel.trace_json != "[]" else \
-                Schedule(from_source(kernel.func_source))
+        kernel = self._kernel(node)
+        if kernel.schedule is None:
+            kernel.schedule = Trace.from_json(kernel.trace_json).apply(self.func(node))
         return kernel.schedule
 
     def explore(self, node: str, **kwargs):
-        """Open ``node``'s kernel (its loop nest and schedule) in ``wb.explore``."""
+        """Open ``node``'s kernel (its loop nest and current schedule) in ``wb.explore``.
+
+        The explorer continues the kernel's trace; ``compiled.reschedule(node, explorer)``
+        puts what was found there back into the model.
+
+        Example
+        -------
+        >>> ex = compiled.explore("gelu")                     # doctest: +SKIP
+        >>> ex.apply("unroll", "i_1"); compiled.reschedule("gelu", ex)   # doctest: +SKIP
+        """
         import workbench
 
         try:
@@ -223,7 +256,78 @@ class CompiledModel:
         except AttributeError as error:
             raise NotImplementedError("wb.explore is not available in this build; "
                                       "use .schedule(node) instead") from error
-        return explore(self.schedule(node), target=self.target, **kwargs)
+        target = self.target if self.target != "numpy" else "cpu"
+        return explore(self.schedule(node), target=target, **kwargs)
+
+    def reschedule(self, node: str, schedule, *, check: bool = True) -> None:
+        """Swap the schedule of ``node``'s kernel, rebuild it, and use it from now on.
+
+        Parameters
+        ----------
+        node : str
+            The node (or fused group) the kernel computes.
+        schedule : Schedule, Trace, trace JSON, explorer, or callable
+            A ``Schedule`` of the kernel's function, a ``Trace`` (or its JSON) replayed on
+            it, an explorer (its current schedule), or ``fn(func) -> Schedule`` (a recipe).
+        check : bool
+            Run the new kernel and the ``numpy`` reference of the unscheduled function on
+            the same random inputs first; a different result raises ``ValueError``.
+
+        Errors (an unknown node, a trace that does not replay, a schedule of another
+        function, a wrong result) leave the model as it was.
+
+        Example
+        -------
+        >>> from workbench import recipes
+        >>> compiled.reschedule("gelu", recipes.get("matmul", "tiled"))   # doctest: +SKIP
+        """
+        from workbench.backends import build
+
+        kernel = self._kernel(node)
+        sch = self._as_schedule(node, schedule)
+        built = build(sch, target=self.target)
+        if check:
+            self._check_kernel(node, built)
+        kernel.schedule, kernel.kernel = sch, built
+        kernel.runner = _runner_of(built, self.target)
+        kernel.trace_json, kernel.source = sch.trace.to_json(), built.source
+
+    def _as_schedule(self, node: str, schedule):
+        from workbench.schedule import Schedule, Trace
+
+        func = self.func(node)
+        if hasattr(schedule, "current") and isinstance(schedule.current, Schedule):
+            schedule = schedule.current  # an explorer
+        if isinstance(schedule, str):
+            schedule = Trace.from_json(schedule)
+        if isinstance(schedule, Trace):
+            return schedule.apply(func)
+        if callable(schedule) and not isinstance(schedule, Schedule):
+            schedule = schedule(func)
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"reschedule needs a Schedule, a Trace, trace JSON, an explorer or "
+                            f"fn(func) -> Schedule; got {type(schedule).__name__}")
+        if schedule.func_before != func:
+            raise ValueError(f"the schedule is of function {schedule.func_before.name!r}, not "
+                             f"of {node!r}'s kernel ({func.name}); start from "
+                             f"compiled.func({node!r})")
+        return schedule
+
+    def _check_kernel(self, node: str, built) -> None:
+        from workbench.backends import build
+
+        func = self.func(node)
+        rng = np.random.default_rng(0)
+        arrays = [rng.uniform(-1, 1, p.shape).astype(p.dtype) for p in func.params]
+        want = [a.copy() for a in arrays]
+        build(func, target="numpy")(*want)
+        got = [a.copy() for a in arrays]
+        built(*got)
+        if not np.allclose(got[-1], want[-1], rtol=1e-3, atol=1e-4):
+            worst = float(np.max(np.abs(got[-1] - want[-1])))
+            raise ValueError(f"the new schedule of {node!r} computes a different result "
+                             f"(max abs difference {worst:.3g}); the model keeps its old "
+                             "kernel")
 
     def save(self, folder) -> None:
         """Write the deployment artifact (see ``workbench.graph.artifact``)."""

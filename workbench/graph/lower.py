@@ -1,54 +1,65 @@
 """Lowering: every node or fused group of an optimised graph to a ``PrimFunc``.
 
-``reshape`` nodes are views (no kernel). Every other node becomes one kernel whose
-parameters are its array inputs, then its output (see ``workbench.graph.lower_text``).
+``reshape`` nodes are views (no kernel). Every other node becomes one kernel, built through
+the operator library (``workbench.graph.lower_ops``); its parameters are its array inputs,
+then its output, each *viewed* in the shape the kernel declares (``LoweredKernel.shapes``:
+``ops.matmul`` sees a ``(B, M, K)`` activation as ``(B * M, K)``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from workbench.graph.ir import Graph, Node
-from workbench.graph.lower_text import kernel_text
+from workbench.graph.lower_ops import lower_members
 from workbench.graph.passes.memory_plan import VIEW_OPS
 from workbench.ir.function import PrimFunc
 
 
 @dataclass(frozen=True)
 class LoweredKernel:
-    """One kernel of the model: which node it computes, from which values, and how."""
+    """One kernel of the model: which node it computes, from which values, and how.
+
+    ``shapes`` holds every parameter's shape (the output's last): the executor reshapes the
+    values (contiguous arrays) to them before the call (``bind``).
+    """
 
     node: str
     pattern: str
     inputs: tuple[str, ...]
     func: PrimFunc
     source: str
+    shapes: tuple[tuple[int, ...], ...] = ()
+
+    def bind(self, arrays) -> list[np.ndarray]:
+        """``arrays`` (the inputs, then the output) viewed in the kernel's parameter shapes."""
+        return [a.reshape(shape) for a, shape in zip(arrays, self.shapes, strict=True)]
 
 
-def _members(node: Node) -> tuple[list[Node], dict, dict]:
-    """(member nodes, array inputs name -> type, scalar constants) of a node or fused group."""
+def _members(graph: Graph, node: Node) -> tuple[list[Node], dict, dict]:
+    """(member nodes, array values it reads name -> type, scalar constants)."""
     if node.op == "fused":
         body: Graph = node.attrs["graph"]
         return list(body.nodes), dict(body.inputs), dict(body.constants)
-    return [node], {}, {}
+    inputs, scalars = {}, {}
+    for name in dict.fromkeys(node.inputs):
+        constant = graph.constants.get(name)
+        if constant is not None and constant.ndim == 0:
+            scalars[name] = constant
+        else:
+            inputs[name] = graph.type_of(name)
+    return [node], inputs, scalars
 
 
 def lower_node(graph: Graph, node: Node) -> LoweredKernel:
     """The kernel for ``node`` (a plain node or a ``fused`` group)."""
-    from workbench.script import from_source
-
-    members, inputs, scalars = _members(node)
-    if node.op != "fused":
-        for name in dict.fromkeys(node.inputs):
-            constant = graph.constants.get(name)
-            if constant is not None and constant.ndim == 0:
-                scalars[name] = constant
-            else:
-                inputs[name] = graph.type_of(name)
-    name = "k_" + node.name
-    source, order = kernel_text(name, members, inputs, scalars, node.type)
+    members, types, scalars = _members(graph, node)
+    lowered = lower_members("k_" + node.name, members, types, scalars, node.type)
     pattern = node.attrs.get("pattern", node.op)
-    return LoweredKernel(node.name, pattern, tuple(order), from_source(source), source)
+    return LoweredKernel(node.name, pattern, lowered.inputs, lowered.func,
+                         lowered.func.script(), lowered.shapes)
 
 
 def lower_graph(graph: Graph) -> list[LoweredKernel]:

@@ -1,20 +1,29 @@
 """Default schedules by rule, per target, for the kernels of a lowered graph.
 
-Rules (each step is tried; a primitive that does not apply raises ``ScheduleError`` and the
-schedule stays as it was):
+``default_schedule(func, target)`` dispatches:
 
-- contractions (blocks ``matmul``, ``conv``, ``attention``): the last spatial loop moves
-  inside the reduction loops (``reorder``), so the innermost loop walks contiguous output
-  and operand rows (LLVM vectorizes it) instead of a strided dot product;
+- ``target="cuda"``: thread binding rules (``workbench.graph.schedules_cuda``);
+- ``target="cpu"``: a kernel whose head is a library operator with a recipe (packed matmul,
+  fused softmax, fused layernorm, attention by rows) gets that recipe
+  (``workbench.graph.schedules_ops``); every other kernel gets the generic rules below;
+- ``target="numpy"``: the generic rules without annotations.
+
+Generic rules (each step is tried; a primitive that does not apply raises ``ScheduleError``
+and the schedule stays as it was):
+
+- contractions and window reductions (blocks ``C``, ``matmul``, ``conv2d_*``, ``pool_*``,
+  ``scores``, ``attention``): the last spatial loop moves inside the reduction loops
+  (``reorder``), so the innermost loop walks contiguous output and operand rows (LLVM
+  vectorizes it) instead of a strided dot product;
 - the elementwise ``out`` block of a group moves under the head block's last spatial loop
-  before its reductions (``reverse_compute_at``): the epilogue of a matmul / convolution /
-  pooling runs on each output row (a softmax's or layernorm's on each row) while it is in
-  cache;
+  before its reductions (``reverse_compute_at``), or is inlined into a purely spatial head
+  (``reverse_compute_inline``): the epilogue runs on each output row while it is in cache;
 - contractions: the init moves out of the reduction loops (``decompose_reduction``), so the
   inner loop has no ``k == 0`` test and vectorizes;
 - cpu: every top-level nest doing at least ``PARALLEL_WORK`` iterations gets its leading
-  loops fused until the extent reaches 16, then ``parallel``. Smaller nests stay serial:
-  starting Numba's thread pool costs more than they do.
+  loops fused until the extent reaches 16, then ``parallel``; smaller nests stay serial
+  (starting Numba's thread pool costs more than they do). The innermost loop of every
+  purely spatial block is vectorized.
 
 ``schedules`` may instead be a tuning-records path (``records_schedule``).
 """
@@ -29,7 +38,8 @@ from workbench.schedule import Schedule, ScheduleError
 
 MIN_PARALLEL = 16
 PARALLEL_WORK = 1 << 18
-CONTRACTIONS = ("matmul", "conv", "attention")
+CONTRACTIONS = ("C", "matmul", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw",
+                "pool_max", "pool_sum", "scores", "attention")
 
 
 def _try(step, *args, **kwargs):
@@ -54,7 +64,30 @@ def _leading_spatial(block) -> int:
 
 
 def default_schedule(func, target: str = "cpu") -> Schedule:
-    """The rule-based schedule of one kernel (see the module docstring)."""
+    """The rule-based schedule of one kernel for ``target`` (see the module docstring).
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = default_schedule(ops.matmul(128, 128, 128), "cpu")
+    >>> "cache_read" in str(sch.trace)    # the packed recipe
+    True
+    """
+    if target == "cuda":
+        from workbench.graph.schedules_cuda import cuda_schedule
+
+        return cuda_schedule(func)
+    if target == "cpu":
+        from workbench.graph.schedules_ops import recipe_schedule
+
+        sch = recipe_schedule(func)
+        if sch is not None:
+            return sch
+    return generic_schedule(func, target)
+
+
+def generic_schedule(func, target: str = "cpu") -> Schedule:
+    """The generic rules of the module docstring (no recipe)."""
     sch = Schedule(func)
     blocks = find_blocks(func)
     names = [b.name for b in blocks]
@@ -69,7 +102,9 @@ def default_schedule(func, target: str = "cpu") -> Schedule:
         if head.name in CONTRACTIONS and spatial < len(head.iter_vars):
             spatial -= 1  # the last spatial loop now sits inside the reductions
         loops = _try(sch.get_loops, sch.get_block(head.name))
-        if loops and 0 < spatial < len(loops):
+        if spatial == len(head.iter_vars):
+            _try(sch.reverse_compute_inline, sch.get_block("out"))
+        elif loops and 0 < spatial < len(loops):
             _try(sch.reverse_compute_at, sch.get_block("out"), loops[spatial - 1])
     for block in blocks:
         if block.name in CONTRACTIONS and block.init is not None:
@@ -79,6 +114,7 @@ def default_schedule(func, target: str = "cpu") -> Schedule:
                 _try(sch.decompose_reduction, sch.get_block(block.name), loops[spatial - 1])
     if target != "cpu":
         return sch
+    _vectorize_spatial(sch)
     done = set()
     for name in names:
         loops = _try(sch.get_loops, sch.get_block(name))
@@ -99,14 +135,20 @@ def default_schedule(func, target: str = "cpu") -> Schedule:
     return sch
 
 
+def _vectorize_spatial(sch: Schedule) -> None:
+    """Vectorize the innermost loop of every purely spatial block (extent >= 4)."""
+    for block in find_blocks(sch.mod):
+        if any(iv.kind != IterKind.SPATIAL for iv in block.iter_vars):
+            continue
+        loops = _try(sch.get_loops, sch.get_block(block.name))
+        if loops and _extent(sch, loops[-1]) >= 4:
+            _try(sch.vectorize, loops[-1])
+
+
 def records_schedule(func, target: str, records) -> Schedule:
     """The best schedule recorded for ``func`` in the tuning records ``records``; the default
     schedule when the records hold none for it."""
-    try:
-        from workbench.tune import load_best
-    except ImportError as error:
-        raise NotImplementedError("schedules from tuning records need workbench.tune "
-                                  "(issue 10)") from error
+    from workbench.tune import load_best  # on use: the graph level loads without the tuner
     try:
         best = load_best(records, func, target=target)
     except (KeyError, LookupError, ValueError):

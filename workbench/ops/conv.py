@@ -2,7 +2,8 @@
 
 Padding is a separate block, ``"pad_temp"``, that copies the input into a zero-bordered
 intermediate (as TVM's topi does), so the convolution block itself never tests bounds.
-Stride and dilation appear in the convolution's index expressions. The factories run
+Stride and dilation appear in the convolution's index expressions; stride, padding and
+dilation are an int (both axes) or a (height, width) pair. The factories run
 ``simplify_stmt`` on the result, so stride 1 / dilation 1 / padding 0 leave no ``* 1``,
 ``- 0`` or always-true bound tests behind.
 """
@@ -12,6 +13,9 @@ from __future__ import annotations
 from workbench import T
 from workbench.ir.arith import simplify_stmt
 from workbench.ir.function import PrimFunc
+
+Pair = int | tuple[int, int]
+"""An option given once for both spatial axes, or as (height, width)."""
 
 
 def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0,
@@ -30,14 +34,31 @@ def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0,
     return out
 
 
-def _check_conv(stride: int, padding: int, dilation: int) -> None:
-    if stride < 1 or dilation < 1 or padding < 0:
+def pair(value: int | tuple[int, int]) -> tuple[int, int]:
+    """``(value, value)`` for an int, the pair itself for a pair (height, width).
+
+    Example
+    -------
+    >>> pair(3), pair((2, 1))
+    ((3, 3), (2, 1))
+    """
+    if isinstance(value, int):
+        return value, value
+    first, second = value
+    return int(first), int(second)
+
+
+def _check_conv(stride, padding, dilation) -> tuple[tuple[int, int], ...]:
+    """The (height, width) pairs of ``stride``, ``padding``, ``dilation``, checked."""
+    (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(padding), pair(dilation)
+    if min(sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
         raise ValueError(f"conv2d needs stride >= 1, dilation >= 1 and padding >= 0; got "
                          f"stride={stride}, padding={padding}, dilation={dilation}")
+    return (sh, sw), (ph, pw), (dh, dw)
 
 
 def conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 4, R: int = 3,
-                S: int = 3, stride: int = 1, padding: int = 1, dilation: int = 1,
+                S: int = 3, stride: Pair = 1, padding: Pair = 1, dilation: Pair = 1,
                 dtype: str = "float32") -> PrimFunc:
     """2-D convolution, NCHW data and KCRS (OIHW) weights; blocks ``pad_temp``, ``conv2d_nchw``.
 
@@ -50,10 +71,10 @@ def conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 4, R: i
     >>> f.params[-1].shape
     (1, 4, 4, 4)
     """
-    _check_conv(stride, padding, dilation)
-    P = conv_output_size(H, R, stride, padding, dilation)
-    Q = conv_output_size(W, S, stride, padding, dilation)
-    HP, WP = H + 2 * padding, W + 2 * padding
+    (sh, sw), (ph, pw), (dh, dw) = _check_conv(stride, padding, dilation)
+    P = conv_output_size(H, R, sh, ph, dh)
+    Q = conv_output_size(W, S, sw, pw, dw)
+    HP, WP = H + 2 * ph, W + 2 * pw
 
     @T.prim_func
     def conv2d_nchw(data: T.Buffer((N, C, H, W), dtype), weight: T.Buffer((K, C, R, S), dtype),
@@ -63,22 +84,22 @@ def conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 4, R: i
             with T.block("pad_temp"):
                 v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
                 pad_temp[v0, v1, v2, v3] = T.if_then_else(
-                    padding <= v2 and v2 < H + padding and padding <= v3 and v3 < W + padding,
-                    data[v0, v1, v2 - padding, v3 - padding], 0.0)
+                    ph <= v2 and v2 < H + ph and pw <= v3 and v3 < W + pw,
+                    data[v0, v1, v2 - ph, v3 - pw], 0.0)
         for n, k, y, x, rc, ry, rx in T.grid(N, K, P, Q, C, R, S):
             with T.block("conv2d_nchw"):
                 vn, vk, vy, vx, vrc, vry, vrx = T.axis.remap("SSSSRRR", [n, k, y, x, rc, ry, rx])
                 with T.init():
                     conv[vn, vk, vy, vx] = 0.0
                 conv[vn, vk, vy, vx] = conv[vn, vk, vy, vx] + pad_temp[
-                    vn, vrc, vy * stride + vry * dilation, vx * stride + vrx * dilation
+                    vn, vrc, vy * sh + vry * dh, vx * sw + vrx * dw
                 ] * weight[vk, vrc, vry, vrx]
 
     return simplify_stmt(conv2d_nchw)
 
 
 def conv2d_nhwc(N: int = 1, H: int = 8, W: int = 8, C: int = 4, K: int = 4, R: int = 3,
-                S: int = 3, stride: int = 1, padding: int = 1, dilation: int = 1,
+                S: int = 3, stride: Pair = 1, padding: Pair = 1, dilation: Pair = 1,
                 dtype: str = "float32") -> PrimFunc:
     """2-D convolution, NHWC data and RSCK (HWIO) weights; blocks ``pad_temp``, ``conv2d_nhwc``.
 
@@ -87,10 +108,10 @@ def conv2d_nhwc(N: int = 1, H: int = 8, W: int = 8, C: int = 4, K: int = 4, R: i
     >>> [b.shape for b in conv2d_nhwc(1, 8, 8, 3, 4, 3, 3).params]
     [(1, 8, 8, 3), (3, 3, 3, 4), (1, 8, 8, 4)]
     """
-    _check_conv(stride, padding, dilation)
-    P = conv_output_size(H, R, stride, padding, dilation)
-    Q = conv_output_size(W, S, stride, padding, dilation)
-    HP, WP = H + 2 * padding, W + 2 * padding
+    (sh, sw), (ph, pw), (dh, dw) = _check_conv(stride, padding, dilation)
+    P = conv_output_size(H, R, sh, ph, dh)
+    Q = conv_output_size(W, S, sw, pw, dw)
+    HP, WP = H + 2 * ph, W + 2 * pw
 
     @T.prim_func
     def conv2d_nhwc(data: T.Buffer((N, H, W, C), dtype), weight: T.Buffer((R, S, C, K), dtype),
@@ -100,22 +121,22 @@ def conv2d_nhwc(N: int = 1, H: int = 8, W: int = 8, C: int = 4, K: int = 4, R: i
             with T.block("pad_temp"):
                 v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
                 pad_temp[v0, v1, v2, v3] = T.if_then_else(
-                    padding <= v1 and v1 < H + padding and padding <= v2 and v2 < W + padding,
-                    data[v0, v1 - padding, v2 - padding, v3], 0.0)
+                    ph <= v1 and v1 < H + ph and pw <= v2 and v2 < W + pw,
+                    data[v0, v1 - ph, v2 - pw, v3], 0.0)
         for n, y, x, k, ry, rx, rc in T.grid(N, P, Q, K, R, S, C):
             with T.block("conv2d_nhwc"):
                 vn, vy, vx, vk, vry, vrx, vrc = T.axis.remap("SSSSRRR", [n, y, x, k, ry, rx, rc])
                 with T.init():
                     conv[vn, vy, vx, vk] = 0.0
                 conv[vn, vy, vx, vk] = conv[vn, vy, vx, vk] + pad_temp[
-                    vn, vy * stride + vry * dilation, vx * stride + vrx * dilation, vrc
+                    vn, vy * sh + vry * dh, vx * sw + vrx * dw, vrc
                 ] * weight[vry, vrx, vrc, vk]
 
     return simplify_stmt(conv2d_nhwc)
 
 
 def depthwise_conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, R: int = 3,
-                          S: int = 3, stride: int = 1, padding: int = 1, dilation: int = 1,
+                          S: int = 3, stride: Pair = 1, padding: Pair = 1, dilation: Pair = 1,
                           dtype: str = "float32") -> PrimFunc:
     """Depthwise 2-D convolution (channel multiplier 1): weights ``(C, 1, R, S)``.
 
@@ -127,10 +148,10 @@ def depthwise_conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, R: int
     >>> [b.shape for b in depthwise_conv2d_nchw(1, 4, 8, 8, 3, 3).params]
     [(1, 4, 8, 8), (4, 1, 3, 3), (1, 4, 8, 8)]
     """
-    _check_conv(stride, padding, dilation)
-    P = conv_output_size(H, R, stride, padding, dilation)
-    Q = conv_output_size(W, S, stride, padding, dilation)
-    HP, WP = H + 2 * padding, W + 2 * padding
+    (sh, sw), (ph, pw), (dh, dw) = _check_conv(stride, padding, dilation)
+    P = conv_output_size(H, R, sh, ph, dh)
+    Q = conv_output_size(W, S, sw, pw, dw)
+    HP, WP = H + 2 * ph, W + 2 * pw
 
     @T.prim_func
     def depthwise_conv2d_nchw(data: T.Buffer((N, C, H, W), dtype),
@@ -141,15 +162,15 @@ def depthwise_conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, R: int
             with T.block("pad_temp"):
                 v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
                 pad_temp[v0, v1, v2, v3] = T.if_then_else(
-                    padding <= v2 and v2 < H + padding and padding <= v3 and v3 < W + padding,
-                    data[v0, v1, v2 - padding, v3 - padding], 0.0)
+                    ph <= v2 and v2 < H + ph and pw <= v3 and v3 < W + pw,
+                    data[v0, v1, v2 - ph, v3 - pw], 0.0)
         for n, c, y, x, ry, rx in T.grid(N, C, P, Q, R, S):
             with T.block("depthwise_conv2d_nchw"):
                 vn, vc, vy, vx, vry, vrx = T.axis.remap("SSSSRR", [n, c, y, x, ry, rx])
                 with T.init():
                     conv[vn, vc, vy, vx] = 0.0
                 conv[vn, vc, vy, vx] = conv[vn, vc, vy, vx] + pad_temp[
-                    vn, vc, vy * stride + vry * dilation, vx * stride + vrx * dilation
+                    vn, vc, vy * sh + vry * dh, vx * sw + vrx * dw
                 ] * weight[vc, 0, vry, vrx]
 
     return simplify_stmt(depthwise_conv2d_nchw)

@@ -1,6 +1,7 @@
 """2-D pooling over NCHW data: max and average.
 
-As in the convolutions, padding is a ``"pad_temp"`` block (filled with ``-inf`` for max
+Kernel, stride and padding are an int (both axes) or a (height, width) pair. As in the
+convolutions, padding is a ``"pad_temp"`` block (filled with ``-inf`` for max
 pooling, with zeros for average pooling). Average pooling divides by the full window
 area, padding included (PyTorch's ``count_include_pad=True``).
 """
@@ -10,20 +11,23 @@ from __future__ import annotations
 from workbench import T
 from workbench.ir.arith import simplify_stmt
 from workbench.ir.function import PrimFunc
-from workbench.ops.conv import conv_output_size
+from workbench.ops.conv import Pair, conv_output_size, pair
 
 
-def _check_pool(kernel: int, stride: int, padding: int) -> None:
-    if kernel < 1 or stride < 1 or padding < 0:
+def _check_pool(kernel: Pair, stride: Pair, padding: Pair) -> tuple[tuple[int, int], ...]:
+    """The (height, width) pairs of ``kernel``, ``stride``, ``padding``, checked."""
+    (kh, kw), (sh, sw), (ph, pw) = pair(kernel), pair(stride), pair(padding)
+    if min(kh, kw, sh, sw) < 1 or min(ph, pw) < 0:
         raise ValueError(f"pooling needs kernel >= 1, stride >= 1 and padding >= 0; got "
                          f"kernel={kernel}, stride={stride}, padding={padding}")
-    if 2 * padding > kernel:
+    if 2 * ph > kh or 2 * pw > kw:
         raise ValueError(f"padding {padding} is more than half the kernel {kernel}: some windows "
                          "would hold only padding")
+    return (kh, kw), (sh, sw), (ph, pw)
 
 
-def max_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: int = 2, stride: int = 2,
-               padding: int = 0, dtype: str = "float32") -> PrimFunc:
+def max_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2, stride: Pair = 2,
+               padding: Pair = 0, dtype: str = "float32") -> PrimFunc:
     """Max pooling with a square ``kernel``; blocks ``pad_temp`` and ``pool_max``.
 
     Example
@@ -31,10 +35,10 @@ def max_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: int = 2, 
     >>> max_pool2d(1, 3, 8, 8, kernel=3, stride=2, padding=1).params[-1].shape
     (1, 3, 4, 4)
     """
-    _check_pool(kernel, stride, padding)
-    P = conv_output_size(H, kernel, stride, padding)
-    Q = conv_output_size(W, kernel, stride, padding)
-    HP, WP = H + 2 * padding, W + 2 * padding
+    (kh, kw), (sh, sw), (ph, pw) = _check_pool(kernel, stride, padding)
+    P = conv_output_size(H, kh, sh, ph)
+    Q = conv_output_size(W, kw, sw, pw)
+    HP, WP = H + 2 * ph, W + 2 * pw
     neg_inf = float("-inf")
 
     @T.prim_func
@@ -44,21 +48,21 @@ def max_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: int = 2, 
             with T.block("pad_temp"):
                 v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
                 pad_temp[v0, v1, v2, v3] = T.if_then_else(
-                    padding <= v2 and v2 < H + padding and padding <= v3 and v3 < W + padding,
-                    data[v0, v1, v2 - padding, v3 - padding], neg_inf)
-        for n, c, y, x, ry, rx in T.grid(N, C, P, Q, kernel, kernel):
+                    ph <= v2 and v2 < H + ph and pw <= v3 and v3 < W + pw,
+                    data[v0, v1, v2 - ph, v3 - pw], neg_inf)
+        for n, c, y, x, ry, rx in T.grid(N, C, P, Q, kh, kw):
             with T.block("pool_max"):
                 vn, vc, vy, vx, vry, vrx = T.axis.remap("SSSSRR", [n, c, y, x, ry, rx])
                 with T.init():
                     pool[vn, vc, vy, vx] = neg_inf
                 pool[vn, vc, vy, vx] = T.max(
-                    pool[vn, vc, vy, vx], pad_temp[vn, vc, vy * stride + vry, vx * stride + vrx])
+                    pool[vn, vc, vy, vx], pad_temp[vn, vc, vy * sh + vry, vx * sw + vrx])
 
     return simplify_stmt(max_pool2d)
 
 
-def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: int = 2, stride: int = 2,
-               padding: int = 0, dtype: str = "float32") -> PrimFunc:
+def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2, stride: Pair = 2,
+               padding: Pair = 0, dtype: str = "float32") -> PrimFunc:
     """Average pooling (window sum / kernel area); blocks ``pad_temp``, ``pool_sum``, ``pool_avg``.
 
     Example
@@ -66,11 +70,11 @@ def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: int = 2, 
     >>> [b.name for b in avg_pool2d().root_block.alloc_buffers]
     ['pad_temp', 'pool_sum']
     """
-    _check_pool(kernel, stride, padding)
-    P = conv_output_size(H, kernel, stride, padding)
-    Q = conv_output_size(W, kernel, stride, padding)
-    HP, WP = H + 2 * padding, W + 2 * padding
-    area = float(kernel * kernel)
+    (kh, kw), (sh, sw), (ph, pw) = _check_pool(kernel, stride, padding)
+    P = conv_output_size(H, kh, sh, ph)
+    Q = conv_output_size(W, kw, sw, pw)
+    HP, WP = H + 2 * ph, W + 2 * pw
+    area = float(kh * kw)
 
     @T.prim_func
     def avg_pool2d(data: T.Buffer((N, C, H, W), dtype), pool: T.Buffer((N, C, P, Q), dtype)):
@@ -80,15 +84,15 @@ def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: int = 2, 
             with T.block("pad_temp"):
                 v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
                 pad_temp[v0, v1, v2, v3] = T.if_then_else(
-                    padding <= v2 and v2 < H + padding and padding <= v3 and v3 < W + padding,
-                    data[v0, v1, v2 - padding, v3 - padding], 0.0)
-        for n, c, y, x, ry, rx in T.grid(N, C, P, Q, kernel, kernel):
+                    ph <= v2 and v2 < H + ph and pw <= v3 and v3 < W + pw,
+                    data[v0, v1, v2 - ph, v3 - pw], 0.0)
+        for n, c, y, x, ry, rx in T.grid(N, C, P, Q, kh, kw):
             with T.block("pool_sum"):
                 vn, vc, vy, vx, vry, vrx = T.axis.remap("SSSSRR", [n, c, y, x, ry, rx])
                 with T.init():
                     pool_sum[vn, vc, vy, vx] = 0.0
                 pool_sum[vn, vc, vy, vx] = pool_sum[vn, vc, vy, vx] + pad_temp[
-                    vn, vc, vy * stride + vry, vx * stride + vrx]
+                    vn, vc, vy * sh + vry, vx * sw + vrx]
         for n1, c1, y1, x1 in T.grid(N, C, P, Q):
             with T.block("pool_avg"):
                 vn1, vc1, vy1, vx1 = T.axis.remap("SSSS", [n1, c1, y1, x1])

@@ -10,14 +10,24 @@ Example
 -------
 >>> from workbench import ops, recipes
 >>> [f"{r.op}/{r.name}" for r in recipes.list(target="cpu")][:3]
-['layernorm/fused', 'matmul/packed', 'matmul/parallel_vectorize']
+['attention/rows', 'layernorm/fused', 'matmul/packed']
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 
-from workbench.recipes import elementwise_cuda, layernorm, matmul, matmul_cuda, softmax
+from workbench.recipes import (
+    attention,
+    elementwise_cuda,
+    layernorm,
+    layernorm_cuda,
+    matmul,
+    matmul_cuda,
+    softmax,
+    softmax_cuda,
+)
 from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, register
 
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
-__all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "layernorm",
-           "matmul", "softmax", "elementwise_cuda", "matmul_cuda"]
+__all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
+           "layernorm", "matmul", "softmax", "elementwise_cuda", "layernorm_cuda", "matmul_cuda",
+           "softmax_cuda"]

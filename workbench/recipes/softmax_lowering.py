@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from workbench.backends.cpu_facts import reduction_lanes
 from workbench.ir.function import PrimFunc
 from workbench.ops.nn import softmax as ops_softmax
-from workbench.ops.softmax_lowering import online_softmax, online_softmax_lanes
+from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 from workbench.recipes import softmax
 
 

@@ -1,0 +1,196 @@
+"""CPU schedules by rule for kernels built from the operator library.
+
+A kernel is recognised by its blocks (``workbench.graph.lower_ops`` builds them from the
+library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe of
+``workbench.recipes`` schedules the head, then the epilogue block ``out`` is folded in:
+
+- ``ops.matmul`` (``C``, three loops), big enough and tile-divisible: the packed recipe
+  (``recipes.matmul.packed_cpu``: B packed in panels, a register tile, panels in
+  parallel); the epilogue is inlined into the tile's write-back (``reverse_compute_inline``)
+  and that loop vectorized, so ``gelu(x @ W + b)`` is written once, from registers;
+- ``ops.softmax``: the fused recipe (one pass per row, reductions ``rfactor``-ed into
+  vector lanes) where the row length is a multiple of the lanes, else the rows fused
+  without lanes; the epilogue moves into the row loop;
+- ``ops.layernorm``: the fused recipe (``recipes.layernorm.fused_cpu``) where the row is a
+  multiple of its lanes; the epilogue is inlined into the normalise block;
+- ``ops.attention``: the ``("attention", "rows")`` recipe where registered.
+
+Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
+``ValueError``) leaves the kernel to the generic rules of ``workbench.graph.schedules``.
+Small kernels stay serial (``PARALLEL_WORK``): starting Numba's thread pool costs more.
+"""
+
+from __future__ import annotations
+
+import math
+
+from workbench.backends.cpu_facts import reduction_lanes, vector_lanes
+from workbench.ir.analysis import find_blocks
+from workbench.schedule import Schedule, ScheduleError
+
+PARALLEL_WORK = 1 << 18
+"""Iterations below which a nest stays serial."""
+PACK_WORK = 1 << 16
+"""Multiply-adds below which a matmul is not packed (the packing costs more)."""
+
+_FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
+
+
+def _blocks(func) -> list[str]:
+    return [b.name for b in find_blocks(func)]
+
+
+def _try(step, *args, **kwargs):
+    try:
+        return step(*args, **kwargs)
+    except _FAILS:
+        return None
+
+
+def _ok(step, *args, **kwargs) -> bool:
+    """Apply ``step``; False when the primitive refuses (the schedule is then unchanged)."""
+    try:
+        step(*args, **kwargs)
+    except _FAILS:
+        return False
+    return True
+
+
+def vectorize_innermost(sch: Schedule, block: str) -> bool:
+    """Vectorize ``block``'s innermost loop (``False`` when the primitive refuses)."""
+    loops = _try(sch.get_loops, sch.get_block(block))
+    if not loops:
+        return False
+    return _ok(sch.vectorize, loops[-1])
+
+
+def _fold_epilogue_inline(sch: Schedule, writer: str) -> None:
+    """Inline the ``out`` block into ``writer`` (the block that now writes the head's value);
+    vectorize the writer's inner loop."""
+    if "out" in _blocks(sch.mod):
+        if not _ok(sch.reverse_compute_inline, sch.get_block("out")):
+            return
+    vectorize_innermost(sch, writer)
+
+
+def matmul_packed(func) -> Schedule | None:
+    """``ops.matmul`` (plus an epilogue) with the packed recipe, or None when it does not fit.
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = matmul_packed(ops.matmul(128, 128, 64))
+    >>> "parallel" in sch.mod.script()
+    True
+    """
+    from workbench import recipes
+
+    names = _blocks(func)
+    if "C" not in names or len(next(b for b in find_blocks(func) if b.name == "C")
+                               .iter_vars) != 3:
+        return None
+    head = next(b for b in find_blocks(func) if b.name == "C")
+    M, N, K = (int(iv.dom.extent.value) for iv in head.iter_vars)
+    tj, ti = 4 * vector_lanes("float32"), 4
+    tk = K if K <= 256 else math.gcd(K, 128)
+    if M * N * K < PACK_WORK or N % tj or M % ti or tk < 8:
+        return None
+    try:
+        sch = recipes.get("matmul", "packed", "cpu")(func, ti=ti, tj=tj, tk=tk)
+    except _FAILS:
+        return None
+    _fold_epilogue_inline(sch, "C_local")
+    return sch
+
+
+def _rows(func, block: str) -> tuple[int, int]:
+    head = next(b for b in find_blocks(func) if b.name == block)
+    return tuple(int(iv.dom.extent.value) for iv in head.iter_vars[:2])
+
+
+def softmax_fused(func) -> Schedule | None:
+    """``ops.softmax`` (plus an epilogue) with the fused recipe."""
+    from workbench import recipes
+
+    if "T_softmax_maxelem" not in _blocks(func) or "scores" in _blocks(func):
+        return None
+    M, N = _rows(func, "T_softmax_norm")
+    lanes = reduction_lanes("float32")
+    parallel = M * N >= PARALLEL_WORK // 4 and M > 1
+    try:
+        sch = recipes.get("softmax", "fused", "cpu")(func, parallel=parallel,
+                                                      rfactor=N % lanes == 0 and N >= lanes)
+    except _FAILS:
+        return None
+    if "out" in _blocks(sch.mod):
+        row = sch.get_loops(sch.get_block("T_softmax_norm"))[0]
+        _ok(sch.reverse_compute_at, sch.get_block("out"), row)
+        vectorize_innermost(sch, "out")
+    return sch
+
+
+def layernorm_fused(func) -> Schedule | None:
+    """``ops.layernorm`` (plus an epilogue) with the fused recipe."""
+    from workbench import recipes
+
+    if "mean_sum" not in _blocks(func) or "T_layer_norm" not in _blocks(func):
+        return None
+    M, N = _rows(func, "T_layer_norm")
+    if N % (4 * vector_lanes("float32")):
+        return None
+    try:
+        sch = recipes.get("layernorm", "fused", "cpu")(func)
+    except _FAILS:
+        return None
+    if M * N < PARALLEL_WORK // 4:  # the recipe's row loop is parallel; small: serial
+        sch = _serial_copy(sch)
+    _fold_epilogue_inline(sch, "T_layer_norm")
+    return sch
+
+
+def _serial_copy(sch: Schedule) -> Schedule:
+    """``sch`` replayed without its ``parallel`` steps."""
+    from workbench.schedule import Trace
+
+    steps = [step for step in sch.trace if step.primitive != "parallel"]
+    return Trace(steps).apply(sch.func_before)
+
+
+def attention_rows(func) -> Schedule | None:
+    """``ops.attention`` with the ``("attention", "rows")`` recipe, where registered."""
+    from workbench import recipes
+
+    if "scores" not in _blocks(func) or "attention" not in _blocks(func):
+        return None
+    try:
+        recipe = recipes.get("attention", "rows", "cpu")
+    except KeyError:
+        return None
+    scores = next(b for b in find_blocks(func) if b.name == "scores")
+    work = math.prod(int(iv.dom.extent.value) for iv in scores.iter_vars)
+    try:
+        sch = recipe(func, parallel=work >= PARALLEL_WORK // 4)
+    except _FAILS:
+        return None
+    if "out" in _blocks(sch.mod):
+        row = sch.get_loops(sch.get_block("attention"))[0]
+        _ok(sch.reverse_compute_at, sch.get_block("out"), row)
+        vectorize_innermost(sch, "out")
+    return sch
+
+
+RULES = (matmul_packed, attention_rows, softmax_fused, layernorm_fused)
+"""Tried in order; the first that returns a schedule wins."""
+
+
+def recipe_schedule(func) -> Schedule | None:
+    """The first recipe rule that schedules ``func``, or None."""
+    for rule in RULES:
+        sch = rule(func)
+        if sch is not None:
+            return sch
+    return None
+
+
+__all__ = ["PACK_WORK", "PARALLEL_WORK", "RULES", "attention_rows", "layernorm_fused",
+           "matmul_packed", "recipe_schedule", "softmax_fused", "vectorize_innermost"]
