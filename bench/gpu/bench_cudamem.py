@@ -131,7 +131,7 @@ def build_and_check(sch, args, out, expected, tolerance):
     return kernel, first_call
 
 
-def bench_sgemm(results, n):
+def bench_sgemm(results, n, keep: str = ""):
     a = torch.randn(n, n, device="cuda")
     b = torch.randn(n, n, device="cuda")
     c = torch.empty(n, n, device="cuda")
@@ -142,18 +142,21 @@ def bench_sgemm(results, n):
     get = recipes.get
     variants = [
         ("register_blocked 128x128 (16x16 threads x 8x8), k 8, v4 fetch, double buffer + "
-         "register prefetch", get("matmul", "register_blocked", "cuda")(func)),
+         "register prefetch, k_1 rolled", get("matmul", "register_blocked", "cuda")(
+             func, unroll_k=False)),
         ("register_blocked 128x128, k 8, v4 fetch, double buffer + prefetch, k_1 unrolled "
-         "(pragma_unroll_explicit)",
+         "(pragma_unroll_explicit; the recipe's default)",
          get("matmul", "register_blocked", "cuda")(func, unroll_k=True)),
-        ("register_blocked 128x128, k 8, v4 fetch, single buffer",
-         get("matmul", "register_blocked", "cuda")(func, double_buffer=False)),
-        ("register_blocked 128x128, k 16, v4 fetch, double buffer + prefetch",
-         get("matmul", "register_blocked", "cuda")(func, k_tile=16)),
+        ("register_blocked 128x128, k 8, v4 fetch, single buffer, k_1 rolled",
+         get("matmul", "register_blocked", "cuda")(func, double_buffer=False, unroll_k=False)),
+        ("register_blocked 128x128, k 16, v4 fetch, double buffer + prefetch, k_1 rolled",
+         get("matmul", "register_blocked", "cuda")(func, k_tile=16, unroll_k=False)),
         ("shared 16x16, k 16, cooperative v4 fetch", get("matmul", "shared", "cuda")(func)),
         ("backends/cuda_recipes register-blocked (cooperative scalar fetch, C in registers)",
          old_recipes.matmul_register_blocked(func, 16, 8, 8)),
     ]
+    if keep:
+        variants = [variants[int(i)] for i in keep.split(",")]
     for label, sch in variants:
         try:
             args = [dev(a), dev(b), dev(c)]
@@ -224,6 +227,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="")
     parser.add_argument("--json")
+    parser.add_argument("--sgemm-variants", default="", help="indices of the variants to run")
     args = parser.parse_args()
     print(torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
     results = []
@@ -231,7 +235,7 @@ def main():
     steps = [
         ("multiply", lambda: bench_multiply(results, n, n)),
         ("elementwise", lambda: bench_elementwise(results, n, n)),
-        ("sgemm", lambda: bench_sgemm(results, n)),
+        ("sgemm", lambda: bench_sgemm(results, n, args.sgemm_variants)),
     ]
     wanted = [w for w in args.only.split(",") if w]
     for name, step in steps:

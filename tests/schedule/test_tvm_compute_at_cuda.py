@@ -482,3 +482,35 @@ def test_cooperative_fetch_on_the_simulator(rng):
     c = np.full((64, 64), np.nan, np.float32)
     kernel(a, b, c)
     np.testing.assert_allclose(c, a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.cuda
+def test_reverse_compute_at_of_a_shared_stage_under_thread_loops_covers_the_tile(rng):
+    """The same rule for ``reverse_compute_at``: a shared ``cache_write`` moved under the
+    thread loops copies the block's whole 4x4 tile (not one thread's element), so its
+    loops can then be spread over the threads to write C cooperatively."""
+    from workbench import ops
+
+    sch = Schedule(ops.matmul(16, 16, 8))
+    c = sch.get_block("C")
+    i, j, _ = sch.get_loops(c)
+    bi, ti = sch.split(i, factors=[None, 4])
+    bj, tj = sch.split(j, factors=[None, 4])
+    sch.reorder(bi, bj, ti, tj)
+    for loop, axis in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"),
+                       (tj, "threadIdx.x")):
+        sch.bind(loop, axis)
+    c_shared = sch.cache_write(c, 0, "shared")
+    sch.reverse_compute_at(c_shared, tj)
+    rows, cols = sch.get_loops(c_shared)[-2:]
+    assert [sch.get(loop).extent.value for loop in (rows, cols)] == [4, 4]
+    y, x = sch.split(sch.fuse(rows, cols), factors=[4, 4])
+    sch.bind(y, "threadIdx.y")
+    sch.bind(x, "threadIdx.x")
+    kernel = build(sch, target="cuda")
+    assert kernel.source.count("cuda.syncthreads()") == 1
+    a = rng.standard_normal((16, 8), dtype=np.float32)
+    b = rng.standard_normal((8, 16), dtype=np.float32)
+    out = np.full((16, 16), np.nan, np.float32)
+    kernel(a, b, out)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)

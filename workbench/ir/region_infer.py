@@ -264,8 +264,9 @@ def storage_relaxed_loops(scope: str, outer: list[For]) -> list[For]:
     region of a buffer in ``scope`` is relaxed as well (TVM's ``CanRelaxStorageUnderThread``):
     a ``shared`` buffer is one buffer for all the threads of a block, so what one iteration
     of the target loop needs is what *every thread* of the block needs there: the
-    ``threadIdx`` (and ``vthread``) loops are relaxed. ``local`` buffers are per thread and
-    ``global`` ones are not relaxed (TVM relaxes nothing more for them either)."""
+    ``threadIdx`` loops are relaxed (and ``vthread`` ones, should the DSL get them).
+    ``local`` buffers are per thread, and ``global`` ones are not relaxed (TVM relaxes
+    nothing more for them either)."""
     if scope != "shared":
         return []
     return [

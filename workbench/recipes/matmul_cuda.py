@@ -12,8 +12,8 @@
   transposed, ``A_shared[k, i]``, so a thread reads its 8 values of a column with two
   ``ld.shared.v4``) and the ``k_tile x tile`` tile of B are fetched cooperatively with
   ``ld.global.v4``, double-buffered (``double_buffer_scope``), and every ``k_1`` step
-  loads 8 + 8 values into registers for 64 FMAs. The init is hoisted out of the ``k``
-  loops (``decompose_reduction``).
+  loads 8 + 8 values into registers for 64 FMAs (the ``k_1`` loop unrolled in the source).
+  The init is hoisted out of the ``k`` loops (``decompose_reduction``).
 
 Example
 -------
@@ -90,7 +90,7 @@ def register_blocked(
     per_thread: int = 8,
     k_tile: int = 8,
     double_buffer: bool = True,
-    unroll_k: bool = False,
+    unroll_k: bool = True,
     block: str = "C",
 ) -> Schedule:
     """The 128 x 128 register-blocked SGEMM (module docstring): ``threads x threads``
@@ -100,7 +100,8 @@ def register_blocked(
     Loop nest: ``bi, bj (blockIdx) / ty, tx (threadIdx) / k_0 / k_1 / ii, jj``; the shapes
     must be multiples of the tiles (``threads * per_thread`` for M and N, ``k_tile`` for
     K), and ``per_thread`` a multiple of 4. ``unroll_k`` unrolls the ``k_1`` loop in the
-    generated source (``pragma_unroll_explicit``).
+    generated source (``pragma_unroll_explicit``; NVVM keeps it rolled otherwise): on the
+    H200 at 4096, 3.80 ms against 4.12 ms rolled (bench/results.d/cudamem.md).
     """
     sch = Schedule(func)
     c = sch.get_block(block)
