@@ -203,3 +203,27 @@ def test_cuda_under_the_simulator_is_not_timed():
     assert ex.node.measurement is None and not ex.runner.cache
     assert "cuda.jit" in ex.views["code"].value
     ex.close()
+
+
+def test_access_maps_are_drawn_only_when_their_tab_is_open(ex):
+    from workbench.widgets.explorer import PANES
+
+    ex.split("i", [None, 16])
+    ex.select(loop="i_0")
+    ex.wait()
+    key = (1, "access map", "C", "i_0")
+    assert key not in ex.cache and "drawn when this tab is opened" in ex.views["access map"].value
+    ex.tabs.selected_index = PANES.index("access")
+    ex.wait()
+    html = ex.views["access map"].value
+    assert key in ex.cache and html.count("wb-access-image") == 3
+    # one iteration of i_0: 16 rows of A and C (16 x 64), all of B
+    assert "data-buffer='A' data-touched='1024'" in html
+    assert "data-buffer='B' data-touched='4096'" in html
+    ex.select(loop="k")  # the tab is open: the new selection is drawn at once
+    ex.wait()
+    assert "data-buffer='A' data-touched='1'" in ex.views["access map"].value
+    misses = ex.cache.misses
+    ex.select(loop="i_0")
+    ex.wait()
+    assert ex.views["access map"].value == html and ex.cache.misses == misses

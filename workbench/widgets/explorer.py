@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import ipywidgets as widgets
 
+from workbench import viz
 from workbench.ir import PrimFunc
 from workbench.schedule import Schedule, ScheduleError
 from workbench.widgets import panes
@@ -37,6 +38,7 @@ from workbench.widgets.actions import (
 from workbench.widgets.actions import apply as apply_action
 from workbench.widgets.controls import Controls
 from workbench.widgets.history import History, HistoryNode, Measurement
+from workbench.widgets.on_demand import LazyPane, OnDemand
 from workbench.widgets.runner import MeasureRunner
 from workbench.widgets.tune_tab import TuneTab
 from workbench.widgets.view_cache import ViewCache
@@ -114,7 +116,6 @@ class Explorer:
         self._views_pending: list = []
         self._views_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-views")
         self._legality_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-legal")
-        self._code_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-code")
         self._legality_lock = threading.Lock()
         blocks = block_names(schedule.mod)
         self.block = blocks[0]
@@ -243,7 +244,8 @@ class Explorer:
     def close(self) -> None:
         """Stop the worker threads (the widgets stay as they are)."""
         self.runner.close()
-        for executor in (self._views_executor, self._legality_executor, self._code_executor):
+        self.on_demand.close()
+        for executor in (self._views_executor, self._legality_executor):
             executor.shutdown(wait=False, cancel_futures=True)
 
     # --- diff / export ---------------------------------------------------------------
@@ -396,6 +398,7 @@ class Explorer:
         key = (node.id, "access", self.loop, self.target)
         self.footprint, self.warnings, pane = self.cache.get(key, self._make_access)
         self.views["access"].value = pane
+        self.on_demand.show("access map")
         self.views["warnings"].value = (
             "<span style='color:#b35900'>"
             + " · ".join(html.escape(w) for w in self.warnings)
@@ -453,45 +456,46 @@ class Explorer:
         )
         lowering["scheduled IR"].value = self.views["IR"].value
         lowering["generated source"].value = self.views["code"].value
-        self._show_machine_code()
+        self.on_demand.show("machine code")
 
-    def _machine_code_open(self) -> bool:
-        lowering_open = self.tabs.selected_index == PANES.index("lowering")
-        inner = self.lowering_tabs.selected_index
-        return lowering_open and inner is not None and LOWERING[inner] in MACHINE_CODE
-
-    def _show_machine_code(self) -> None:
-        """Fill the machine code tabs from the cache, or compile on a worker thread when one
-        of them is open (placeholders otherwise: nothing is compiled for a closed tab)."""
-        node, target = self.node, self.target
-        key = (node.id, "machine code", target)
+    def _lazy_panes(self) -> list[LazyPane]:
+        """The machine code tabs and the access maps, made only while their tab is open."""
         lowering = self.views["lowering"]
-        code = self.cache.peek(key)
-        if code is None and not self._machine_code_open():
-            for name in MACHINE_CODE:
-                lowering[name].value = "<i>compiled when this tab is opened</i>"
-            return
-        if code is None:
-            for name in MACHINE_CODE:
-                lowering[name].value = "<i class='wb-pending'>⏳ compiling…</i>"
-            future = self._code_executor.submit(self._compile_machine_code, key, node, target)
-            self._views_pending.append(future)
-            return
-        for name, text in zip(MACHINE_CODE, code, strict=True):
-            lowering[name].value = text
 
-    def _compile_machine_code(self, key: tuple, node: HistoryNode, target: str) -> None:
-        try:
-            code = self.cache.get(key, lambda: panes.machine_code(node.func, target))
-        except Exception as exc:  # noqa: BLE001 - shown in the tab, never lost
-            code = (f"<span style='color:#b00'>{html.escape(repr(exc))}</span>",) * 2
-        if (self.history.current_id, self.target) == key[::2]:
-            for name, text in zip(MACHINE_CODE, code, strict=True):
-                self.views["lowering"][name].value = text
+        def machine_code_open() -> bool:
+            inner = self.lowering_tabs.selected_index
+            lowering_open = self.tabs.selected_index == PANES.index("lowering")
+            return lowering_open and inner is not None and LOWERING[inner] in MACHINE_CODE
+
+        def access_open() -> bool:
+            return self.tabs.selected_index == PANES.index("access") and self.loop is not None
+
+        return [
+            LazyPane(
+                "machine code",
+                key=lambda: (self.history.current_id, "machine code", self.target),
+                is_open=machine_code_open,
+                make=lambda key: panes.machine_code(self.history[key[0]].func, key[2]),
+                targets=lambda: [lowering[name] for name in MACHINE_CODE],
+                placeholder="<i>compiled when this tab is opened</i>",
+                pending="<i class='wb-pending'>⏳ compiling…</i>",
+            ),
+            LazyPane(
+                "access map",
+                key=lambda: (self.history.current_id, "access map", self.block, self.loop),
+                is_open=access_open,
+                make=lambda key: (
+                    viz.access_images(self.history[key[0]].func, block=key[2], tile=key[3]).html,
+                ),
+                targets=lambda: [self.views["access map"]],
+                placeholder="<i>the access maps are drawn when this tab is opened</i>",
+                pending="<i class='wb-pending'>⏳ drawing the access maps…</i>",
+            ),
+        ]
 
     def _on_tab(self, change) -> None:
-        if change["new"] is not None and self._machine_code_open():
-            self._show_machine_code()
+        if change["new"] is not None:
+            self.on_demand.show_open()
         tune_open = self.tabs.selected_index == PANES.index("tune")
         if tune_open and self.tuner.loaded_at != self.history.current_id:
             self.tuner.load()
@@ -578,7 +582,7 @@ class Explorer:
         self.controls = Controls(self, targets)
         self.tuner = TuneTab(self)
         self.views = {name: widgets.HTML() for name in PANES if name not in ("lowering", "tune")}
-        for name in ("header", "status", "error", "warnings", "node diff"):
+        for name in ("header", "status", "error", "warnings", "node diff", "access map"):
             self.views[name] = widgets.HTML()
         for name, view in self.views.items():
             view.add_class("wb-" + name.replace(" ", "-"))
@@ -587,9 +591,11 @@ class Explorer:
         self.views["lowering"] = lowering
         lowering_tabs = widgets.Tab(children=list(lowering.values()), titles=list(LOWERING))
         self.lowering_tabs = lowering_tabs
-        special = {"lowering": lowering_tabs, "tune": self.tuner.widget}
+        access = widgets.VBox([self.views["access"], self.views["access map"]])
+        special = {"lowering": lowering_tabs, "tune": self.tuner.widget, "access": access}
         tabs = [special.get(n) or self.views[n] for n in PANES]
         self.tabs = widgets.Tab(children=tabs, titles=list(PANES), layout=widgets.Layout(flex="1"))
+        self.on_demand = OnDemand(self, self._lazy_panes())
         self.tabs.observe(self._on_tab, names="selected_index")
         self.lowering_tabs.observe(self._on_tab, names="selected_index")
         self.progress = widgets.IntProgress(
