@@ -227,3 +227,22 @@ def test_access_maps_are_drawn_only_when_their_tab_is_open(ex):
     ex.select(loop="i_0")
     ex.wait()
     assert ex.views["access map"].value == html and ex.cache.misses == misses
+
+
+def test_the_selected_loop_is_marked_in_the_ir():
+    from workbench.viz.html import HIGHLIGHT_COLOR
+
+    sch = wb.Schedule(ops.softmax(8, 32))
+    i2, _ = sch.get_loops(sch.get_block("T_softmax_norm"))
+    sch.compute_at(sch.get_block("T_softmax_expsum"), i2)  # i2 and j2 on their own lines
+    ex = wb.explore(sch, peaks=PEAKS, measure=False)
+
+    def marked() -> list[str]:
+        return [line for line in ex.views["IR"].value.splitlines() if HIGHLIGHT_COLOR in line]
+
+    ex.select(block="T_softmax_norm", loop="j2")
+    assert len(marked()) == 1 and "j2" in marked()[0] and "i2" not in marked()[0]
+    ex.select(loop="i2")
+    assert len(marked()) == 1 and "i2" in marked()[0] and "j2" not in marked()[0]
+    ex.wait()
+    ex.close()

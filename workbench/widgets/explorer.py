@@ -19,8 +19,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import ipywidgets as widgets
-
 from workbench import viz
 from workbench.ir import PrimFunc
 from workbench.schedule import Schedule, ScheduleError
@@ -38,14 +36,11 @@ from workbench.widgets.actions import (
 from workbench.widgets.actions import apply as apply_action
 from workbench.widgets.controls import Controls
 from workbench.widgets.history import History, HistoryNode, Measurement
+from workbench.widgets.layout import LOWERING, MACHINE_CODE, PANES, build_layout
 from workbench.widgets.on_demand import LazyPane, OnDemand
 from workbench.widgets.runner import MeasureRunner
 from workbench.widgets.tune_tab import TuneTab
 from workbench.widgets.view_cache import ViewCache
-
-PANES = ("IR", "IR diff", "code", "loop nest", "access", "roofline", "lowering", "history", "tune")
-LOWERING = ("DSL source", "scheduled IR", "generated source", "LLVM IR / PTX", "asm")
-MACHINE_CODE = ("LLVM IR / PTX", "asm")
 
 
 def explore(func_or_schedule: PrimFunc | Schedule, target: str = "cpu", **options) -> Explorer:
@@ -321,7 +316,9 @@ class Explorer:
         node = self.node
         func = node.func
         self.controls.update(block_names(func), loops_above(func, self.block), self.history)
-        self.views["IR"].value = self.cache.get((node.id, "IR"), lambda: panes.ir_html(func).html)
+        self.views["IR"].value = self.cache.get(  # the selected loop's line marked
+            (node.id, "IR", self.loop), lambda: panes.ir_html(func, self.loop).html
+        )
         parent = self.history[node.parent] if node.parent is not None else node
         self.views["IR diff"].value = self.cache.get(
             (node.id, "IR diff"), lambda: panes.ir_diff(parent.func, func).html
@@ -396,7 +393,9 @@ class Explorer:
             self.views["warnings"].value = ""
             return
         key = (node.id, "access", self.loop, self.target)
-        self.footprint, self.warnings, pane = self.cache.get(key, self._make_access)
+        self.footprint, self.warnings, pane = self.cache.get(
+            key, lambda: panes.access_pane(node.func, self.loop, self.target)
+        )
         self.views["access"].value = pane
         self.on_demand.show("access map")
         self.views["warnings"].value = (
@@ -406,22 +405,6 @@ class Explorer:
             if self.warnings
             else ""
         )
-
-    def _make_access(self) -> tuple[dict, list[str], str]:
-        func, loop = self.node.func, self.loop
-        caches = panes.capacities(self.target)
-        footprint = panes.tile_footprint(func, loop)
-        warnings = panes.target_warnings(func, loop, self.target, caches)
-        items = "".join(f"<li>⚠ {html.escape(w)}</li>" for w in warnings) or "<li>no warning</li>"
-        rows = "".join(
-            f"<tr><td>{k}</td><td>{v / 1024:.1f} KiB</td></tr>" for k, v in footprint.items()
-        )
-        pane = (
-            f"<b>loop <code>{html.escape(loop)}</code> (all its iterations, outer loops at "
-            f"one value) touches</b><table>{rows}</table><ul class='wb-warnings'>{items}</ul>"
-            + panes.footprint_svg(footprint, caches)
-        )
-        return footprint, warnings, pane
 
     def roofline_points(self) -> list[tuple[str, float, float, bool]]:
         """``(label, intensity, GFLOP/s, measured)`` along the path to the current node."""
@@ -502,25 +485,10 @@ class Explorer:
 
     def _show_table(self) -> None:
         frame = self.table
-        self.views["history"].value = (
-            frame.drop(columns=["current"]).to_html(
-                index=False, float_format=lambda v: f"{v:.3g}", na_rep="…", classes="wb-history"
-            )
-            + "<pre>"
-            + html.escape(str(self.history))
-            + "</pre>"
-        )
+        self.views["history"].value = panes.history_html(frame, self.history)
 
     def _header_html(self) -> str:
-        node = self.node
-        func = node.schedule.func_before
-        shape = "x".join(str(d) for d in func.params[0].shape)
-        m = node.measurement
-        cost = f" · {m.ms:.3f} ms · {m.result.gflops or 0:.1f} GFLOP/s" if m else ""
-        return (
-            f"<b>{html.escape(func.name)}</b> {shape} · target {self.target} · node "
-            f"{node.id} ({len(node.trace)} trace steps){cost}"
-        )
+        return panes.header_html(self.node, self.target)
 
     # --- measuring -------------------------------------------------------------------
 
@@ -581,42 +549,12 @@ class Explorer:
     def _build_widgets(self, targets: tuple[str, ...]) -> None:
         self.controls = Controls(self, targets)
         self.tuner = TuneTab(self)
-        self.views = {name: widgets.HTML() for name in PANES if name not in ("lowering", "tune")}
-        for name in ("header", "status", "error", "warnings", "node diff", "access map"):
-            self.views[name] = widgets.HTML()
-        for name, view in self.views.items():
-            view.add_class("wb-" + name.replace(" ", "-"))
-        self.views["export"] = widgets.Textarea(layout=widgets.Layout(width="100%", height="160px"))
-        lowering = {name: widgets.HTML() for name in LOWERING}
-        self.views["lowering"] = lowering
-        lowering_tabs = widgets.Tab(children=list(lowering.values()), titles=list(LOWERING))
-        self.lowering_tabs = lowering_tabs
-        access = widgets.VBox([self.views["access"], self.views["access map"]])
-        special = {"lowering": lowering_tabs, "tune": self.tuner.widget, "access": access}
-        tabs = [special.get(n) or self.views[n] for n in PANES]
-        self.tabs = widgets.Tab(children=tabs, titles=list(PANES), layout=widgets.Layout(flex="1"))
+        layout = build_layout(self.controls.box(), self.tuner.widget)
+        self.views, self.tabs, self.lowering_tabs = layout.views, layout.tabs, layout.lowering_tabs
+        self.progress, self.widget = layout.progress, layout.widget
         self.on_demand = OnDemand(self, self._lazy_panes())
         self.tabs.observe(self._on_tab, names="selected_index")
         self.lowering_tabs.observe(self._on_tab, names="selected_index")
-        self.progress = widgets.IntProgress(
-            value=1,
-            max=1,
-            bar_style="info",
-            layout=widgets.Layout(width="120px", visibility="hidden"),
-        )
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.views["header"], self.progress, self.views["status"]]),
-                self.views["error"],
-                self.views["warnings"],
-                widgets.HBox([self.controls.box(), self.tabs]),
-                widgets.Accordion(
-                    children=[widgets.VBox([self.views["node diff"], self.views["export"]])],
-                    titles=["diff and export"],
-                ),
-            ]
-        )
-        self.widget.add_class("wb-explorer")
 
     def __str__(self) -> str:
         node = self.node
