@@ -246,3 +246,20 @@ def test_the_selected_loop_is_marked_in_the_ir():
     assert len(marked()) == 1 and "i2" in marked()[0] and "j2" not in marked()[0]
     ex.wait()
     ex.close()
+
+
+def test_the_selected_loop_is_marked_in_the_generated_code(ex):
+    from workbench.viz.html import HIGHLIGHT_COLOR
+
+    ex.split("i", [None, 8])
+    ex.select(loop="j")
+    ex.wait()
+    marked = [ln for ln in ex.views["code"].value.splitlines() if HIGHLIGHT_COLOR in ln]
+    assert marked and all(">j<" in ln or " j " in ln for ln in marked)
+    assert all("range" in ln for ln in marked)  # the `for j in range(...)` lines
+    ex.set_target("cuda")
+    assert ex.bind("i_0", "blockIdx.x") and ex.bind("i_1", "threadIdx.x")
+    ex.select(loop="i_1")
+    ex.wait()
+    marked = [ln for ln in ex.views["code"].value.splitlines() if HIGHLIGHT_COLOR in ln]
+    assert len(marked) == 1 and "threadIdx" in marked[0]

@@ -364,37 +364,26 @@ class Explorer:
     # --- views on the worker thread -----------------------------------------------------
 
     def _show_views(self) -> None:
-        node = self.node
-        func = node.func
+        node, target, loop = self.node, self.target, self.loop
         self.views["code"].value = self.cache.get(
-            (node.id, "code", self.target), lambda: self._code_html(node)
+            (node.id, "code", target, loop), lambda: _code_html(node, target, loop)
         )
         self.views["loop nest"].value = self.cache.get(
-            (node.id, "loop nest"), lambda: panes.loop_nest_svg(func)
+            (node.id, "loop nest"), lambda: panes.loop_nest_svg(node.func)
         )
         self._show_access()
         self._show_lowering()
         self._show_table()
 
-    def _code_html(self, node: HistoryNode) -> str:
-        """The generated source for the explorer's target (Numba Python or CUDA Python), or
-        the build's rendered error (a CUDA schedule with no loop bound to a GPU axis)."""
-        try:
-            source = panes.cuda_source(node.func) if self.target == "cuda" else node.code
-        except Exception as err:  # noqa: BLE001 - shown in the pane, never lost
-            return panes.error_html(err)
-        return panes.code_html(source).html
-
     def _show_access(self) -> None:
-        node = self.node
-        if self.loop is None or self.loop not in all_loops(node.func):
+        node, target, loop = self.node, self.target, self.loop
+        if loop is None or loop not in all_loops(node.func):
             self.footprint, self.warnings = {}, []
             self.views["access"].value = ""
             self.views["warnings"].value = ""
             return
-        key = (node.id, "access", self.loop, self.target)
         self.footprint, self.warnings, pane = self.cache.get(
-            key, lambda: panes.access_pane(node.func, self.loop, self.target)
+            (node.id, "access", loop, target), lambda: panes.access_pane(node.func, loop, target)
         )
         self.views["access"].value = pane
         self.on_demand.show("access map")
@@ -592,3 +581,13 @@ def _cuda_simulated() -> bool:
     from workbench.backends.numba_cuda import simulator_enabled
 
     return simulator_enabled()
+
+
+def _code_html(node: HistoryNode, target: str, loop: str | None) -> str:
+    """The generated source for ``target`` (Numba Python or CUDA Python) with ``loop``'s lines
+    marked, or the build's rendered error (a CUDA schedule with no loop bound to a GPU axis)."""
+    try:
+        source = panes.cuda_source(node.func) if target == "cuda" else node.code
+    except Exception as err:  # noqa: BLE001 - shown in the pane, never lost
+        return panes.error_html(err)
+    return panes.code_html(source, loop).html

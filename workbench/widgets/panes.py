@@ -65,11 +65,19 @@ def ir_html(func: PrimFunc, loop: str | None = None):
     return viz.ir_html(func, highlight=loop)
 
 
-def code_html(source: str):
-    """Python (Numba) source, highlighted (``workbench.viz.code_html``)."""
+def code_html(source: str, loop: str | None = None):
+    """Python (Numba or CUDA) source, highlighted (``workbench.viz.code_html``), the lines
+    that make loop ``loop`` marked: its ``for loop in ...`` or, bound to a GPU axis,
+    ``loop = cuda.threadIdx.x`` (what Compiler Explorer does between source and asm)."""
+    import re
+
     from workbench import viz
 
-    return viz.code_html(source)
+    lines = []
+    if loop is not None:
+        pattern = re.compile(rf"^\s*(for {re.escape(loop)} in |{re.escape(loop)} = cuda\.)")
+        lines = [n for n, line in enumerate(source.splitlines(), 1) if pattern.search(line)]
+    return viz.code_html(source, highlight_lines=lines)
 
 
 def plain_html(text: str, language: str = "text") -> str:
