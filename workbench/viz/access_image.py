@@ -35,7 +35,7 @@ UNTOUCHED = (238, 238, 238)
 STOPS = np.array([(68, 1, 84), (33, 145, 140), (253, 231, 37)], dtype=np.float64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AccessImages:
     """HTML (one image per buffer) and the same facts as text; ``touched`` counts elements."""
 
@@ -47,6 +47,9 @@ class AccessImages:
         return self.html
 
     def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
         return self.text
 
 
