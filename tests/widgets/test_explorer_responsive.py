@@ -203,3 +203,63 @@ def test_cuda_under_the_simulator_is_not_timed():
     assert ex.node.measurement is None and not ex.runner.cache
     assert "cuda.jit" in ex.views["code"].value
     ex.close()
+
+
+def test_access_maps_are_drawn_only_when_their_tab_is_open(ex):
+    from workbench.widgets.explorer import PANES
+
+    ex.split("i", [None, 16])
+    ex.select(loop="i_0")
+    ex.wait()
+    key = (1, "access map", "C", "i_0")
+    assert key not in ex.cache and "drawn when this tab is opened" in ex.views["access map"].value
+    ex.tabs.selected_index = PANES.index("access")
+    ex.wait()
+    html = ex.views["access map"].value
+    assert key in ex.cache and html.count("wb-access-image") == 3
+    # one iteration of i_0: 16 rows of A and C (16 x 64), all of B
+    assert "data-buffer='A' data-touched='1024'" in html
+    assert "data-buffer='B' data-touched='4096'" in html
+    ex.select(loop="k")  # the tab is open: the new selection is drawn at once
+    ex.wait()
+    assert "data-buffer='A' data-touched='1'" in ex.views["access map"].value
+    misses = ex.cache.misses
+    ex.select(loop="i_0")
+    ex.wait()
+    assert ex.views["access map"].value == html and ex.cache.misses == misses
+
+
+def test_the_selected_loop_is_marked_in_the_ir():
+    from workbench.viz.html import HIGHLIGHT_COLOR
+
+    sch = wb.Schedule(ops.softmax(8, 32))
+    i2, _ = sch.get_loops(sch.get_block("T_softmax_norm"))
+    sch.compute_at(sch.get_block("T_softmax_expsum"), i2)  # i2 and j2 on their own lines
+    ex = wb.explore(sch, peaks=PEAKS, measure=False)
+
+    def marked() -> list[str]:
+        return [line for line in ex.views["IR"].value.splitlines() if HIGHLIGHT_COLOR in line]
+
+    ex.select(block="T_softmax_norm", loop="j2")
+    assert len(marked()) == 1 and "j2" in marked()[0] and "i2" not in marked()[0]
+    ex.select(loop="i2")
+    assert len(marked()) == 1 and "i2" in marked()[0] and "j2" not in marked()[0]
+    ex.wait()
+    ex.close()
+
+
+def test_the_selected_loop_is_marked_in_the_generated_code(ex):
+    from workbench.viz.html import HIGHLIGHT_COLOR
+
+    ex.split("i", [None, 8])
+    ex.select(loop="j")
+    ex.wait()
+    marked = [ln for ln in ex.views["code"].value.splitlines() if HIGHLIGHT_COLOR in ln]
+    assert marked and all(">j<" in ln or " j " in ln for ln in marked)
+    assert all("range" in ln for ln in marked)  # the `for j in range(...)` lines
+    ex.set_target("cuda")
+    assert ex.bind("i_0", "blockIdx.x") and ex.bind("i_1", "threadIdx.x")
+    ex.select(loop="i_1")
+    ex.wait()
+    marked = [ln for ln in ex.views["code"].value.splitlines() if HIGHLIGHT_COLOR in ln]
+    assert len(marked) == 1 and "threadIdx" in marked[0]

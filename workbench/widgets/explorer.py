@@ -19,8 +19,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import ipywidgets as widgets
-
+from workbench import viz
 from workbench.ir import PrimFunc
 from workbench.schedule import Schedule, ScheduleError
 from workbench.widgets import panes
@@ -37,13 +36,11 @@ from workbench.widgets.actions import (
 from workbench.widgets.actions import apply as apply_action
 from workbench.widgets.controls import Controls
 from workbench.widgets.history import History, HistoryNode, Measurement
+from workbench.widgets.layout import LOWERING, MACHINE_CODE, PANES, build_layout
+from workbench.widgets.on_demand import LazyPane, OnDemand
 from workbench.widgets.runner import MeasureRunner
 from workbench.widgets.tune_tab import TuneTab
 from workbench.widgets.view_cache import ViewCache
-
-PANES = ("IR", "IR diff", "code", "loop nest", "access", "roofline", "lowering", "history", "tune")
-LOWERING = ("DSL source", "scheduled IR", "generated source", "LLVM IR / PTX", "asm")
-MACHINE_CODE = ("LLVM IR / PTX", "asm")
 
 
 def explore(func_or_schedule: PrimFunc | Schedule, target: str = "cpu", **options) -> Explorer:
@@ -114,7 +111,6 @@ class Explorer:
         self._views_pending: list = []
         self._views_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-views")
         self._legality_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-legal")
-        self._code_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-code")
         self._legality_lock = threading.Lock()
         blocks = block_names(schedule.mod)
         self.block = blocks[0]
@@ -258,7 +254,8 @@ class Explorer:
     def close(self) -> None:
         """Stop the worker threads (the widgets stay as they are)."""
         self.runner.close()
-        for executor in (self._views_executor, self._legality_executor, self._code_executor):
+        self.on_demand.close()
+        for executor in (self._views_executor, self._legality_executor):
             executor.shutdown(wait=False, cancel_futures=True)
 
     # --- diff / export ---------------------------------------------------------------
@@ -334,7 +331,9 @@ class Explorer:
         node = self.node
         func = node.func
         self.controls.update(block_names(func), loops_above(func, self.block), self.history)
-        self.views["IR"].value = self.cache.get((node.id, "IR"), lambda: panes.ir_html(func).html)
+        self.views["IR"].value = self.cache.get(  # the selected loop's line marked
+            (node.id, "IR", self.loop), lambda: panes.ir_html(func, self.loop).html
+        )
         parent = self.history[node.parent] if node.parent is not None else node
         self.views["IR diff"].value = self.cache.get(
             (node.id, "IR diff"), lambda: panes.ir_diff(parent.func, func).html
@@ -380,37 +379,29 @@ class Explorer:
     # --- views on the worker thread -----------------------------------------------------
 
     def _show_views(self) -> None:
-        node = self.node
-        func = node.func
+        node, target, loop = self.node, self.target, self.loop
         self.views["code"].value = self.cache.get(
-            (node.id, "code", self.target), lambda: self._code_html(node)
+            (node.id, "code", target, loop), lambda: _code_html(node, target, loop)
         )
         self.views["loop nest"].value = self.cache.get(
-            (node.id, "loop nest"), lambda: panes.loop_nest_svg(func)
+            (node.id, "loop nest"), lambda: panes.loop_nest_svg(node.func)
         )
         self._show_access()
         self._show_lowering()
         self._show_table()
 
-    def _code_html(self, node: HistoryNode) -> str:
-        """The generated source for the explorer's target (Numba Python or CUDA Python), or
-        the build's rendered error (a CUDA schedule with no loop bound to a GPU axis)."""
-        try:
-            source = panes.cuda_source(node.func) if self.target == "cuda" else node.code
-        except Exception as err:  # noqa: BLE001 - shown in the pane, never lost
-            return panes.error_html(err)
-        return panes.code_html(source).html
-
     def _show_access(self) -> None:
-        node = self.node
-        if self.loop is None or self.loop not in all_loops(node.func):
+        node, target, loop = self.node, self.target, self.loop
+        if loop is None or loop not in all_loops(node.func):
             self.footprint, self.warnings = {}, []
             self.views["access"].value = ""
             self.views["warnings"].value = ""
             return
-        key = (node.id, "access", self.loop, self.target)
-        self.footprint, self.warnings, pane = self.cache.get(key, self._make_access)
+        self.footprint, self.warnings, pane = self.cache.get(
+            (node.id, "access", loop, target), lambda: panes.access_pane(node.func, loop, target)
+        )
         self.views["access"].value = pane
+        self.on_demand.show("access map")
         self.views["warnings"].value = (
             "<span style='color:#b35900'>"
             + " · ".join(html.escape(w) for w in self.warnings)
@@ -418,22 +409,6 @@ class Explorer:
             if self.warnings
             else ""
         )
-
-    def _make_access(self) -> tuple[dict, list[str], str]:
-        func, loop = self.node.func, self.loop
-        caches = panes.capacities(self.target)
-        footprint = panes.tile_footprint(func, loop)
-        warnings = panes.target_warnings(func, loop, self.target, caches)
-        items = "".join(f"<li>⚠ {html.escape(w)}</li>" for w in warnings) or "<li>no warning</li>"
-        rows = "".join(
-            f"<tr><td>{k}</td><td>{v / 1024:.1f} KiB</td></tr>" for k, v in footprint.items()
-        )
-        pane = (
-            f"<b>loop <code>{html.escape(loop)}</code> (all its iterations, outer loops at "
-            f"one value) touches</b><table>{rows}</table><ul class='wb-warnings'>{items}</ul>"
-            + panes.footprint_svg(footprint, caches)
-        )
-        return footprint, warnings, pane
 
     def roofline_points(self) -> list[tuple[str, float, float, bool]]:
         """``(label, intensity, GFLOP/s, measured)`` along the path to the current node."""
@@ -468,70 +443,56 @@ class Explorer:
         )
         lowering["scheduled IR"].value = self.views["IR"].value
         lowering["generated source"].value = self.views["code"].value
-        self._show_machine_code()
+        self.on_demand.show("machine code")
 
-    def _machine_code_open(self) -> bool:
-        lowering_open = self.tabs.selected_index == PANES.index("lowering")
-        inner = self.lowering_tabs.selected_index
-        return lowering_open and inner is not None and LOWERING[inner] in MACHINE_CODE
-
-    def _show_machine_code(self) -> None:
-        """Fill the machine code tabs from the cache, or compile on a worker thread when one
-        of them is open (placeholders otherwise: nothing is compiled for a closed tab)."""
-        node, target = self.node, self.target
-        key = (node.id, "machine code", target)
+    def _lazy_panes(self) -> list[LazyPane]:
+        """The machine code tabs and the access maps, made only while their tab is open."""
         lowering = self.views["lowering"]
-        code = self.cache.peek(key)
-        if code is None and not self._machine_code_open():
-            for name in MACHINE_CODE:
-                lowering[name].value = "<i>compiled when this tab is opened</i>"
-            return
-        if code is None:
-            for name in MACHINE_CODE:
-                lowering[name].value = "<i class='wb-pending'>⏳ compiling…</i>"
-            future = self._code_executor.submit(self._compile_machine_code, key, node, target)
-            self._views_pending.append(future)
-            return
-        for name, text in zip(MACHINE_CODE, code, strict=True):
-            lowering[name].value = text
 
-    def _compile_machine_code(self, key: tuple, node: HistoryNode, target: str) -> None:
-        try:
-            code = self.cache.get(key, lambda: panes.machine_code(node.func, target))
-        except Exception as exc:  # noqa: BLE001 - shown in the tab, never lost
-            code = (f"<span style='color:#b00'>{html.escape(repr(exc))}</span>",) * 2
-        if (self.history.current_id, self.target) == key[::2]:
-            for name, text in zip(MACHINE_CODE, code, strict=True):
-                self.views["lowering"][name].value = text
+        def machine_code_open() -> bool:
+            inner = self.lowering_tabs.selected_index
+            lowering_open = self.tabs.selected_index == PANES.index("lowering")
+            return lowering_open and inner is not None and LOWERING[inner] in MACHINE_CODE
+
+        def access_open() -> bool:
+            return self.tabs.selected_index == PANES.index("access") and self.loop is not None
+
+        return [
+            LazyPane(
+                "machine code",
+                key=lambda: (self.history.current_id, "machine code", self.target),
+                is_open=machine_code_open,
+                make=lambda key: panes.machine_code(self.history[key[0]].func, key[2]),
+                targets=lambda: [lowering[name] for name in MACHINE_CODE],
+                placeholder="<i>compiled when this tab is opened</i>",
+                pending="<i class='wb-pending'>⏳ compiling…</i>",
+            ),
+            LazyPane(
+                "access map",
+                key=lambda: (self.history.current_id, "access map", self.block, self.loop),
+                is_open=access_open,
+                make=lambda key: (
+                    viz.access_images(self.history[key[0]].func, block=key[2], tile=key[3]).html,
+                ),
+                targets=lambda: [self.views["access map"]],
+                placeholder="<i>the access maps are drawn when this tab is opened</i>",
+                pending="<i class='wb-pending'>⏳ drawing the access maps…</i>",
+            ),
+        ]
 
     def _on_tab(self, change) -> None:
-        if change["new"] is not None and self._machine_code_open():
-            self._show_machine_code()
+        if change["new"] is not None:
+            self.on_demand.show_open()
         tune_open = self.tabs.selected_index == PANES.index("tune")
         if tune_open and self.tuner.loaded_at != self.history.current_id:
             self.tuner.load()
 
     def _show_table(self) -> None:
         frame = self.table
-        self.views["history"].value = (
-            frame.drop(columns=["current"]).to_html(
-                index=False, float_format=lambda v: f"{v:.3g}", na_rep="…", classes="wb-history"
-            )
-            + "<pre>"
-            + html.escape(str(self.history))
-            + "</pre>"
-        )
+        self.views["history"].value = panes.history_html(frame, self.history)
 
     def _header_html(self) -> str:
-        node = self.node
-        func = node.schedule.func_before
-        shape = "x".join(str(d) for d in func.params[0].shape)
-        m = node.measurement
-        cost = f" · {m.ms:.3f} ms · {m.result.gflops or 0:.1f} GFLOP/s" if m else ""
-        return (
-            f"<b>{html.escape(func.name)}</b> {shape} · target {self.target} · node "
-            f"{node.id} ({len(node.trace)} trace steps){cost}"
-        )
+        return panes.header_html(self.node, self.target)
 
     # --- measuring -------------------------------------------------------------------
 
@@ -592,40 +553,12 @@ class Explorer:
     def _build_widgets(self, targets: tuple[str, ...]) -> None:
         self.controls = Controls(self, targets)
         self.tuner = TuneTab(self)
-        self.views = {name: widgets.HTML() for name in PANES if name not in ("lowering", "tune")}
-        for name in ("header", "status", "error", "warnings", "node diff"):
-            self.views[name] = widgets.HTML()
-        for name, view in self.views.items():
-            view.add_class("wb-" + name.replace(" ", "-"))
-        self.views["export"] = widgets.Textarea(layout=widgets.Layout(width="100%", height="160px"))
-        lowering = {name: widgets.HTML() for name in LOWERING}
-        self.views["lowering"] = lowering
-        lowering_tabs = widgets.Tab(children=list(lowering.values()), titles=list(LOWERING))
-        self.lowering_tabs = lowering_tabs
-        special = {"lowering": lowering_tabs, "tune": self.tuner.widget}
-        tabs = [special.get(n) or self.views[n] for n in PANES]
-        self.tabs = widgets.Tab(children=tabs, titles=list(PANES), layout=widgets.Layout(flex="1"))
+        layout = build_layout(self.controls.box(), self.tuner.widget)
+        self.views, self.tabs, self.lowering_tabs = layout.views, layout.tabs, layout.lowering_tabs
+        self.progress, self.widget = layout.progress, layout.widget
+        self.on_demand = OnDemand(self, self._lazy_panes())
         self.tabs.observe(self._on_tab, names="selected_index")
         self.lowering_tabs.observe(self._on_tab, names="selected_index")
-        self.progress = widgets.IntProgress(
-            value=1,
-            max=1,
-            bar_style="info",
-            layout=widgets.Layout(width="120px", visibility="hidden"),
-        )
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.views["header"], self.progress, self.views["status"]]),
-                self.views["error"],
-                self.views["warnings"],
-                widgets.HBox([self.controls.box(), self.tabs]),
-                widgets.Accordion(
-                    children=[widgets.VBox([self.views["node diff"], self.views["export"]])],
-                    titles=["diff and export"],
-                ),
-            ]
-        )
-        self.widget.add_class("wb-explorer")
 
     def __str__(self) -> str:
         node = self.node
@@ -663,3 +596,13 @@ def _cuda_simulated() -> bool:
     from workbench.backends.numba_cuda import simulator_enabled
 
     return simulator_enabled()
+
+
+def _code_html(node: HistoryNode, target: str, loop: str | None) -> str:
+    """The generated source for ``target`` (Numba Python or CUDA Python) with ``loop``'s lines
+    marked, or the build's rendered error (a CUDA schedule with no loop bound to a GPU axis)."""
+    try:
+        source = panes.cuda_source(node.func) if target == "cuda" else node.code
+    except Exception as err:  # noqa: BLE001 - shown in the pane, never lost
+        return panes.error_html(err)
+    return panes.code_html(source, loop).html

@@ -57,18 +57,27 @@ class DiffView:
 # --- text panes --------------------------------------------------------------------------
 
 
-def ir_html(func: PrimFunc):
-    """The function as highlighted TVMScript-like text (``workbench.viz.ir_html``)."""
+def ir_html(func: PrimFunc, loop: str | None = None):
+    """The function as highlighted TVMScript-like text (``workbench.viz.ir_html``), the line
+    that opens ``loop`` marked."""
     from workbench import viz
 
-    return viz.ir_html(func)
+    return viz.ir_html(func, highlight=loop)
 
 
-def code_html(source: str):
-    """Python (Numba) source, highlighted (``workbench.viz.code_html``)."""
+def code_html(source: str, loop: str | None = None):
+    """Python (Numba or CUDA) source, highlighted (``workbench.viz.code_html``), the lines
+    that make loop ``loop`` marked: its ``for loop in ...`` or, bound to a GPU axis,
+    ``loop = cuda.threadIdx.x`` (what Compiler Explorer does between source and asm)."""
+    import re
+
     from workbench import viz
 
-    return viz.code_html(source)
+    lines = []
+    if loop is not None:
+        pattern = re.compile(rf"^\s*(for {re.escape(loop)} in |{re.escape(loop)} = cuda\.)")
+        lines = [n for n, line in enumerate(source.splitlines(), 1) if pattern.search(line)]
+    return viz.code_html(source, highlight_lines=lines)
 
 
 def plain_html(text: str, language: str = "text") -> str:
@@ -301,6 +310,46 @@ def cache_warnings(func: PrimFunc, loop: str, caches: dict[str, int]) -> list[st
                 f"than {level} ({caches[level] // 1024} KiB)"
             ]
     return []
+
+
+def access_pane(func: PrimFunc, loop: str, target: str) -> tuple[dict, list[str], str]:
+    """The access tab's text part: ``(footprint, warnings, html)`` of ``loop`` on ``target``."""
+    caches = capacities(target)
+    footprint = tile_footprint(func, loop)
+    warnings = target_warnings(func, loop, target, caches)
+    items = "".join(f"<li>⚠ {html.escape(w)}</li>" for w in warnings) or "<li>no warning</li>"
+    rows = "".join(
+        f"<tr><td>{k}</td><td>{v / 1024:.1f} KiB</td></tr>" for k, v in footprint.items()
+    )
+    pane = (
+        f"<b>loop <code>{html.escape(loop)}</code> (all its iterations, outer loops at "
+        f"one value) touches</b><table>{rows}</table><ul class='wb-warnings'>{items}</ul>"
+        + footprint_svg(footprint, caches)
+    )
+    return footprint, warnings, pane
+
+
+# --- header and history table ----------------------------------------------------------
+
+
+def header_html(node, target: str) -> str:
+    """``matmul 512x512 · target cpu · node 3 (7 trace steps) · 1.2 ms · 230 GFLOP/s``."""
+    func = node.schedule.func_before
+    shape = "x".join(str(d) for d in func.params[0].shape)
+    m = node.measurement
+    cost = f" · {m.ms:.3f} ms · {m.result.gflops or 0:.1f} GFLOP/s" if m else ""
+    return (
+        f"<b>{html.escape(func.name)}</b> {shape} · target {target} · node "
+        f"{node.id} ({len(node.trace)} trace steps){cost}"
+    )
+
+
+def history_html(frame, history) -> str:
+    """The history table (3 significant digits, "…" until measured) and the tree as text."""
+    table = frame.drop(columns=["current"]).to_html(
+        index=False, float_format=lambda v: f"{v:.3g}", na_rep="…", classes="wb-history"
+    )
+    return table + "<pre>" + html.escape(str(history)) + "</pre>"
 
 
 # --- figures (inline SVG, drawn directly: a matplotlib figure takes ~1 s here) -------------
