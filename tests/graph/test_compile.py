@@ -131,3 +131,14 @@ def test_schedules_from_records_fall_back_to_default_rules(tmp_path):
     default = wb.compile(model, (x,), target="numpy")
     assert [k.trace_json for k in from_records.kernels] == [k.trace_json for k in default.kernels]
     np.testing.assert_allclose(from_records(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_transformer_block_on_cpu_folds_the_qkv_layout_into_the_attention(block):
+    model, x, _ = block
+    compiled = wb.compile(model, (x,), target="cpu")
+    patterns = [k.pattern for k in compiled.kernels]
+    assert "select" not in patterns and "transpose" in patterns  # only the output's stays
+    attention = next(k for k in compiled.kernels if k.pattern == "sdpa")
+    assert len(set(attention.inputs)) == 1  # Q, K and V read the QKV projection's output
+    assert "transform_layout" in str(compiled.schedule(attention.node).trace)  # keys [d, j]
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)

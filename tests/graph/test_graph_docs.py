@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["ir", "printer", "builder", "interpreter", "passes.dce", "passes.constant_fold",
            "passes.cse", "passes.simplify", "passes.memory_plan", "passes.pipeline",
-           "frontends.onnx"]
+           "frontends.onnx", "lower_ops", "schedules", "schedules_ops", "schedules_cuda"]
 
 
 @pytest.mark.parametrize("name", MODULES)

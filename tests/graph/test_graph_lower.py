@@ -182,3 +182,36 @@ def test_a_grouped_convolution_names_the_node_and_the_groups():
     graph = _single("conv2d", [(1, 4, 5, 5), (4, 2, 3, 3)], {**CONV, "groups": 2}, (1,))
     with pytest.raises(NotImplementedError, match="groups=2"):
         lower_graph(graph)
+
+
+# ---------------------------------------------------------------------------- layout folding
+
+
+def _qkv_graph():
+    b = GraphBuilder()
+    x = b.input("x", TensorType((2, 5, 3, 2, 4)))  # (B, L, 3, H, D), as a QKV projection
+    p = b.node("transpose", [x], {"perm": [2, 0, 3, 1, 4]})  # (3, B, H, L, D)
+    q, k, v = (b.node("select", [p], {"axis": 0, "index": i}) for i in range(3))
+    return b.finish([b.node("sdpa", [q, k, v], {"scale": None, "causal": False})])
+
+
+def test_transposes_and_selects_read_only_by_kernels_are_folded_into_them():
+    graph = _qkv_graph()
+    kernels = lower_graph(graph)
+    assert [k.pattern for k in kernels] == ["sdpa"]  # no permute, no select kernels
+    assert kernels[0].inputs == ("x", "x", "x")
+    assert kernels[0].shapes[:3] == ((2, 5, 3, 2, 4),) * 3
+    assert [k.pattern for k in lower_graph(graph, fold_layout=False)] == [
+        "transpose", "select", "select", "select", "sdpa"]
+    _check_kernels(graph)
+    _check_kernels(graph, target="cpu")
+
+
+def test_a_layout_node_read_by_an_output_or_a_view_keeps_its_kernel():
+    b = GraphBuilder()
+    x = b.input("x", TensorType((3, 4)))
+    t = b.node("transpose", [x], {"perm": [1, 0]})
+    r = b.node("relu", [t])
+    graph = b.finish([r, t])  # t is an output too
+    assert [k.pattern for k in lower_graph(graph)] == ["transpose", "relu"]
+    _check_kernels(graph)

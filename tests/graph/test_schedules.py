@@ -39,11 +39,23 @@ def _linear_gelu(rows, k, n):
     return fuse(b.finish([b.node("gelu", [y])]))
 
 
-def test_a_big_linear_gets_the_packed_recipe_with_its_epilogue_in_the_write_back():
+def test_a_linear_gets_a_register_tile_with_its_epilogue_in_the_write_back():
     trace, script = _scheduled_kernel_matches(_linear_gelu(128, 64, 128))
-    assert "cache_read" in trace and "transform_layout" in trace  # B packed in panels
+    assert "cache_write" in trace and "cache_read" not in trace  # B small: no packing
     assert "reverse_compute_inline" in trace  # gelu(x + b) written from the register tile
     assert 'T.block("out")' not in script and "T.parallel" in script
+
+
+def test_a_linear_with_a_big_weight_gets_the_packed_recipe():
+    trace, script = _scheduled_kernel_matches(_linear_gelu(8, 512, 512))
+    assert "cache_read" in trace and "transform_layout" in trace  # B packed in panels
+    assert "reverse_compute_inline" in trace
+
+
+def test_parallel_false_keeps_every_kernel_serial():
+    graph = _linear_gelu(128, 64, 128)
+    (kernel,) = lower_graph(graph)
+    assert "T.parallel" not in default_schedule(kernel.func, "cpu", parallel=False).mod.script()
 
 
 def test_a_small_linear_gets_the_generic_rules():

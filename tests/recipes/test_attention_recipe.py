@@ -35,13 +35,17 @@ def test_rows_recipe_computes_attention(seq, kv_seq, dim, value_dim, causal, rng
     np.testing.assert_allclose(out, _reference(q, k, v, causal), rtol=1e-4, atol=1e-5)
 
 
-def test_rows_recipe_keeps_rows_local_and_runs_rows_in_parallel():
+def test_rows_recipe_keeps_rows_local_and_runs_heads_in_parallel():
     sch = recipes.get("attention", "rows", "cpu")(ops.attention(1, 2, 8, 4))
     loops = collect(sch.mod, lambda n: isinstance(n, For))
-    assert loops[0].kind is ForKind.PARALLEL and loops[0].extent.value == 2 * 8  # b*h*i
+    assert loops[0].kind is ForKind.PARALLEL and loops[0].extent.value == 2  # b * h
     scopes = {b.name: b.scope for b in sch.mod.root_block.alloc_buffers}
     assert scopes == {"scores": "local", "T_softmax_maxelem": "local",
-                      "T_softmax_expsum": "local", "T_softmax_norm": "local"}
+                      "T_softmax_expsum": "local", "T_softmax_norm": "local",
+                      "out_local": "local",  # the output row accumulates in registers
+                      "K_global": "global"}  # the keys of one head, transposed
+    keys = next(b for b in sch.mod.root_block.alloc_buffers if b.name == "K_global")
+    assert keys.shape == (1, 2, 4, 8)  # (b, h, dim, kv_seq)
 
 
 def test_compiled_sdpa_uses_the_recipe_and_matches_torch():

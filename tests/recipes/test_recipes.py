@@ -26,6 +26,7 @@ FUNCS = {
     ("matmul", "tiled_full_k"): lambda: ops.matmul(16, 4 * LANES, 24),
     ("matmul", "parallel_vectorize"): lambda: ops.matmul(8, 16, 12),
     ("matmul", "packed"): lambda: ops.matmul(8, 2 * 4 * LANES, 256),
+    ("matmul", "register_tile"): lambda: ops.matmul(16, 2 * LANES, 24),
     ("softmax", "fused"): lambda: ops.softmax(6, 2 * REDUCE),
     ("softmax", "online"): lambda: online_softmax(6, 40),
     ("softmax", "online_lanes"): lambda: online_softmax_lanes(6, 4 * LANES),

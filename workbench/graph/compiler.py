@@ -77,22 +77,23 @@ def import_graph(model, example_inputs) -> Graph:
     return from_torch(model, example_inputs)
 
 
-def _schedule_for(kernel: LoweredKernel, target: str, schedules):
+def _schedule_for(kernel: LoweredKernel, target: str, schedules, parallel: bool):
     from workbench.graph.schedules import default_schedule
 
     if schedules == "default":
-        return default_schedule(kernel.func, target)
+        return default_schedule(kernel.func, target, parallel=parallel)
     if schedules in (None, "none"):
         from workbench.schedule import Schedule
 
         return Schedule(kernel.func)
     from workbench.graph.schedules import records_schedule
 
-    return records_schedule(kernel.func, target, schedules)
+    return records_schedule(kernel.func, target, schedules, parallel=parallel)
 
 
 def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
-            pipeline: Pipeline | None = None, plan: bool = True) -> CompiledModel:
+            pipeline: Pipeline | None = None, plan: bool = True,
+            parallel: bool = True) -> CompiledModel:
     """Import, optimise, lower, schedule and build ``model``.
 
     Parameters
@@ -114,6 +115,9 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     plan : bool
         Preallocate intermediate buffers from the liveness-based memory plan (``False``: one
         buffer per value).
+    parallel : bool
+        Let the default cpu schedules run big loops in parallel (``False``: every kernel
+        serial; steadier on a machine shared with other work).
     """
     from workbench.backends import build
 
@@ -121,7 +125,7 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     graph = (pipeline or Pipeline())(graph)
     kernels = []
     for lowered in lower_graph(graph):
-        sch = _schedule_for(lowered, target, schedules)
+        sch = _schedule_for(lowered, target, schedules, parallel)
         kernel = build(sch, target=target)
         runner = _runner_of(kernel, target)
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,

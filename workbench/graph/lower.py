@@ -62,6 +62,13 @@ def lower_node(graph: Graph, node: Node) -> LoweredKernel:
                          lowered.func.script(), lowered.shapes)
 
 
-def lower_graph(graph: Graph) -> list[LoweredKernel]:
-    """One kernel per non-view node, in execution order."""
-    return [lower_node(graph, node) for node in graph.nodes if node.op not in VIEW_OPS]
+def lower_graph(graph: Graph, *, fold_layout: bool = True) -> list[LoweredKernel]:
+    """One kernel per non-view node, in execution order; with ``fold_layout``, transposes
+    and selects read only by kernels are folded into them (``workbench.graph.lower_layout``)
+    and get no kernel."""
+    kernels = [lower_node(graph, node) for node in graph.nodes if node.op not in VIEW_OPS]
+    if fold_layout:
+        from workbench.graph.lower_layout import fold_layout as fold
+
+        kernels = fold(graph, kernels)
+    return kernels

@@ -322,9 +322,11 @@ def _lib_sdpa(node: Node, ctx: Context) -> Head | None:
         return None
     n = len(sq)
     L, D, S, E = sq[-2], sq[-1], sk[-2], sv[-1]
-    func = ops.attention(1, math.prod(sq[:-2]), L, D, node.attrs.get("scale"), kv_seq=S,
+    batch, heads = (sq[0], sq[1]) if n == 4 else (1, math.prod(sq[:-2]))
+    func = ops.attention(batch, heads, L, D, node.attrs.get("scale"), kv_seq=S,
                          value_dim=E, causal=bool(node.attrs.get("causal", False)))
-    return Head(func, [q, k, v], ((), tuple(range(n - 2)), (n - 2,), (n - 1,)))
+    groups = identity(4) if n == 4 else ((), tuple(range(n - 2)), (n - 2,), (n - 1,))
+    return Head(func, [q, k, v], groups)
 
 
 LIBRARY_HEADS: dict[str, Callable[[Node, Context], Head | None]] = {

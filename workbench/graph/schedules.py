@@ -63,14 +63,14 @@ def _leading_spatial(block) -> int:
     return count
 
 
-def default_schedule(func, target: str = "cpu") -> Schedule:
+def default_schedule(func, target: str = "cpu", *, parallel: bool = True) -> Schedule:
     """The rule-based schedule of one kernel for ``target`` (see the module docstring).
 
     Example
     -------
     >>> from workbench import ops
     >>> sch = default_schedule(ops.matmul(128, 128, 128), "cpu")
-    >>> "cache_read" in str(sch.trace)    # the packed recipe
+    >>> "cache_write" in str(sch.trace)    # the register-tile recipe
     True
     """
     if target == "cuda":
@@ -80,13 +80,13 @@ def default_schedule(func, target: str = "cpu") -> Schedule:
     if target == "cpu":
         from workbench.graph.schedules_ops import recipe_schedule
 
-        sch = recipe_schedule(func)
+        sch = recipe_schedule(func, parallel)
         if sch is not None:
             return sch
-    return generic_schedule(func, target)
+    return generic_schedule(func, target, parallel=parallel)
 
 
-def generic_schedule(func, target: str = "cpu") -> Schedule:
+def generic_schedule(func, target: str = "cpu", *, parallel: bool = True) -> Schedule:
     """The generic rules of the module docstring (no recipe)."""
     sch = Schedule(func)
     blocks = find_blocks(func)
@@ -115,6 +115,8 @@ def generic_schedule(func, target: str = "cpu") -> Schedule:
     if target != "cpu":
         return sch
     _vectorize_spatial(sch)
+    if not parallel:
+        return sch
     done = set()
     for name in names:
         loops = _try(sch.get_loops, sch.get_block(name))
@@ -145,7 +147,7 @@ def _vectorize_spatial(sch: Schedule) -> None:
             _try(sch.vectorize, loops[-1])
 
 
-def records_schedule(func, target: str, records) -> Schedule:
+def records_schedule(func, target: str, records, *, parallel: bool = True) -> Schedule:
     """The best schedule recorded for ``func`` in the tuning records ``records``; the default
     schedule when the records hold none for it."""
     from workbench.tune import load_best  # on use: the graph level loads without the tuner
@@ -153,4 +155,4 @@ def records_schedule(func, target: str, records) -> Schedule:
         best = load_best(records, func, target=target)
     except (KeyError, LookupError, ValueError):
         best = None
-    return best if best is not None else default_schedule(func, target)
+    return best if best is not None else default_schedule(func, target, parallel=parallel)

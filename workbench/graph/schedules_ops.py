@@ -4,10 +4,11 @@ A kernel is recognised by its blocks (``workbench.graph.lower_ops`` builds them 
 library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe of
 ``workbench.recipes`` schedules the head, then the epilogue block ``out`` is folded in:
 
-- ``ops.matmul`` (``C``, three loops), big enough and tile-divisible: the packed recipe
-  (``recipes.matmul.packed_cpu``: B packed in panels, a register tile, panels in
-  parallel); the epilogue is inlined into the tile's write-back (``reverse_compute_inline``)
-  and that loop vectorized, so ``gelu(x @ W + b)`` is written once, from registers;
+- ``ops.matmul`` (``C``, three loops), tile-divisible: a register tile accumulated in a
+  ``local`` buffer, rows in parallel (``recipes.matmul.register_tile_cpu``), or, when B
+  is big (``PACK_BYTES``), the packed recipe (``packed_cpu``: B packed in panels); the
+  epilogue is inlined into the tile's write-back (``reverse_compute_inline``) and that
+  loop vectorized, so ``gelu(x @ W + b)`` is written once, from registers;
 - ``ops.softmax``: the fused recipe (one pass per row, reductions ``rfactor``-ed into
   vector lanes) where the row length is a multiple of the lanes, else the rows fused
   without lanes; the epilogue moves into the row loop;
@@ -18,6 +19,8 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
 Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
 ``ValueError``) leaves the kernel to the generic rules of ``workbench.graph.schedules``.
 Small kernels stay serial (``PARALLEL_WORK``): starting Numba's thread pool costs more.
+``parallel=False`` keeps every kernel serial (on a machine shared with other work, a
+parallel region waits for all its threads to get a core: see bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from workbench.schedule import Schedule, ScheduleError
 
 PARALLEL_WORK = 1 << 18
 """Iterations below which a nest stays serial."""
-PACK_WORK = 1 << 16
-"""Multiply-adds below which a matmul is not packed (the packing costs more)."""
+PACK_BYTES = 1 << 20
+"""Size of B from which a matmul packs B into panels (below it, B stays in L2 as it is)."""
+TILE_WORK = 1 << 12
+"""Multiply-adds below which a matmul keeps the generic rules (a register tile is moot)."""
 
 _FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
 
@@ -73,30 +78,44 @@ def _fold_epilogue_inline(sch: Schedule, writer: str) -> None:
     vectorize_innermost(sch, writer)
 
 
-def matmul_packed(func) -> Schedule | None:
-    """``ops.matmul`` (plus an epilogue) with the packed recipe, or None when it does not fit.
+def _matmul_shape(func) -> tuple[int, int, int] | None:
+    head = next((b for b in find_blocks(func) if b.name == "C"), None)
+    if head is None or len(head.iter_vars) != 3:
+        return None
+    M, N, K = (int(iv.dom.extent.value) for iv in head.iter_vars)
+    return M, N, K
+
+
+def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
+    """``ops.matmul`` (plus an epilogue) with a register tile: the packed recipe when B is
+    big (``PACK_BYTES``), else ``register_tile``; the epilogue inlined in the write-back.
 
     Example
     -------
     >>> from workbench import ops
-    >>> sch = matmul_packed(ops.matmul(128, 128, 64))
-    >>> "parallel" in sch.mod.script()
+    >>> sch = matmul_tiled(ops.matmul(128, 128, 64))
+    >>> "T.parallel" in sch.mod.script()
     True
     """
     from workbench import recipes
 
-    names = _blocks(func)
-    if "C" not in names or len(next(b for b in find_blocks(func) if b.name == "C")
-                               .iter_vars) != 3:
+    shape = _matmul_shape(func)
+    if shape is None:
         return None
-    head = next(b for b in find_blocks(func) if b.name == "C")
-    M, N, K = (int(iv.dom.extent.value) for iv in head.iter_vars)
-    tj, ti = 4 * vector_lanes("float32"), 4
-    tk = K if K <= 256 else math.gcd(K, 128)
-    if M * N * K < PACK_WORK or N % tj or M % ti or tk < 8:
-        return None
+    M, N, K = shape
+    lanes = vector_lanes("float32")
+    parallel = parallel and M * N * K >= PARALLEL_WORK * 4
     try:
-        sch = recipes.get("matmul", "packed", "cpu")(func, ti=ti, tj=tj, tk=tk)
+        if K * N * 4 >= PACK_BYTES and N % (4 * lanes) == 0 and M % 4 == 0:
+            tk = K if K <= 256 else math.gcd(K, 128)
+            sch = recipes.get("matmul", "packed", "cpu")(func, tk=tk)
+            if not parallel:
+                sch = _serial_copy(sch)
+        elif M * N * K >= TILE_WORK and M % 8 == 0 and N % lanes == 0:
+            sch = recipes.get("matmul", "register_tile", "cpu")(func, ti=8, tj=lanes,
+                                                                 parallel=parallel)
+        else:
+            return None
     except _FAILS:
         return None
     _fold_epilogue_inline(sch, "C_local")
@@ -108,7 +127,7 @@ def _rows(func, block: str) -> tuple[int, int]:
     return tuple(int(iv.dom.extent.value) for iv in head.iter_vars[:2])
 
 
-def softmax_fused(func) -> Schedule | None:
+def softmax_fused(func, parallel: bool = True) -> Schedule | None:
     """``ops.softmax`` (plus an epilogue) with the fused recipe."""
     from workbench import recipes
 
@@ -116,7 +135,7 @@ def softmax_fused(func) -> Schedule | None:
         return None
     M, N = _rows(func, "T_softmax_norm")
     lanes = reduction_lanes("float32")
-    parallel = M * N >= PARALLEL_WORK // 4 and M > 1
+    parallel = parallel and M * N >= PARALLEL_WORK // 4 and M > 1
     try:
         sch = recipes.get("softmax", "fused", "cpu")(func, parallel=parallel,
                                                       rfactor=N % lanes == 0 and N >= lanes)
@@ -129,7 +148,7 @@ def softmax_fused(func) -> Schedule | None:
     return sch
 
 
-def layernorm_fused(func) -> Schedule | None:
+def layernorm_fused(func, parallel: bool = True) -> Schedule | None:
     """``ops.layernorm`` (plus an epilogue) with the fused recipe."""
     from workbench import recipes
 
@@ -142,7 +161,7 @@ def layernorm_fused(func) -> Schedule | None:
         sch = recipes.get("layernorm", "fused", "cpu")(func)
     except _FAILS:
         return None
-    if M * N < PARALLEL_WORK // 4:  # the recipe's row loop is parallel; small: serial
+    if not parallel or M * N < PARALLEL_WORK // 4:  # the recipe's row loop is parallel
         sch = _serial_copy(sch)
     _fold_epilogue_inline(sch, "T_layer_norm")
     return sch
@@ -156,7 +175,7 @@ def _serial_copy(sch: Schedule) -> Schedule:
     return Trace(steps).apply(sch.func_before)
 
 
-def attention_rows(func) -> Schedule | None:
+def attention_rows(func, parallel: bool = True) -> Schedule | None:
     """``ops.attention`` with the ``("attention", "rows")`` recipe, where registered."""
     from workbench import recipes
 
@@ -169,7 +188,7 @@ def attention_rows(func) -> Schedule | None:
     scores = next(b for b in find_blocks(func) if b.name == "scores")
     work = math.prod(int(iv.dom.extent.value) for iv in scores.iter_vars)
     try:
-        sch = recipe(func, parallel=work >= PARALLEL_WORK // 4)
+        sch = recipe(func, parallel=parallel and work >= PARALLEL_WORK // 4)
     except _FAILS:
         return None
     if "out" in _blocks(sch.mod):
@@ -179,18 +198,19 @@ def attention_rows(func) -> Schedule | None:
     return sch
 
 
-RULES = (matmul_packed, attention_rows, softmax_fused, layernorm_fused)
+RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused)
 """Tried in order; the first that returns a schedule wins."""
 
 
-def recipe_schedule(func) -> Schedule | None:
+def recipe_schedule(func, parallel: bool = True) -> Schedule | None:
     """The first recipe rule that schedules ``func``, or None."""
     for rule in RULES:
-        sch = rule(func)
+        sch = rule(func, parallel)
         if sch is not None:
             return sch
     return None
 
 
-__all__ = ["PACK_WORK", "PARALLEL_WORK", "RULES", "attention_rows", "layernorm_fused",
-           "matmul_packed", "recipe_schedule", "softmax_fused", "vectorize_innermost"]
+__all__ = ["PACK_BYTES", "PARALLEL_WORK", "RULES", "TILE_WORK", "attention_rows",
+           "layernorm_fused", "matmul_tiled", "recipe_schedule", "softmax_fused",
+           "vectorize_innermost"]

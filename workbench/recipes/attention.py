@@ -5,32 +5,68 @@ from __future__ import annotations
 
 from workbench.backends.cpu_facts import reduction_lanes
 from workbench.ir import PrimFunc
+from workbench.ir.analysis import find_blocks
+from workbench.ir.expr import BufferLoad
+from workbench.ir.functor import collect
 from workbench.recipes.registry import register
-from workbench.recipes.softmax import vectorize_row_reduction
 from workbench.schedule import Schedule
 
 ROW_BLOCKS = ("scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm")
 """The blocks computed per query row, in the order they run."""
 
 
+def _row_reduction_in_lanes(sch: Schedule, name: str, lanes: int) -> None:
+    """``vectorize_row_reduction`` of the softmax recipes, under two row loops (``bh, i``)."""
+    block = sch.get_block(name)
+    _, inner = sch.split(sch.get_loops(block)[-1], factors=[None, lanes])
+    rf = sch.rfactor(inner, factor_axis=0)
+    sch.set_scope(rf, 0, "local")
+    sch.decompose_reduction(rf, sch.get_loops(rf)[2])
+    sch.vectorize(sch.get_loops(rf)[-1])
+    sch.decompose_reduction(block, sch.get_loops(block)[2])
+
+
+def _keys_transposed(sch: Schedule, scores, keys_loop) -> None:
+    """Copy the keys of one ``(b, h)`` into a buffer laid out ``[..., d, j]`` at
+    ``keys_loop`` (``cache_read`` + ``compute_at`` + ``transform_layout``): the scores loop
+    over keys ``j`` then reads contiguous memory instead of a stride-``dim`` gather."""
+    keys = sch.cache_read(scores, 2, "global")
+    sch.compute_at(keys, keys_loop)
+    block = next(b for b in find_blocks(sch.mod) if b.name == "scores")
+    vj, vd = block.iter_vars[3].var, block.iter_vars[4].var
+    load = next(x for x in collect(block.body, lambda n: isinstance(n, BufferLoad))
+                if x.buffer.name.endswith("_global"))
+    axis_j = next(a for a, e in enumerate(load.indices) if e == vj)
+    axis_d = next(a for a, e in enumerate(load.indices) if e == vd)
+    order = [a for a in range(len(load.indices)) if a not in (axis_j, axis_d)] + [axis_d, axis_j]
+    maps = {4: lambda a0, a1, a2, a3: tuple((a0, a1, a2, a3)[o] for o in order),
+            5: lambda a0, a1, a2, a3, a4: tuple((a0, a1, a2, a3, a4)[o] for o in order)}
+    sch.transform_layout(keys, ("write", 0), maps[len(order)])
+
+
 @register("attention", "rows")
 def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
              lanes: int | None = None) -> Schedule:
-    """One query row at a time: its scores, softmax and output row, rows in parallel.
+    """One query row at a time: its scores, softmax and output row; ``(b, h)`` in parallel.
 
     - the output block's loops ``b, h, i, d, k`` become ``b, h, i, k, d`` (``reorder``), so
       the innermost loop walks a row of ``V`` and of the output (contiguous; vectorized);
+      the output row is accumulated in a ``local`` buffer (``cache_write``, written back
+      per row): registers, where ``out`` itself could alias ``V`` and be stored every step;
     - the four row blocks are computed at the row loop ``i`` (``compute_at``, last to
       first) with ``local`` buffers: a row of scores and of probabilities (``kv_seq``
       floats) and two scalars stay in registers and L1, never the ``seq x kv_seq`` matrices;
-    - the scores' loops ``j, d`` become ``d, j``: the inner loop updates the whole row of
-      scores (vectorized) instead of a 16-long dependent dot product per key;
-    - ``b, h, i`` are fused into one (parallel) row loop; the row max and row sum are
-      ``rfactor``-ed into ``lanes`` partial results (``vectorize_row_reduction``, as in the
-      fused softmax) when ``kv_seq`` is a multiple of ``lanes``; every other init is
-      decomposed out of its reduction loop.
+    - the scores' loops ``j, d`` become ``d, j``, and the keys of each ``(b, h)`` are copied
+      transposed (``[d, j]``) once: the inner loop updates the whole row of scores from
+      contiguous keys (vectorized) instead of a ``dim``-long dependent dot product per key;
+    - ``b, h`` are fused into one (parallel) loop; the row max and row sum are
+      ``rfactor``-ed into ``lanes`` partial results (as in the fused softmax) when
+      ``kv_seq`` is a multiple of ``lanes``; every other init is decomposed out of its
+      reduction loop.
 
-    ``lanes`` defaults to ``cpu_facts.reduction_lanes(dtype)``.
+    ``lanes`` defaults to ``cpu_facts.reduction_lanes(dtype)``. Measured at
+    ``(16, 4, 32, 16)``, serial: 660 us with the plain row fusion, 329 us with the local
+    output row, 275 us with the transposed keys.
 
     Example
     -------
@@ -40,11 +76,14 @@ def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
     ['scores']
     """
     lanes = reduction_lanes(func.params[0].dtype) if lanes is None else lanes
-    kv_seq = func.params[1].shape[-2]
+    scores_block = next(b for b in find_blocks(func) if b.name == "scores")
+    kv_seq = int(scores_block.iter_vars[3].dom.extent.value)  # K may be a view of a wider x
     sch = Schedule(func)
     out = sch.get_block("attention")
+    out_row = sch.cache_write(out, 0, "local")
     b, h, i, d, k = sch.get_loops(out)
     sch.reorder(k, d)
+    sch.reverse_compute_at(out_row, i)
     for name in reversed(ROW_BLOCKS):
         sch.compute_at(sch.get_block(name), i)
     for name in ROW_BLOCKS:
@@ -52,17 +91,18 @@ def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
     scores = sch.get_block("scores")
     *_, j, dd = sch.get_loops(scores)
     sch.reorder(dd, j)
-    row = sch.fuse(b, h, i)
-    sch.decompose_reduction(scores, sch.get_loops(scores)[1])
+    heads = sch.fuse(b, h)
+    _keys_transposed(sch, scores, heads)
+    sch.decompose_reduction(scores, sch.get_loops(scores)[2])
     for name in ("T_softmax_maxelem", "T_softmax_expsum"):
         if vectorize and kv_seq % lanes == 0:
-            vectorize_row_reduction(sch, name, lanes)
+            _row_reduction_in_lanes(sch, name, lanes)
         else:
             block = sch.get_block(name)
-            sch.decompose_reduction(block, sch.get_loops(block)[1])
-    sch.decompose_reduction(out, sch.get_loops(out)[1])
+            sch.decompose_reduction(block, sch.get_loops(block)[2])
+    sch.decompose_reduction(out, sch.get_loops(out)[2])
     if parallel:
-        sch.parallel(row)
+        sch.parallel(heads)
     if vectorize:
         for name in ("scores", "T_softmax_norm", "attention"):
             sch.vectorize(sch.get_loops(sch.get_block(name))[-1])

@@ -124,3 +124,37 @@ def packed_cpu(
     if pack_per_panel:
         sch.vectorize(sch.get_loops(b_panel)[-1])
     return sch
+
+
+@register("matmul", "register_tile")
+def register_tile_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None,
+                      parallel: bool = True) -> Schedule:
+    """``i_0 (parallel), j_0, k, i_1 (unroll), j_1 (vectorize)`` with the ``ti x tj`` tile
+    accumulated in a ``local`` buffer and written back after ``k``; no packing.
+
+    For the small weights of a model's linear layers (B fits in L2): the packed recipe's
+    copy of B costs more than it saves there, and parallel panels of B leave cores idle
+    when N is one or two panels wide, while rows (``i_0``) are many. The write-back block
+    (``C_local``) is where a fused epilogue is inlined (``reverse_compute_inline``).
+    ``tj`` defaults to one vector register (``vector_lanes``).
+
+    Example
+    -------
+    >>> sch = register_tile_cpu(ops.matmul(64, 32, 16))
+    """
+    tj = vector_lanes(func.params[-1].dtype) if tj is None else tj
+    sch = Schedule(func)
+    c = sch.get_block("C")
+    c_tile = sch.cache_write(c, 0, "local")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, factors=[None, ti])
+    j0, j1 = sch.split(j, factors=[None, tj])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.reverse_compute_at(c_tile, j0)
+    sch.decompose_reduction(c, k)
+    if parallel:
+        sch.parallel(i0)
+    sch.unroll(i1)
+    sch.vectorize(j1)
+    sch.vectorize(sch.get_loops(c_tile)[-1])
+    return sch
