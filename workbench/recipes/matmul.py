@@ -128,7 +128,7 @@ def packed_cpu(
 
 @register("matmul", "register_tile")
 def register_tile_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None,
-                      parallel: bool = True) -> Schedule:
+                      parallel: bool = True, target: Target | str = "cpu") -> Schedule:
     """``i_0 (parallel), j_0, k, i_1 (unroll), j_1 (vectorize)`` with the ``ti x tj`` tile
     accumulated in a ``local`` buffer and written back after ``k``; no packing.
 
@@ -136,13 +136,13 @@ def register_tile_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None,
     copy of B costs more than it saves there, and parallel panels of B leave cores idle
     when N is one or two panels wide, while rows (``i_0``) are many. The write-back block
     (``C_local``) is where a fused epilogue is inlined (``reverse_compute_inline``).
-    ``tj`` defaults to one vector register (``vector_lanes``).
+    ``tj`` defaults to one vector register of the target.
 
     Example
     -------
     >>> sch = register_tile_cpu(ops.matmul(64, 32, 16))
     """
-    tj = vector_lanes(func.params[-1].dtype) if tj is None else tj
+    tj = _registers(func, target, 1) if tj is None else tj
     sch = Schedule(func)
     c = sch.get_block("C")
     c_tile = sch.cache_write(c, 0, "local")
