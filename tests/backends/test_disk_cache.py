@@ -42,7 +42,8 @@ def test_second_process_hits_numba_disk_cache(tmp_path):
     second = _build_in_fresh_process(tmp_path)
     assert second["hit"] == "disk"
     assert sorted(p.name for p in tmp_path.glob("workbench_kernel_matmul_*.py")) == modules
-    assert second["seconds"] < first["seconds"]
+    # no timing assertion: "disk" is Numba's cache index answering (a timed comparison
+    # failed under load); bench/bench_compile.py measures the time saved
 
 
 def test_clear_memory_cache_forces_a_fresh_compile(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ import numpy as np
 
 import workbench as wb
 from workbench.backends import runtime
-from workbench.ops.softmax_lowering import online_softmax_lanes
+from workbench.ops.softmax_online import online_softmax_lanes
 
 
 def test_fastmath_flags_leave_out_ninf():

@@ -123,7 +123,6 @@ def test_wb_compile_stays_the_function_after_submodule_imports():
 
 
 def test_schedules_from_records_fall_back_to_default_rules(tmp_path):
-    pytest.importorskip("workbench.tune")
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.GELU()).eval()
     x = torch.randn(3, 4)
     db = tmp_path / "records.jsonl"

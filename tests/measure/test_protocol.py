@@ -230,3 +230,20 @@ def test_wb_measure_is_callable_whatever_was_imported_first(first_import):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["MeasureResult", "5"]
+
+
+def test_given_argument_sets_are_cycled_without_copying():
+    from workbench.measure.rotation import make_argument_sets
+
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((M, K)).astype(np.float32) for _ in range(2))
+    sets = make_argument_sets((a, b, np.empty((M, N), np.float32)), 3)
+    kernel = FakeMatmulKernel()
+    res = measure(kernel, a, b, sets[0][2], warmup=1, min_repeats=5, max_repeats=5,
+                  budget_s=0.0, peaks=PEAKS, argument_sets=sets)
+    assert res.rotation_sets == 3 and res.repeats == 5
+    # every call ran on one of the given sets (by identity), in order, none copied
+    assert [next(i for i, s in enumerate(sets) if s[0] is call[0]) for call in kernel.calls] == [
+        0, 1, 2, 0, 1, 2]
+    for s in sets:
+        np.testing.assert_allclose(s[2], a @ b, rtol=1e-5, atol=1e-5)

@@ -15,7 +15,7 @@ from workbench.backends.cpu_facts import (
 from workbench.ir import ForKind
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
-from workbench.ops.softmax_lowering import online_softmax, online_softmax_lanes
+from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 
 LANES = vector_lanes("float32")
 REDUCE = reduction_lanes("float32")
@@ -42,10 +42,13 @@ def random_inputs(func, rng):
 
 
 def test_registry_lists_every_recipe():
-    listed = [(r.op, r.name, r.target) for r in recipes.list()]
+    listed = [(r.op, r.name, r.target) for r in recipes.list(target="cpu")]
     assert sorted(listed) == sorted((op, name, "cpu") for op, name in FUNCS)
-    assert [r.name for r in recipes.list(op="softmax")] == ["fused", "online", "online_lanes"]
-    assert recipes.list(target="cuda") == []
+    names = [r.name for r in recipes.list(op="softmax", target="cpu")]
+    assert names == ["fused", "online", "online_lanes"]
+    assert {r.target for r in recipes.list()} == {"cpu", "cuda"}
+    cuda = [(r.op, r.name) for r in recipes.list(target="cuda")]
+    assert {("softmax", "block_per_row"), ("layernorm", "block_per_row")} <= set(cuda)
     assert recipes.get("matmul", "packed").schedule is recipes.matmul.packed_cpu
     assert recipes.get("matmul", "packed").doc.startswith("B packed into")
 
@@ -103,3 +106,54 @@ def test_cpu_facts():
         assert vector_bits() == 512
     elif " avx2" in flags:
         assert vector_bits() >= 256
+
+
+@pytest.fixture
+def narrow_and_wide_targets(monkeypatch):
+    """Two cpu-like targets planning for other machines: 128-bit (SSE/NEON) and 512-bit
+    (AVX-512) vectors, both with 64-byte cache lines."""
+    import dataclasses
+
+    from workbench.backends import target as target_module
+    from workbench.backends.target import CPU_FACTS, get_target_kind
+
+    cpu = get_target_kind("cpu")
+    for name, vector_bytes in (("cpu_sse_test", 16), ("cpu_avx512_test", 64)):
+        facts = dataclasses.replace(CPU_FACTS, vector_bytes=vector_bytes, cache_line_bytes=64)
+        kind = dataclasses.replace(cpu, name=name, device=lambda facts=facts: facts)
+        monkeypatch.setitem(target_module._REGISTRY, name, kind)
+    return "cpu_sse_test", "cpu_avx512_test"
+
+
+def test_widths_follow_the_target(narrow_and_wide_targets, rng):
+    """Every recipe reads the vector width of the target it is given (no constant lanes):
+    4 float32 per register at 128 bits, 16 at 512; the reduction split is at least a cache
+    line (16 float32) on both. The schedules still compute the reference."""
+    sse, avx512 = narrow_and_wide_targets
+    func = ops.matmul(8, 128, 64)
+    assert vector_extents(recipes.matmul.packed_cpu(func, target=sse)) == [16, 16]
+    assert vector_extents(recipes.matmul.packed_cpu(func, target=avx512)) == [64, 64]
+    assert vector_extents(recipes.matmul.tiled_full_k_cpu(func, target=sse)) == [8]
+    assert vector_extents(recipes.matmul.tiled_cpu(func, target=wb.Target(avx512))) == [64]
+    norm = ops.layernorm(2, 128)
+    assert vector_extents(recipes.layernorm.fused_cpu(norm, target=sse)) == [16, 16, 128]
+    assert vector_extents(recipes.layernorm.fused_cpu(norm, target=avx512)) == [64, 64, 128]
+    soft = ops.softmax(2, 64)
+    assert vector_extents(recipes.softmax.fused_cpu(soft, target=sse)) == [16, 16, 64]
+    steps = recipes.softmax_lowering.softmax_lowering_steps(2, 64, target=avx512)
+    assert "factors=[None, 16]" in steps[2].trace
+    for sch in (recipes.matmul.packed_cpu(func, target=sse),
+                recipes.layernorm.fused_cpu(norm, target=sse)):
+        f = sch.func_before
+        arrays = random_inputs(f, rng)
+        want = [a.copy() for a in arrays]
+        wb.build(f, target="numpy")(*want)
+        wb.build(sch, target="cpu")(*arrays)
+        np.testing.assert_allclose(arrays[-1], want[-1], rtol=1e-4, atol=1e-4)
+
+
+def test_cpu_targets_report_the_host_vector_width():
+    for name in ("cpu", "numpy"):
+        device = wb.Target(name).device
+        assert device.vector_bytes * 8 == vector_bits()
+        assert device.cache_line_bytes == cache_line_bytes()

@@ -13,7 +13,7 @@ from workbench.ir import ForKind
 from workbench.ir.analysis import find_blocks
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
-from workbench.ops.softmax_lowering import LOWEST_FLOAT32, online_softmax, online_softmax_lanes
+from workbench.ops.softmax_online import LOWEST_FLOAT32, online_softmax, online_softmax_lanes
 from workbench.recipes.softmax_lowering import LoweringStep, softmax_lowering_steps
 from workbench.schedule import MultipleStoresError
 

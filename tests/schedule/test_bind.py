@@ -5,9 +5,10 @@ import textwrap
 
 import numpy as np
 import pytest
+from schedule_checks import raises_unchanged
 from schedule_examples import matmul, row_sum, scale2d
-from test_errors import raises_unchanged
 
+from workbench import T
 from workbench.backends import build
 from workbench.schedule import (
     InvalidThreadAxisError,
@@ -92,8 +93,40 @@ def test_unknown_axis():
     assert err.name == "i" and "unknown thread axis 'warp.x'" in str(err)
 
 
-def test_reduction_loop():
+def test_reduction_loop_on_a_grid_axis():
+    """Blocks cannot combine values within a kernel: a reduction loop on blockIdx is refused."""
     sch = Schedule(row_sum)
+    _, k = sch.get_loops(sch.get_block("B"))
+    err = raises_unchanged(sch, ReductionLoopError, sch.bind, k, "blockIdx.x")
+    assert err.block == "B"
+
+
+def test_reduction_loop_on_threads_is_a_cross_thread_reduction():
+    """As TVM: a reduction block's reduce loop may go on threadIdx (an allreduce on cuda);
+    on the CPU it stays a serial loop and computes the reference."""
+    sch = Schedule(row_sum)
+    i, k = sch.get_loops(sch.get_block("B"))
+    sch.bind(i, "blockIdx.x")
+    sch.bind(k, "threadIdx.x")
+    a = np.random.default_rng(0).standard_normal((8, 12), dtype=np.float32)
+    b = np.full(8, np.nan, np.float32)
+    build(sch, target="cpu")(a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+@T.prim_func
+def not_a_reducer(A: T.Buffer((8, 12), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 12):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] * T.float32(2) + A[vi, vk]
+
+
+def test_reduction_loop_of_a_non_reducer_block_stays_refused():
+    """``B = B * 2 + x`` is not a commutative reduction: the threads cannot combine it."""
+    sch = Schedule(not_a_reducer)
     _, k = sch.get_loops(sch.get_block("B"))
     err = raises_unchanged(sch, ReductionLoopError, sch.bind, k, "threadIdx.x")
     assert err.block == "B"

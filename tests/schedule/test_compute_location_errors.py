@@ -2,9 +2,9 @@
 the schedule left unchanged; and legal_primitives' rows for the four primitives."""
 
 import numpy as np
+from schedule_checks import raises_unchanged
 from schedule_examples import add_relu, matmul, two_stages
 from test_compute_location import assert_computes_same, matmul_relu
-from test_errors import raises_unchanged
 
 import workbench as wb
 from workbench import T, ops

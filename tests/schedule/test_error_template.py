@@ -64,3 +64,42 @@ def test_template_errors_pickle():
         )
     assert NoConsumersError("compute_at", "B", None, None).message == "block 'B' has no consumers"
     assert RegionNotCoveredError("x", "C", "", "r", None, None).message.startswith("here,")
+
+
+def test_every_schedule_error_is_declared_with_the_template():
+    """Issue 7: the schedule package's error classes all use the template (no hand-written
+    ``__init__`` beyond the base class and ``NothingToUndoError``'s fixed primitive)."""
+    import workbench.schedule as schedule
+    from workbench.schedule.errors import NothingToUndoError, _template_init
+
+    hand_written = []
+    for name in dir(schedule):
+        cls = getattr(schedule, name)
+        if not (isinstance(cls, type) and issubclass(cls, ScheduleError)):
+            continue
+        if cls in (ScheduleError, NothingToUndoError):
+            continue
+        if cls.__init__ is not _template_init and cls.fields is not None:
+            hand_written.append(name)
+        elif cls.fields is None and cls.__init__ is not ScheduleError.__init__:
+            hand_written.append(name)
+    assert hand_written == []
+
+
+def test_named_fields_keep_names_and_mark_the_node():
+    from schedule_examples import matmul
+
+    from workbench.schedule import BufferIndexError, NotAConsumerError
+    from workbench.schedule.tree import find_block
+
+    block, _ = find_block(matmul, "C", "test")
+    a = matmul.params[0]
+    err = NotAConsumerError("cache_read", block, a, matmul)
+    assert (err.name, err.block, err.buffer) == ("C", "C", "A")
+    assert err.node is block and err.ir["buffer"] is a
+    assert err.message == "block 'C' does not read 'A'"
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.block, back.buffer, back.message) == ("C", "A", err.message)
+    err = BufferIndexError("cache_read", block, "read", 7, matmul)
+    assert err.buffers == [r.buffer.name for r in block.reads]
+    assert err.suggestion == f"pass an index from 0 to {len(block.reads) - 1}"

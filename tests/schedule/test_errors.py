@@ -2,6 +2,7 @@
 marked IR, and the schedule left exactly as it was (mod, trace, handles)."""
 
 import pytest
+from schedule_checks import raises_unchanged
 from schedule_examples import add_relu, matmul, row_sum, scale, scale2d, triangle, two_stages
 
 from workbench.schedule import (
@@ -25,22 +26,10 @@ from workbench.schedule import (
     ReductionLoopError,
     RemovedHandleError,
     Schedule,
-    ScheduleError,
     WrongFactorProductError,
     WrongHandleKindError,
     loops,
 )
-
-
-def raises_unchanged(sch: Schedule, error: type, call, *args, **kwargs) -> ScheduleError:
-    """Call ``call(*args, **kwargs)``; it must raise exactly ``error`` and change nothing."""
-    state, mod, trace = sch._state, sch.mod, sch.trace
-    with pytest.raises(ScheduleError) as info:
-        call(*args, **kwargs)
-    assert type(info.value) is error, f"{type(info.value).__name__}: {info.value}"
-    assert sch._state is state
-    assert sch.mod == mod and sch.trace == trace and len(sch.trace) == len(trace)
-    return info.value
 
 
 def setup(func, block):

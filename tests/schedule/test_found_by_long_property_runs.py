@@ -6,7 +6,7 @@ a parallel loop race."""
 from __future__ import annotations
 
 import pytest
-from scope_checks import assert_computes_reference
+from schedule_checks import assert_computes_reference
 
 import workbench as wb
 from workbench import ops
@@ -91,5 +91,100 @@ def test_compute_at_into_a_parallel_consumer_loop_of_attention():
     with pytest.raises(ParallelRecomputeError):
         sch.compute_at(sch.get_block("T_softmax_norm"), d)
     sch.compute_at(sch.get_block("T_softmax_norm"), i)
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+# --- found on 2026-12-03 (seeds 21-24, with the fixes above) ------------------------------
+
+
+def test_split_of_a_fused_parallel_loop_by_two():
+    """seeds 22, 23 (loop and mixed): fuse(i, j), parallel, split(fused, [None, 2]) prints
+    ``(f0 * 2 + f1) // 10`` and ``% 10``: a split of the fused loop, which the analysis read
+    as unreadable and the parser refused as a race."""
+    for func, name in ((ops.add(6, 10), "T_add"), (ops.matmul(16, 12, 8), "C")):
+        sch = Schedule(func)
+        loops = sch.get_loops(sch.get_block(name))
+        fused = sch.fuse(loops[0], loops[1])
+        sch.parallel(fused)
+        sch.split(fused, factors=[None, 2])
+        assert "T.parallel(" in sch.mod.script()
+        assert_script_parses_back(sch)
+        assert_computes_reference(sch, func)
+
+
+def test_parallel_low_digit_under_an_inner_loop():
+    """seed 21 (loop primitives): split(i, [3, 1, 2]), parallel(i_2), fuse the other two and
+    reorder i_2 outermost: ``vi = f * 2 + i_2`` with ``f`` an inner loop; ``i_2`` is the low
+    digit, so its two iterations never meet."""
+    func = ops.softmax(6, 10)
+    sch = Schedule(func)
+    i, _ = sch.get_loops(sch.get_block("T_softmax_maxelem"))
+    i0, i1, i2 = sch.split(i, factors=[3, 1, 2])
+    sch.parallel(i2)
+    fused = sch.fuse(i0, i1)
+    sch.reorder(i2, fused)
+    assert "for i_2 in T.parallel(2):" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def test_vectorized_init_of_a_fused_split_matmul():
+    """seed 24 (mixed): fuse(i, j), split [1, 48, 4], vectorize the inner loop,
+    decompose_reduction: ``C[(f1 * 4 + l) // 12, (f1 * 4 + l) % 12]`` is one element per
+    ``f1 * 4 + l`` (the two dimensions read together, row-major)."""
+    func = ops.matmul(16, 12, 8)
+    sch = Schedule(func)
+    i, j, _ = sch.get_loops(sch.get_block("C"))
+    _, _, inner = sch.split(sch.fuse(i, j), factors=[1, 48, 4])
+    sch.vectorize(inner)
+    sch.decompose_reduction(sch.get_block("C"), inner)
+    assert "T.vectorized(4)" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def _strided_writes(index: str) -> str:
+    return f'''
+@T.prim_func
+def strided(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for l in T.parallel(2):
+        for f in T.serial(4):
+            with T.block("B"):
+                v = T.axis.spatial(16, {index})
+                T.reads(A[v])
+                T.writes(B[v])
+                B[v] = A[v] + T.float32(1)
+'''
+
+
+@pytest.mark.parametrize("index", ["f * 2 + l", "f * 4 + l * 2", "l + f * 8"])
+def test_parallel_digit_below_an_inner_stride_is_independent(index):
+    """Every inner term a multiple of ``g`` and the parallel loop's reach below ``g``."""
+    func = wb.from_source(_strided_writes(index))
+    assert "T.parallel(2)" in func.script()
+
+
+@pytest.mark.parametrize("index", ["f + l", "f * 2 + l * 2", "f * 3 + l * 3"])
+def test_parallel_digit_that_meets_an_inner_stride_is_a_race(index):
+    """``f + l``: (f=1, l=0) and (f=0, l=1) write one element; the parser must refuse."""
+    from workbench.script.errors import DSLError
+
+    with pytest.raises(DSLError, match="two of its iterations touch one element of 'B'"):
+        wb.from_source(_strided_writes(index))
+
+
+def test_parallel_replaces_a_thread_binding():
+    """seed 24 (mixed): bind(l, "blockIdx.x") then parallel(l) kept both, and the printed
+    ``T.parallel`` lost the binding on the way back. As in TVM, the new kind replaces it."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    i, j = sch.get_loops(sch.get_block("T_add"))
+    fused = sch.fuse(i, j)
+    sch.bind(fused, "blockIdx.x")
+    sch.parallel(fused)
+    (loop,) = sch.get_loops(sch.get_block("T_add"))
+    assert sch.get(loop).thread_binding is None
+    assert "T.parallel(60)" in sch.mod.script()
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from schedule_checks import raises_unchanged
 from schedule_examples import matmul, scale
-from test_errors import raises_unchanged
 from test_memory import TARGETS, assert_same, before_after, check_golden
 
 from workbench import T
@@ -26,7 +26,7 @@ from workbench.schedule import (
     TraceError,
 )
 from workbench.schedule.layout import IndexMap
-from workbench.schedule.layout_index_map import ENUMERATION_LIMIT, proves_injective
+from workbench.schedule.layout_index_map import proves_injective
 
 
 def pack_panels(b: np.ndarray, width: int) -> np.ndarray:
@@ -412,22 +412,112 @@ def test_bijectivity_of_a_huge_buffer_is_proved_not_enumerated():
     sch.transform_layout(sch.get_block("B"), "A", lambda i, j: (j // 16, i, j % 16))
     assert sch.mod.param("A").shape == (1024, 16384, 16)
     assert time.perf_counter() - start < 5.0
+    sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (i // 2, j * 2 + i % 2))
+    assert sch.mod.param("B").shape == (8192, 32768)  # digits of i and j: proved
     err = raises_unchanged(
         sch,
         IndexMapNotBijectiveError,
         sch.transform_layout,
         sch.get_block("B"),
         "B",
-        lambda i, j: (i // 2, j * 2 + i % 2),
+        lambda i, j: (i, j * 3 % 32768),
     )
-    assert "cannot be proven a bijection" in err.why and str(ENUMERATION_LIMIT) in err.why
+    assert "cannot be proven a bijection (at any size)" in err.why
+    assert time.perf_counter() - start < 10.0
 
 
-def test_small_maps_beyond_the_proof_are_enumerated():
-    """A bijection no proof covers is accepted on a small buffer (checked point by point)."""
+def test_digit_permutations_are_proved_not_enumerated():
+    """Swapping the digits of one index (``i % 2 * 2 + i // 2 % 2``) is proved by the
+    mixed-radix digit rule: accepted on 4 elements as on 2^24."""
     sch = Schedule(four)
     imap = IndexMap.from_text("lambda i: (i % 2 * 2 + i // 2 % 2,)")
-    assert not proves_injective(imap, (4,))
+    assert proves_injective(imap, (4,))
     sch.transform_layout(sch.get_block("B"), "A", imap)
     assert sch.mod.param("A").shape == (4,)
     assert "A[vi % 2 * 2 + vi // 2]" in sch.mod.script()  # vi // 2 % 2 == vi // 2 here
+    sch = Schedule(four)  # the same map on an intermediate buffer computes the reference
+    cached = sch.cache_read(sch.get_block("B"), 0, "global")
+    sch.transform_layout(cached, ("write", 0), imap)
+    assert_same(sch, "numpy")
+
+
+def test_a_bijection_beyond_the_proofs_is_refused_at_every_size():
+    """``i * 3 % 16`` is a bijection of 16 elements, but neither proof covers it: refused
+    on a small buffer too (legality does not depend on the size), with the reason."""
+    small = IndexMap.from_text("lambda i: (i * 3 % 16,)")
+    assert not proves_injective(small, (16,))
+    assert not proves_injective(IndexMap.from_text("lambda i: (i * 3 % 65536,)"), (65536,))
+
+    @T.prim_func
+    def sixteen(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        for i in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi] * T.float32(2)
+
+    sch = Schedule(sixteen)
+    err = raises_unchanged(
+        sch, IndexMapNotBijectiveError, sch.transform_layout, sch.get_block("B"), "A", small
+    )
+    assert "cannot be proven a bijection (at any size)" in err.why
+
+
+@pytest.mark.parametrize(
+    "text, new_shape",
+    [
+        ("lambda i, j: (j // 16, i, j % 16)", (256, 4096, 16)),
+        ("lambda i, j: (i, j % 64 * 64 + j // 64)", (4096, 4096)),  # digit swap
+        ("lambda i, j: (i // 64, j // 64, i % 64, j % 64)", (64, 64, 64, 64)),
+        ("lambda i, j: (i % 16 // 4, i // 16, i % 4, j)", (4, 256, 4, 4096)),
+    ],
+)
+def test_transform_layout_legality_is_symbolic_on_a_big_shape(text, new_shape):
+    """4096 x 4096 (16M elements): decided by the proofs in well under a second (no
+    enumeration); ``test_digit_maps_compute_the_reference`` runs the same kinds of map."""
+    import time
+
+    @T.prim_func
+    def big(A: T.Buffer((4096, 4096), "float32"), B: T.Buffer((4096, 4096), "float32")):
+        for i, j in T.grid(4096, 4096):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+
+    sch = Schedule(big)
+    start = time.perf_counter()
+    sch.transform_layout(sch.get_block("B"), "A", text)
+    assert time.perf_counter() - start < 2.0
+    assert sch.mod.param("A").shape == new_shape
+    # a non-bijective neighbour of each map is refused just as fast
+    start = time.perf_counter()
+    raises_unchanged(
+        sch, IndexMapNotBijectiveError, sch.transform_layout, sch.get_block("B"), "B",
+        lambda i, j: (i // 2, j),
+    )
+    assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    "text, shape",
+    [
+        ("lambda i, j: (i, j % 4 * 4 + j // 4)", (64, 16)),
+        ("lambda i, j: (i % 16 // 4, i // 16, i % 4, j)", (4, 4, 4, 16)),
+        ("lambda i, j: (i // 8, j // 4, i % 8, j % 4)", (8, 4, 8, 4)),
+    ],
+)
+def test_digit_maps_compute_the_reference(text, shape):
+    """Maps proved by the digit rule give the reference result (numpy and cpu)."""
+
+    @T.prim_func
+    def small(A: T.Buffer((64, 16), "float32"), B: T.Buffer((64, 16), "float32")):
+        for i, j in T.grid(64, 16):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+
+    sch = Schedule(small)
+    cached = sch.cache_read(sch.get_block("B"), 0, "global")
+    sch.transform_layout(cached, ("write", 0), text)
+    assert sch.mod.root_block.alloc_buffers[0].shape == shape
+    for target in ("numpy", "cpu"):
+        assert_same(sch, target)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from schedule_checks import raises_unchanged
 from schedule_examples import add_relu, matmul, row_sum, scale, two_stages
-from test_errors import raises_unchanged
 
 from workbench import T, from_source
 from workbench.backends import build

@@ -2,7 +2,7 @@
 arguments that apply (or raise a ScheduleError), and undo replays their steps."""
 
 import pytest
-from newprims_check import assert_replays
+from schedule_checks import verify_trace_roundtrip
 
 from workbench import T
 from workbench.schedule import INSTRUCTIONS, Schedule, ScheduleError, Trace
@@ -39,7 +39,7 @@ def test_probe_then_apply(name):
     except ScheduleError:
         return
     assert sch.trace[-1].primitive == name
-    assert_replays(sch)
+    verify_trace_roundtrip(sch)
 
 
 def test_undo_replays_new_steps():

@@ -14,8 +14,8 @@ from reduction_examples import (
     sum_minus,
     two_outputs,
 )
+from schedule_checks import raises_unchanged
 from schedule_examples import matmul, row_sum, scale2d
-from test_errors import raises_unchanged
 
 from workbench.ops.nn import softmax
 from workbench.schedule import (

@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 import pytest
+from schedule_checks import assert_computes_reference
 from schedule_examples import add_relu, matmul
-from scope_checks import assert_computes_reference
 
 import workbench as wb
 from workbench import T
@@ -259,3 +259,41 @@ def test_compute_location_family_reads_producers_and_consumers_from_the_block_sc
     assert [b.name for b in producers_and_consumers(info, c)[0]] == ["T0", "T1", "T0_again"]
     info, t0 = check_movable("test", overwritten_input, "T0")
     assert [b.name for b in producers_and_consumers(info, t0)[1]] == ["T1", "C"]
+
+
+def test_cache_primitives_read_producers_and_consumers_from_the_block_scope(monkeypatch):
+    """cache_read / cache_write find the blocks to redirect and to stay ordered with through
+    the shared ``BlockScope`` (its readers / writers), not a walk of their own."""
+    from test_tvm_cache_read_write import func_multi_consumer, func_multi_producer, func_nested_seq
+
+    from workbench.schedule import memory, memory_placement
+    from workbench.schedule.tree import find_block
+
+    for func in (add_relu, matmul, func_multi_consumer, func_multi_producer, func_nested_seq):
+        for name in block_scope(func).blocks:
+            block, _ = find_block(func, name, "test")
+            scope = scope_of(func, name)
+            for region in block.reads:
+                buf = region.buffer
+                got = memory.resolve_consumers("cache_read", func, block, buf, None,
+                                               default_all=True)
+                want = [b for b in scope.readers(buf.name)
+                        if b != name and b not in scope.writers(buf.name)]
+                assert got == want, (func.name, name, buf.name)
+    # B and C both consume A's output in func_multi_consumer: the default redirects both
+    users = memory_placement.buffer_users(func_multi_consumer, func_multi_consumer.root_block
+                                          .alloc_buffers[0], "A")
+    assert [(u.name, u.reads, u.writes) for u in users] == [("B", True, False),
+                                                             ("C", True, False)]
+    # cache_read asks the scope analysis (no walk of its own)
+    calls = []
+    real = memory_placement.scope_of
+
+    def counting(func, block, primitive="block_scope"):
+        calls.append(block)
+        return real(func, block, primitive)
+
+    monkeypatch.setattr(memory_placement, "scope_of", counting)
+    sch = Schedule(func_multi_consumer)
+    sch.cache_read(sch.get_block("B"), 0, "global")
+    assert calls and set(calls) <= {"A", "B", "C"}

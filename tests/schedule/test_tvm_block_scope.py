@@ -8,7 +8,7 @@ ported, see ``docs/decisions.d/scope.md``). Each test names its TVM test. Where 
 function can be parallelised, the parallel schedule is also run against the reference.
 """
 
-from scope_checks import assert_computes_reference
+from schedule_checks import assert_computes_reference
 
 from workbench import T
 from workbench.schedule import Schedule

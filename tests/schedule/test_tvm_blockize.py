@@ -4,7 +4,7 @@ test_tir_schedule_split_fuse.py (add_unit_loop): golden IR, structure, numbers o
 and cpu targets against the unscheduled function, trace JSON round trip and replay."""
 
 import pytest
-from newprims_check import assert_computes_same, make_golden, raises_unchanged
+from schedule_checks import assert_computes_same, make_golden, raises_unchanged
 
 from workbench import T
 from workbench.ir import IterKind

@@ -9,7 +9,12 @@ cases (reindex_cache_*, cache_inplace, opaque/extern access, symbolic and int64 
 differences are listed in docs/decisions.d/loopsarg.md.
 """
 
-from tvm_port import assert_structural, check_numbers, raises_unchanged, verify_trace_roundtrip
+from schedule_checks import (
+    assert_structural,
+    check_numbers,
+    raises_unchanged,
+    verify_trace_roundtrip,
+)
 
 from workbench import T
 from workbench.ir import Block, For
@@ -304,25 +309,25 @@ def test_cache_read_multi_producer(rng):
 def test_cache_read_fail_index_out_of_bound():
     """test_tir_schedule_cache_read_write.py::test_cache_read_fail_index_out_of_bound"""
     sch = Schedule(elementwise)
-    raises_unchanged(BufferIndexError, sch.cache_read, sch.get_block("B"), 1, "global")
+    raises_unchanged(sch, BufferIndexError, sch.cache_read, sch.get_block("B"), 1, "global")
 
 
 def test_cache_read_fail_invalid_storage_scope():
     """test_tir_schedule_cache_read_write.py::test_cache_read_fail_invalid_storage_scope"""
     sch = Schedule(elementwise)
-    raises_unchanged(UnknownScopeError, sch.cache_read, sch.get_block("B"), 0, "test_scope")
+    raises_unchanged(sch, UnknownScopeError, sch.cache_read, sch.get_block("B"), 0, "test_scope")
 
 
 def test_cache_read_consumer_blocks_errors():
     """Not in TVM's file: a listed block that does not read the buffer, or writes it."""
     sch = Schedule(func_multi_consumer)
     err = raises_unchanged(
-        NotAConsumerError, sch.cache_read, sch.get_block("B"), 0, "global", consumer_blocks=["A"]
+        sch, NotAConsumerError, sch.cache_read, sch.get_block("B"), 0, "global", consumer_blocks=["A"]
     )
     assert err.buffer == "A"
     sch = Schedule(func_nested_seq)
     raises_unchanged(
-        CacheReadOfWrittenBufferError,
+        sch, CacheReadOfWrittenBufferError,
         sch.cache_read,
         sch.get_block("B1"),
         1,
@@ -438,13 +443,13 @@ def test_cache_write_multi_producer(rng):
 def test_cache_write_fail_index_out_of_bound():
     """test_tir_schedule_cache_read_write.py::test_cache_write_fail_index_out_of_bound"""
     sch = Schedule(elementwise)
-    raises_unchanged(BufferIndexError, sch.cache_write, sch.get_block("B"), 1, "global")
+    raises_unchanged(sch, BufferIndexError, sch.cache_write, sch.get_block("B"), 1, "global")
 
 
 def test_cache_write_fail_invalid_storage_scope():
     """test_tir_schedule_cache_read_write.py::test_cache_write_fail_invalid_storage_scope"""
     sch = Schedule(elementwise)
-    raises_unchanged(UnknownScopeError, sch.cache_write, sch.get_block("B"), 0, "test_scope")
+    raises_unchanged(sch, UnknownScopeError, sch.cache_write, sch.get_block("B"), 0, "test_scope")
 
 
 def test_cache_write_of_a_block_reading_its_output(rng):

@@ -11,7 +11,7 @@ deliberate difference: docs/decisions.d/computeloc.md.
 
 import numpy as np
 import pytest
-from test_errors import raises_unchanged
+from schedule_checks import raises_unchanged
 
 from workbench import T
 from workbench.backends import build

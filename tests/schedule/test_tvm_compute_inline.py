@@ -9,7 +9,7 @@ do not apply (opaque access, match_buffer, tensor cores) and every deliberate di
 docs/decisions.d/computeloc.md.
 """
 
-from test_errors import raises_unchanged
+from schedule_checks import raises_unchanged
 from test_tvm_compute_at import check
 
 from workbench import T

@@ -4,7 +4,7 @@ IR, structure, numbers on the numpy and cpu targets against the unscheduled func
 check_run), trace JSON round trip and replay."""
 
 import pytest
-from newprims_check import assert_computes_same, make_golden, raises_unchanged
+from schedule_checks import assert_computes_same, make_golden, raises_unchanged
 
 from workbench import T
 from workbench.ir import TRUE

@@ -9,8 +9,7 @@ unscheduled function on random inputs. The ``bind`` tests are not ported (no thr
 yet: the CUDA issue); see ``docs/decisions.d/scope.md``.
 """
 
-import pytest
-from scope_checks import assert_computes_reference, assert_trace_roundtrip
+from schedule_checks import assert_computes_reference, raises_unchanged, verify_trace_roundtrip
 
 from workbench import T
 from workbench.schedule import (
@@ -18,18 +17,7 @@ from workbench.schedule import (
     LoopWriteConflictError,
     ReductionLoopError,
     Schedule,
-    ScheduleError,
 )
-
-
-def raises_unchanged(sch: Schedule, error: type, call, *args) -> ScheduleError:
-    mod, trace = sch.mod, sch.trace
-    with pytest.raises(ScheduleError) as info:
-        call(*args)
-    assert type(info.value) is error, f"{type(info.value).__name__}: {info.value}"
-    assert sch.mod == mod and sch.trace == trace
-    return info.value
-
 
 # --- the functions (TVM's, 128 shapes kept where the python loop path stays fast) --------
 
@@ -307,7 +295,7 @@ def scatter_compute_parallelize():
 
 def check_legal(sch: Schedule, original, expected) -> None:
     assert sch.mod == expected, sch.mod.script()
-    assert_trace_roundtrip(sch, original)
+    verify_trace_roundtrip(sch, original)
     assert_computes_reference(sch, original)
 
 

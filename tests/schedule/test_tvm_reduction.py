@@ -7,7 +7,12 @@ docs/decisions.md says. Skipped: blockized (nested) reduction blocks, the struct
 check (our IR is immutable by construction).
 """
 
-from tvm_port import assert_structural, check_numbers, raises_unchanged, verify_trace_roundtrip
+from schedule_checks import (
+    assert_structural,
+    check_numbers,
+    raises_unchanged,
+    verify_trace_roundtrip,
+)
 
 from workbench import T
 from workbench.ir import ForKind
@@ -124,7 +129,7 @@ def test_reduction_decompose3():
     sch = Schedule(matmul_decompose_fail3)
     C = sch.get_block("update")
     _, _, j = sch.get_loops(C)
-    raises_unchanged(InitLoopInsideReductionError, sch.decompose_reduction, C, j)
+    raises_unchanged(sch, InitLoopInsideReductionError, sch.decompose_reduction, C, j)
 
 
 def test_reduction_decompose4(rng):

@@ -3,7 +3,7 @@ golden IR, the new buffer's shape, numbers on the numpy and cpu targets against 
 unscheduled function, trace JSON round trip and replay, and one error class per reason."""
 
 import pytest
-from newprims_check import assert_computes_same, make_golden, raises_unchanged
+from schedule_checks import assert_computes_same, make_golden, raises_unchanged
 
 from workbench import T
 from workbench.schedule import (

@@ -6,7 +6,12 @@ Differences (predicate, l * 16 binding, scan/opaque iter types, opaque intrinsic
 listed in docs/decisions.d/loopsarg.md.
 """
 
-from tvm_port import assert_structural, check_numbers, raises_unchanged, verify_trace_roundtrip
+from schedule_checks import (
+    assert_structural,
+    check_numbers,
+    raises_unchanged,
+    verify_trace_roundtrip,
+)
 
 from workbench import T
 from workbench.ir import ForKind
@@ -144,7 +149,7 @@ def test_reorder_with_partial_affineness(rng):
 
     sch = Schedule(non_affine)
     v0, v1, v2 = sch.get_loops(sch.get_block("block"))
-    err = raises_unchanged(NonAffineBindingError, sch.reorder, v0, v2, v1)
+    err = raises_unchanged(sch, NonAffineBindingError, sch.reorder, v0, v2, v1)
     assert err.block == "block" and err.iter_var == "i"
     sch.reorder(v2, v1)  # v0 is outside the reordered loops: its square is a constant there
     assert_structural(sch, non_affine_reorder)
@@ -212,17 +217,17 @@ def test_reorder_fail_with_multi_appearance_loops():
     """test_tir_schedule_reorder.py::test_reorder_fail_with_multi_appearance_loops"""
     sch = Schedule(elementwise)
     i, _, k, _ = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(DuplicateLoopError, sch.reorder, k, i, i)
+    raises_unchanged(sch, DuplicateLoopError, sch.reorder, k, i, i)
 
 
 def test_reorder_fail_with_non_single_branch_loop():
     """test_tir_schedule_reorder.py::test_reorder_fail_with_non_single_branch_loop"""
     sch = Schedule(elementwise_non_single_branch)
     i, _, k = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NotPerfectlyNestedError, sch.reorder, k, i)
+    raises_unchanged(sch, NotPerfectlyNestedError, sch.reorder, k, i)
     i, _, k1 = sch.get_loops(sch.get_block("B"))
     _, _, k2 = sch.get_loops(sch.get_block("C"))
-    raises_unchanged(LoopsNotInSameNestError, sch.reorder, k1, i, k2)
+    raises_unchanged(sch, LoopsNotInSameNestError, sch.reorder, k1, i, k2)
 
 
 def test_reorder_fail_with_loops_not_under_same_scope():
@@ -230,7 +235,7 @@ def test_reorder_fail_with_loops_not_under_same_scope():
     sch = Schedule(elementwise_with_loops_not_same_scope)
     i, _ = sch.get_loops(sch.get_block("A"))
     k = sch.get_loops(sch.get_block("B"))[-1]
-    raises_unchanged(NotPerfectlyNestedError, sch.reorder, k, i)
+    raises_unchanged(sch, NotPerfectlyNestedError, sch.reorder, k, i)
 
 
 def test_reorder_fail_not_affine_bindings():
@@ -248,7 +253,7 @@ def test_reorder_fail_not_affine_bindings():
 
     sch = Schedule(not_affine)
     i, _, l = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NonAffineBindingError, sch.reorder, l, i)
+    raises_unchanged(sch, NonAffineBindingError, sch.reorder, l, i)
 
 
 # --- what moves with a loop (TVM's ConstructNewLoopChain copies the For node) -----------

@@ -6,7 +6,12 @@ pipeline") and differences are listed in docs/decisions.d/loopsarg.md.
 """
 
 import pytest
-from tvm_port import assert_structural, check_numbers, raises_unchanged, verify_trace_roundtrip
+from schedule_checks import (
+    assert_structural,
+    check_numbers,
+    raises_unchanged,
+    verify_trace_roundtrip,
+)
 
 from workbench import T
 from workbench.ir import ForKind
@@ -316,8 +321,8 @@ def test_reduction_rfactor_factor_axis_range_fail():
     """test_tir_schedule_rfactor.py::test_reduction_rfactor_factor_axis_range_fail"""
     sch = Schedule(transformed_matmul)
     *_, kii = sch.get_loops(sch.get_block("update"))
-    raises_unchanged(FactorAxisOutOfRangeError, sch.rfactor, kii, 3)
-    raises_unchanged(FactorAxisOutOfRangeError, sch.rfactor, kii, -4)
+    raises_unchanged(sch, FactorAxisOutOfRangeError, sch.rfactor, kii, 3)
+    raises_unchanged(sch, FactorAxisOutOfRangeError, sch.rfactor, kii, -4)
 
 
 def test_reduction_rfactor_square_sum(rng):
@@ -359,7 +364,7 @@ def test_reduction_rfactor_loop_multiple_children():
     """test_tir_schedule_rfactor.py::test_reduction_rfactor_loop_multiple_children"""
     sch = Schedule(matmul_loop_multiple_children)
     k, _, _ = sch.get_loops(sch.get_block("C"))
-    raises_unchanged(SharedReductionLoopError, sch.rfactor, k, 0)
+    raises_unchanged(sch, SharedReductionLoopError, sch.rfactor, k, 0)
 
 
 def test_reduction_rfactor_not_reduction_block1():
@@ -374,7 +379,7 @@ def test_reduction_rfactor_not_reduction_block1():
 
     sch = Schedule(element_wise)
     i, _ = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NotReductionLoopError, sch.rfactor, i, 0)
+    raises_unchanged(sch, NotReductionLoopError, sch.rfactor, i, 0)
 
 
 def test_reduction_rfactor_not_reduction_block2():
@@ -382,7 +387,7 @@ def test_reduction_rfactor_not_reduction_block2():
     reduction binding ``(k * k) // 2`` is not quasi-affine."""
     sch = Schedule(rowsum_not_quasi_affine)
     _, k = sch.get_loops(sch.get_block("B"))
-    err = raises_unchanged(NonAffineBindingError, sch.rfactor, k, 0)
+    err = raises_unchanged(sch, NonAffineBindingError, sch.rfactor, k, 0)
     assert err.iter_var == "vk" and "k * k // 2" in err.message
 
 
@@ -390,7 +395,7 @@ def test_reduction_rfactor_not_reduction_block3():
     """test_tir_schedule_rfactor.py::test_reduction_rfactor_not_reduction_block3"""
     sch = Schedule(rowsum_not_dominant)
     _, k = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NotReductionBlockError, sch.rfactor, k, 0)
+    raises_unchanged(sch, NotReductionBlockError, sch.rfactor, k, 0)
 
 
 @pytest.mark.parametrize("kind", [ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED])
@@ -400,7 +405,7 @@ def test_reduction_rfactor_not_serial_loop(kind):
     func = replace_loop(rowsum, "k", lambda loop: loop.replace(kind=kind))
     sch = Schedule(func)
     _, k = sch.get_loops(sch.get_block("B"))
-    err = raises_unchanged(RfactorLoopNotSerialError, sch.rfactor, k, 0)
+    err = raises_unchanged(sch, RfactorLoopNotSerialError, sch.rfactor, k, 0)
     assert err.kind == kind.value
 
 
@@ -413,7 +418,7 @@ def test_reduction_rfactor_thread_bound_loop():
     )
     sch = Schedule(func)
     _, k = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(RfactorLoopNotSerialError, sch.rfactor, k, 0)
+    raises_unchanged(sch, RfactorLoopNotSerialError, sch.rfactor, k, 0)
 
 
 def test_reduction_rfactor_unrolled_after_rfactor(rng):
@@ -431,28 +436,28 @@ def test_reduction_rfactor_wrong_reduce_pattern1():
     """test_tir_schedule_rfactor.py::test_reduction_rfactor_wrong_reduce_pattern1"""
     sch = Schedule(rowsum_wrong_reduce_pattern1)
     _, k = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(InitNotIdentityError, sch.rfactor, k, 0)
+    raises_unchanged(sch, InitNotIdentityError, sch.rfactor, k, 0)
 
 
 def test_reduction_rfactor_wrong_reduce_pattern2():
     """test_tir_schedule_rfactor.py::test_reduction_rfactor_wrong_reduce_pattern2"""
     sch = Schedule(rowsum_wrong_reduce_pattern2)
     _, k = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NonAssociativeUpdateError, sch.rfactor, k, 0)
+    raises_unchanged(sch, NonAssociativeUpdateError, sch.rfactor, k, 0)
 
 
 def test_reduction_rfactor_wrong_loops1():
     """test_tir_schedule_rfactor.py::test_reduction_rfactor_wrong_loops1"""
     sch = Schedule(rowsum)
     i, _ = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NotReductionLoopError, sch.rfactor, i, 0)
+    raises_unchanged(sch, NotReductionLoopError, sch.rfactor, i, 0)
 
 
 def test_reduction_rfactor_wrong_loops2():
     """test_tir_schedule_rfactor.py::test_reduction_rfactor_wrong_loops2"""
     sch = Schedule(rowsum_transformed)
     _, _, k_i = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(MixedIterLoopError, sch.rfactor, k_i, 0)
+    raises_unchanged(sch, MixedIterLoopError, sch.rfactor, k_i, 0)
 
 
 TVM_MULTIPLE_CHILDREN_ERRORS = (SharedReductionLoopError, NonAssociativeUpdateError)

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from newprims_check import assert_computes_same, assert_replays, raises_unchanged
+from schedule_checks import assert_computes_same, raises_unchanged, verify_trace_roundtrip
 
 from workbench import T
 from workbench.ir import IntImm
@@ -72,7 +72,7 @@ def test_sample_categorical():
     counter = Counter(sch.sample_categorical(candidates, probs) for _ in range(n))
     for candidate, prob in zip(candidates, probs, strict=True):
         assert (prob - 0.07) * n <= counter[candidate] <= (prob + 0.07) * n
-    assert_replays(sch)
+    verify_trace_roundtrip(sch)
 
 
 def test_sample_categorical_copy():
@@ -90,7 +90,7 @@ def test_sample_categorical_serialize():
     sch = Schedule(elementwise, seed=42)
     candidates = [5, 6, 7, 8]
     values = [sch.sample_categorical(candidates, [0.23, 0.19, 0.37, 0.21]) for _ in range(100)]
-    again = assert_replays(sch)
+    again = verify_trace_roundtrip(sch)
     assert [candidates[step.attrs["decision"]] for step in again.trace] == values
 
 
@@ -116,7 +116,7 @@ def test_sample_perfect_tile(axis, extent):
     assert len(factors) == 4 and product(factors) == extent
     assert factors[-1] <= 16
     assert sch.trace[-1].attrs["decision"] == factors
-    assert_replays(sch)
+    verify_trace_roundtrip(sch)
 
 
 def test_sample_perfect_tile_after_copy():

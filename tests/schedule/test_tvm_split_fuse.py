@@ -6,7 +6,12 @@ listed with the reason in docs/decisions.d/loopsarg.md.
 """
 
 import pytest
-from tvm_port import assert_structural, check_numbers, raises_unchanged, verify_trace_roundtrip
+from schedule_checks import (
+    assert_structural,
+    check_numbers,
+    raises_unchanged,
+    verify_trace_roundtrip,
+)
 
 from workbench import T
 from workbench.ir import ForKind
@@ -190,25 +195,25 @@ def test_fuse_fail_not_only_child():
     """test_tir_schedule_split_fuse.py::test_fuse_fail_not_only_child"""
     sch = Schedule(elementwise_with_seq)
     _, j, k = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NotPerfectlyNestedError, sch.fuse, j, k)
+    raises_unchanged(sch, NotPerfectlyNestedError, sch.fuse, j, k)
 
 
 def test_fuse_split_fail_with_annotation():
     """test_tir_schedule_split_fuse.py::test_fuse_split_fail_with_annotation"""
     sch = Schedule(elementwise_with_anno)
     _, j, k = sch.get_loops(sch.get_block("B"))
-    err = raises_unchanged(AnnotatedLoopError, sch.fuse, j, k)
+    err = raises_unchanged(sch, AnnotatedLoopError, sch.fuse, j, k)
     assert isinstance(err, HasAnnotationOrThreadBindingError) and err.keys == ["useless_annotation"]
-    raises_unchanged(AnnotatedLoopError, sch.split, k, factors=[None, 4])
+    raises_unchanged(sch, AnnotatedLoopError, sch.split, k, factors=[None, 4])
 
 
 def test_fuse_split_fail_with_thread_binding():
     """test_tir_schedule_split_fuse.py::test_fuse_split_fail_with_thread_binding"""
     sch = Schedule(elementwise_with_thread_binding)
     _, j, k = sch.get_loops(sch.get_block("B"))
-    err = raises_unchanged(ThreadBoundLoopError, sch.fuse, j, k)
+    err = raises_unchanged(sch, ThreadBoundLoopError, sch.fuse, j, k)
     assert err.thread == "threadIdx.x"
-    raises_unchanged(ThreadBoundLoopError, sch.split, k, factors=[None, 4])
+    raises_unchanged(sch, ThreadBoundLoopError, sch.split, k, factors=[None, 4])
 
 
 def test_fuse_split_with_starting_point(rng):
@@ -226,9 +231,9 @@ def test_split_with_non_positive_factors():
     """test_tir_schedule_split_fuse.py::test_split_with_non_positive_factors"""
     sch = Schedule(elementwise)
     i, j, k = sch.get_loops(sch.get_block("B"))
-    raises_unchanged(NonPositiveFactorError, sch.split, i, factors=[-2, -64])
-    raises_unchanged(NonPositiveFactorError, sch.split, j, factors=[0, None])
-    raises_unchanged(NonPositiveFactorError, sch.split, k, factors=[None, -16])
+    raises_unchanged(sch, NonPositiveFactorError, sch.split, i, factors=[-2, -64])
+    raises_unchanged(sch, NonPositiveFactorError, sch.split, j, factors=[0, None])
+    raises_unchanged(sch, NonPositiveFactorError, sch.split, k, factors=[None, -16])
 
 
 def test_fused_symbolic_2d_tiling(rng):
@@ -302,10 +307,10 @@ def test_fuse_refuses_a_kind_the_fused_loop_cannot_have():
     sch = Schedule(matmul)
     i, j, k = sch.get_loops(sch.get_block("C"))
     sch.parallel(j)
-    err = raises_unchanged(NonSerialLoopError, sch.fuse, j, k)
+    err = raises_unchanged(sch, NonSerialLoopError, sch.fuse, j, k)
     assert err.kind == "parallel" and "reduction" in err.detail
     sch.unroll(i)
-    raises_unchanged(NonSerialLoopError, sch.fuse, i, j)
+    raises_unchanged(sch, NonSerialLoopError, sch.fuse, i, j)
 
 
 def test_split_then_parallel_is_the_way(rng):

@@ -4,7 +4,7 @@ its errors, and (beyond TVM's test) that both backends allocate the padded strid
 compute the reference result."""
 
 import pytest
-from newprims_check import assert_computes_same, make_golden, raises_unchanged
+from schedule_checks import assert_computes_same, make_golden, raises_unchanged
 
 from workbench import T
 from workbench.backends.lower import lower

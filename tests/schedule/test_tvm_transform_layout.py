@@ -9,7 +9,7 @@ is written) are listed in docs/decisions.d/loopsarg.md.
 
 import numpy as np
 import pytest
-from tvm_port import (
+from schedule_checks import (
     assert_structural,
     check_numbers,
     raises_unchanged,
@@ -199,7 +199,7 @@ def test_error_if_padding_forbidden():
     """test_tir_schedule_transform_layout.py::test_error_if_padding_forbidden"""
     sch = Schedule(producer_consumer_14)
     err = raises_unchanged(
-        PaddingRequiredError,
+        sch, PaddingRequiredError,
         sch.transform_layout,
         sch.get_block("block"),
         "B",
@@ -214,11 +214,11 @@ def test_error_on_wrong_padding_type():
     sch = Schedule(producer_consumer_14)
     block = sch.get_block("block")
     imap = "lambda i: (i // 4, i % 4)"
-    raises_unchanged(InvalidArgumentError, sch.transform_layout, block, "B", imap, 0.0)
-    raises_unchanged(InvalidArgumentError, sch.transform_layout, block, "B", imap, True)
+    raises_unchanged(sch, InvalidArgumentError, sch.transform_layout, block, "B", imap, 0.0)
+    raises_unchanged(sch, InvalidArgumentError, sch.transform_layout, block, "B", imap, True)
     sch = Schedule(two_elementwise)
     raises_unchanged(
-        InvalidArgumentError,
+        sch, InvalidArgumentError,
         sch.transform_layout,
         sch.get_block("B"),
         "B",
@@ -296,7 +296,7 @@ def test_padding_needs_an_invertible_map():
     iter-map inverse handles more maps)."""
     sch = Schedule(producer_consumer_14)
     raises_unchanged(
-        PaddingNotInvertibleError,
+        sch, PaddingNotInvertibleError,
         sch.transform_layout,
         sch.get_block("block"),
         "B",

@@ -33,3 +33,18 @@ def test_dashboard_plots_records_and_reads_pins():
     assert len(model.collections) == 1
     assert "3 records" in dash._status.value
     assert widget is dash._widget
+
+
+def test_dashboard_and_explorer_make_the_space_of_their_target():
+    from workbench.widgets.explorer import Explorer
+    from workbench.widgets.tuning_dashboard import TuningDashboard
+
+    func = ops.matmul(16, 16, 16)
+    cuda = TuningDashboard(func, target="cuda")
+    assert cuda.space.target == "cuda" and "shared:C" in cuda.space.knobs
+    cpu = TuningDashboard(func, target="cpu")
+    assert cpu.space.target == "cpu" and "pack:C" in cpu.space.knobs
+    ex = Explorer(func, target="cpu", measure=False)
+    dash = ex.tuning_dashboard(db="unused.jsonl", trials=4)
+    assert dash.target == "cpu" and dash.space.target == "cpu" and dash.func.same_as(func)
+    assert dash.trials == 4 and "pack:C" in dash.space.knobs

@@ -25,12 +25,13 @@ def _reference(func, seed=7):
 
 def test_matmul_knobs_are_the_tiling_and_unroll_decisions():
     space = GeneratedSpace(ops.matmul(16, 32, 8))
-    assert space.knobs == ["tile:C:i", "tile:C:j", "tile:C:k", "parallel:C", "unroll:C"]
+    assert space.knobs == ["tile:C:i", "tile:C:j", "tile:C:k", "write_cache:C", "pack:C",
+                           "parallel:C", "unroll:C"]
     assert space.domains["tile:C:i"] == perfect_tiles(16, 4, 64)
-    assert space.domains["tile:C:k"] == perfect_tiles(8, 2, 64)
+    assert space.domains["tile:C:k"] == perfect_tiles(8, 2)
     assert space.domains["unroll:C"] == [0, 1] and space.domains["parallel:C"] == [0, 1]
     config = {"tile:C:i": [2, 2, 1, 4], "tile:C:j": [1, 2, 1, 16], "tile:C:k": [2, 4],
-              "parallel:C": 0, "unroll:C": 1}
+              "write_cache:C": 0, "pack:C": 0, "parallel:C": 0, "unroll:C": 1}
     text = str(space.schedule(config).trace)
     assert "sch.split(l2, factors=[2, 2, 1, 4])" in text.replace("l3", "l2") or \
         "factors=[2, 2, 1, 4]" in text

@@ -9,7 +9,7 @@ import pytest
 matplotlib.use("Agg")
 
 MODULES = ["html", "diff", "loopnest", "iteration", "access", "footprint", "roofline", "perf",
-           "tables", "graph", "advice", "figures"]
+           "tables", "graph", "advice", "figures", "access_image"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -19,6 +19,16 @@ from workbench.ir import PrimFunc
 from workbench.schedule import Schedule
 
 
+def _spread_copy(sch: Schedule, stage, threads: tuple[int, int]) -> None:
+    """Cooperative fetch: the copy loops of shared ``stage`` fused and spread over the
+    block's ``(threadIdx.y, threadIdx.x)`` threads (a serial loop outside, a guard when
+    the tile is not a multiple of the block)."""
+    fused = sch.fuse(*sch.get_loops(stage)[-2:])
+    _, y, x = sch.split(fused, factors=[None, *threads])
+    sch.bind(y, "threadIdx.y")
+    sch.bind(x, "threadIdx.x")
+
+
 def _output_block(sch: Schedule, name: str | None):
     blocks = sch.get_child_blocks(sch.get_block("root"))
     return sch.get_block(name) if name else blocks[-1]
@@ -47,8 +57,10 @@ def matmul_shared(func: PrimFunc, tile: int = 8, k_tile: int = 8, block: str = "
     """Shared-memory tiling: each block stages a ``tile x k_tile`` tile of A and a
     ``k_tile x tile`` tile of B in shared memory per step of ``k_0``.
 
-    ``cache_read(C, A, "shared")`` and ``compute_at`` at ``k_0`` (under the thread loops:
-    each thread copies the row and column it needs; the shared tile covers all threads).
+    ``cache_read(C, A, "shared")`` and ``compute_at`` at ``k_0``: under the thread loops a
+    shared stage covers the whole block's tile (the threadIdx loops are relaxed, as in
+    TVM); its copy loops are fused and spread over the block's threads (cooperative
+    fetch; ``workbench.recipes.matmul_cuda`` adds 128-bit accesses).
     The build inserts the two barriers (after the copy, before the next copy).
     """
     sch = matmul_naive(func, tile, block)
@@ -57,8 +69,10 @@ def matmul_shared(func: PrimFunc, tile: int = 8, k_tile: int = 8, block: str = "
     ko, _ = sch.split(k, factors=[None, k_tile])
     a_shared = sch.cache_read(c, 1, "shared")
     sch.compute_at(a_shared, ko)
+    _spread_copy(sch, a_shared, (tile, tile))
     b_shared = sch.cache_read(c, 2, "shared")
     sch.compute_at(b_shared, ko)
+    _spread_copy(sch, b_shared, (tile, tile))
     return sch
 
 
@@ -67,7 +81,7 @@ def matmul_register_blocked(
 ) -> Schedule:
     """Register blocking: each thread computes a ``per_thread x per_thread`` tile of C in a
     ``local`` accumulator (``cache_write(C, "local")`` + ``reverse_compute_at``), with A
-    and B tiles staged in shared memory per ``k_0`` step.
+    and B tiles staged in shared memory per ``k_0`` step (cooperative fetch).
 
     Loop order: ``bi, bj (blockIdx) / ti, tj (threadIdx) / k_0 / k_1 / ii, ij``.
     """
@@ -86,8 +100,10 @@ def matmul_register_blocked(
     sch.reverse_compute_at(c_local, tj)
     a_shared = sch.cache_read(c, 1, "shared")
     sch.compute_at(a_shared, ko)
+    _spread_copy(sch, a_shared, (threads, threads))
     b_shared = sch.cache_read(c, 2, "shared")
     sch.compute_at(b_shared, ko)
+    _spread_copy(sch, b_shared, (threads, threads))
     return sch
 
 

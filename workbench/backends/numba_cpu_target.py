@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from workbench.backends.allocation import place_allocations
 from workbench.backends.codegen_python import cpu_passes
+from workbench.backends.cpu_facts import host_device_facts
 from workbench.backends.numba_cpu_kernel import CpuKernel
-from workbench.backends.target import CPU_FACTS, Target, TargetKind, register_target
+from workbench.backends.target import Target, TargetKind, register_target
 from workbench.ir import PrimFunc
 
 CPU_DEFAULTS = {
@@ -92,7 +93,7 @@ CPU = register_target(
         passes=(_cpu_ir_passes, _place_allocations),
         compile=compile_cpu_kernel,
         kernel_class=CpuKernel,
-        device=lambda: CPU_FACTS,
+        device=host_device_facts,
         description="Python source compiled with numba.njit (prange for parallel loops)",
     )
 )

@@ -30,6 +30,9 @@ import numpy as np
 
 from workbench.backends.allocation import Allocate, place_allocations
 from workbench.backends.arguments import KernelArgumentError, check_arguments
+from workbench.backends.cuda_launch import LeanLauncher
+from workbench.backends.cuda_memory import MEMORY_PASSES
+from workbench.backends.cuda_reduction import lower_cross_thread_reductions
 from workbench.backends.cuda_sync import insert_syncthreads
 from workbench.backends.cuda_verify import ScopeAcrossKernelsError, verify_gpu
 from workbench.backends.kernel import Kernel
@@ -177,7 +180,8 @@ def syncthreads_pass(func: PrimFunc, target: Target) -> PrimFunc:
     return func.replace(body=func.body.replace(block=root))
 
 
-CUDA_PASSES = (_place, hoist_kernel_allocations, syncthreads_pass)
+CUDA_PASSES = (lower_cross_thread_reductions, _place, hoist_kernel_allocations, syncthreads_pass,
+               *MEMORY_PASSES)
 
 
 # ---------------------------------------------------------------------------------------
@@ -288,6 +292,7 @@ class CudaKernel(Kernel):
         self.launches = compiled.launches
         self.device_func = compiled.device_func
         self._device_workspace = None
+        self._lean = LeanLauncher(self)  # cuda_launch: checks once per shape signature
         self._expected = tuple(
             (p.name, tuple(int(n) for n in p.shape), np.dtype(p.dtype)) for p in self.func.params
         )
@@ -305,9 +310,12 @@ class CudaKernel(Kernel):
         return self._device_workspace
 
     def __call__(self, *arrays) -> None:
+        if self._lean.try_launch(arrays):  # a signature seen before: pointers only
+            return
         if arrays and _on_device(arrays[0]) and all(_on_device(a) for a in arrays):
             self._check_device_arguments(arrays)
             self._runner(*arrays, *(self._device_workspace or self.workspace))
+            self._lean.remember(arrays)
             return
         check_arguments(self.func, arrays, self._written, self._read)
         from numba import cuda

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from workbench.backends import cuda_vector
 from workbench.backends.allocation import Allocate, workspace_buffers
 from workbench.backends.codegen_python import GeneratedSource, PythonPrinter, python_identifier
 from workbench.backends.cuda_sync import SyncThreads
@@ -64,6 +65,8 @@ class CudaExprPrinter(ExprPrinter):
         cast = np_dtype_name(dtype)
         one = f"{cast}(1.0)"
         op = expr.op
+        if op.startswith("cuda."):  # warp intrinsics placed by passes (cuda_reduction)
+            return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", 9
         self.uses_math = True
         if op in ("exp", "log", "sqrt", "tanh", "erf"):
             return f"{cast}(math.{op}({args[0]}))", 9
@@ -145,8 +148,10 @@ class CudaPrinter(PythonPrinter):
     def _header(self) -> list[str]:
         lines = ['"""' + self._title() + '"""', ""]
         imports = ["import math", ""] if self.printer.uses_math else []
-        imports += ["import numba", "import numpy as np", "from numba import cuda", "", ""]
-        return lines + imports
+        imports += ["import numba", "import numpy as np", "from numba import cuda"]
+        if cuda_vector.uses_wide_accesses(self.func):
+            imports.append(cuda_vector.IMPORT_LINE)
+        return lines + imports + ["", ""]
 
     # -- statements -------------------------------------------------------------------
 
@@ -167,6 +172,23 @@ class CudaPrinter(PythonPrinter):
 
     def _stmt_SyncThreads(self, stmt: SyncThreads, depth: int):
         self._emit(depth, "cuda.syncthreads()")
+
+    # -- wide accesses (cuda_vector) ----------------------------------------------------
+
+    def _stmt_AlignedAllocate(self, stmt: Allocate, depth: int):
+        line = self._allocation(stmt.buffer)
+        self._emit(depth, line[:-1] + ", alignment=SHARED_ALIGN)")
+        self._stmt(stmt.body, depth)
+
+    def _stmt_WideLoad(self, stmt, depth: int):
+        self._emit(depth, cuda_vector.wide_load_line(self.names, self.printer, stmt))
+
+    def _stmt_WideStore(self, stmt, depth: int):
+        for line in cuda_vector.wide_store_lines(self.names, self.printer, stmt):
+            self._emit(depth, line)
+
+    def _stmt_CodeComment(self, stmt, depth: int):
+        self._emit(depth, f"# {stmt.text}")
 
     def _stmt_For(self, stmt: For, depth: int):
         if stmt.kind is not ForKind.THREAD_BINDING:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from workbench.backends.cpu_facts import host_device_facts
 from workbench.backends.kernel import Kernel
-from workbench.backends.target import CPU_FACTS, Target, TargetKind, register_target
+from workbench.backends.target import Target, TargetKind, register_target
 from workbench.ir import PrimFunc
 
 NUMPY_DEFAULTS = {
@@ -54,7 +55,7 @@ NUMPY = register_target(
         passes=(),
         compile=compile_numpy,
         kernel_class=Kernel,
-        device=lambda: CPU_FACTS,
+        device=host_device_facts,
         description="reference executor: whole numpy arrays where possible, Python loops elsewhere",
     )
 )

@@ -47,6 +47,8 @@ class DeviceFacts:
         CUDA: the most threads along x, y, z.
     warp_size : int
         CUDA: threads per warp.
+    cache_line_bytes : int
+        The L1 data cache line (or, on CUDA, the memory transaction) size in bytes.
     """
 
     vector_bytes: int = 32
@@ -55,10 +57,12 @@ class DeviceFacts:
     max_threads_per_block: int = 1
     max_block_dims: tuple[int, int, int] = (1, 1, 1)
     warp_size: int = 1
+    cache_line_bytes: int = 64
 
 
 CPU_FACTS = DeviceFacts(vector_bytes=32, cache_bytes=(48 * 1024, 2 * 1024 * 1024, 32 * 1024**2))
-"""Facts of the ``cpu`` target (a typical AVX2 core; ``measure.machine_peaks`` measures)."""
+"""A typical AVX2 core; the ``cpu`` and ``numpy`` targets report the host's own facts
+(``workbench.backends.cpu_facts.host_device_facts``: the vector width LLVM compiles for)."""
 
 CUDA_FACTS = DeviceFacts(
     vector_bytes=16,

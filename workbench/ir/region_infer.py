@@ -57,6 +57,7 @@ __all__ = [
     "for_ancestors",
     "loops_below",
     "loop_ranges",
+    "storage_relaxed_loops",
 ]
 
 
@@ -229,13 +230,16 @@ def _access_intervals(
     bindings = {
         iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values, strict=True)
     }
-    relaxed_loops = _loop_intervals(loops_below(ancestors, target))
+    below = loops_below(ancestors, target)
     bounds = loop_ranges(loops_to(ancestors, target))
     known = {loop.loop_var for loop in for_ancestors(ancestors)}
     found: dict[Buffer, list[list[Interval]] | None] = {}
     for region in regions:
         if region.buffer not in wanted:
             continue
+        relaxed_loops = _loop_intervals(
+            below + storage_relaxed_loops(region.buffer.scope, loops_to(ancestors, target))
+        )
         dims: list[Interval] | None = []
         for rng in region.region:
             extent = const_value(rng.extent)
@@ -253,6 +257,23 @@ def _access_intervals(
         else:
             accesses.append(dims)
     return found
+
+
+def storage_relaxed_loops(scope: str, outer: list[For]) -> list[For]:
+    """The loops among ``outer`` (the target loop and those around it) over which an access
+    region of a buffer in ``scope`` is relaxed as well (TVM's ``CanRelaxStorageUnderThread``):
+    a ``shared`` buffer is one buffer for all the threads of a block, so what one iteration
+    of the target loop needs is what *every thread* of the block needs there: the
+    ``threadIdx`` loops are relaxed (and ``vthread`` ones, should the DSL get them).
+    ``local`` buffers are per thread, and ``global`` ones are not relaxed (TVM relaxes
+    nothing more for them either)."""
+    if scope != "shared":
+        return []
+    return [
+        loop
+        for loop in outer
+        if (loop.thread_binding or "").startswith(("threadIdx", "vthread"))
+    ]
 
 
 def read_intervals(realize, ancestors, target, wanted) -> dict[Buffer, list | None]:

@@ -81,6 +81,7 @@ def measure(
     bytes: int | None = None,  # noqa: A002 - the natural name, as in MeasureResult.bytes
     name: str | None = None,
     peaks: MachinePeaks | None = None,
+    argument_sets: list[tuple] | None = None,
 ) -> MeasureResult:
     """Time ``kernel(*args)`` and place it on the machine's roofline.
 
@@ -110,6 +111,11 @@ def measure(
         Label of the result (default: the PrimFunc's or the callable's name).
     peaks : MachinePeaks, optional
         Roofs to compare with (default: ``machine_peaks()``, measured once per machine).
+    argument_sets : list of tuples, optional
+        Argument sets made once by ``make_argument_sets`` and cycled through instead of
+        copying ``args`` for this call (a caller that measures many kernels of one
+        signature, like the explorer, saves the copies); ``args`` and ``rotate`` are then
+        not used.
 
     Returns
     -------
@@ -132,11 +138,14 @@ def measure(
     if peaks is None:
         peaks = machine_peaks()
 
-    count = 1
-    if rotate:
-        count = rotation_count(argument_bytes(args), llc_bytes())
-        count = min(count, warmup + max_repeats)
-    arg_sets = make_argument_sets(args, count)
+    if argument_sets is not None:
+        arg_sets, count = list(argument_sets), len(argument_sets)
+    else:
+        count = 1
+        if rotate:
+            count = rotation_count(argument_bytes(args), llc_bytes())
+            count = min(count, warmup + max_repeats)
+        arg_sets = make_argument_sets(args, count)
     time_one = _timer(kernel)
 
     for call in range(warmup):

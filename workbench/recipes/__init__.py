@@ -14,10 +14,20 @@ Example
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 
-from workbench.recipes import attention, layernorm, matmul, softmax
+from workbench.recipes import (
+    attention,
+    elementwise_cuda,
+    layernorm,
+    layernorm_cuda,
+    matmul,
+    matmul_cuda,
+    softmax,
+    softmax_cuda,
+)
 from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, register
 
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
-           "layernorm", "matmul", "softmax"]
+           "layernorm", "matmul", "softmax", "elementwise_cuda", "layernorm_cuda", "matmul_cuda",
+           "softmax_cuda"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from workbench.backends.cpu_facts import vector_lanes
+from workbench.backends.cpu_facts import target_vector_lanes
+from workbench.backends.target import Target
 from workbench.ir import PrimFunc
 from workbench.recipes.registry import register
 from workbench.recipes.softmax import fuse_rows, vectorize_row_reduction
@@ -10,13 +11,16 @@ from workbench.schedule import Schedule
 
 
 @register("layernorm", "fused")
-def fused_cpu(func: PrimFunc, *, lanes: int | None = None) -> Schedule:
+def fused_cpu(
+    func: PrimFunc, *, lanes: int | None = None, target: Target | str = "cpu"
+) -> Schedule:
     """``ops.layernorm`` fused like softmax: one parallel pass per row.
 
     The mean and variance blocks are computed at the row loop of ``T_layer_norm`` with
     ``local`` row values, each reduction rfactor-ed into ``lanes`` partial sums that LLVM
     vectorizes, and the normalise loop vectorized. ``lanes`` defaults to four vector
-    registers (``4 * vector_lanes(dtype)``: 64 float32 on AVX-512): with a one-register
+    registers of ``target`` (``4 * target_vector_lanes(target, dtype)``: 64 float32 on
+    AVX-512): with a one-register
     inner loop LLVM unrolls it fully and then leaves the squared-deviation sum scalar; a
     four-register loop goes through its loop vectorizer (interleaved by 4).
 
@@ -24,7 +28,7 @@ def fused_cpu(func: PrimFunc, *, lanes: int | None = None) -> Schedule:
     -------
     >>> sch = fused_cpu(ops.layernorm(4, 128))
     """
-    lanes = 4 * vector_lanes(func.params[0].dtype) if lanes is None else lanes
+    lanes = 4 * target_vector_lanes(target, func.params[0].dtype) if lanes is None else lanes
     row_length = func.params[0].shape[-1]
     if row_length % lanes:
         raise ValueError(f"layernorm fused_cpu: N={row_length} must be a multiple of "

@@ -1,24 +1,35 @@
 """Matmul recipes for the ``cpu`` target (``ops.matmul``: block ``C``, loops ``i, j, k``).
 
-The tile width ``tj`` defaults to four vector registers of float32
-(``4 * vector_lanes()``: 64 on AVX-512, 32 on AVX2), the register tile ``ti x tj`` then
-fills 16 registers.
+The tile width ``tj`` defaults to four vector registers of the target
+(``4 * target_vector_lanes(target, dtype)``: 64 float32 on AVX-512, 32 on AVX2), the
+register tile ``ti x tj`` then fills 16 registers. Every recipe takes ``target=`` (a
+``Target`` or its name, default ``"cpu"``: the host) and reads the width from its
+``device`` facts.
 """
 
 from __future__ import annotations
 
-from workbench.backends.cpu_facts import vector_lanes
+from workbench.backends.cpu_facts import target_vector_lanes
+from workbench.backends.target import Target
 from workbench.ir import PrimFunc
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
 
-def _tile_width(func: PrimFunc, tj: int | None) -> int:
-    return 4 * vector_lanes(func.params[-1].dtype) if tj is None else tj
+def _registers(func: PrimFunc, target: Target | str, count: int) -> int:
+    """``count`` vector registers of the target, in elements of the output's dtype."""
+    return count * target_vector_lanes(target, func.params[-1].dtype)
 
 
 @register("matmul", "tiled")
-def tiled_cpu(func: PrimFunc, *, ti: int = 4, tj: int | None = None, tk: int = 128) -> Schedule:
+def tiled_cpu(
+    func: PrimFunc,
+    *,
+    ti: int = 4,
+    tj: int | None = None,
+    tk: int = 128,
+    target: Target | str = "cpu",
+) -> Schedule:
     """Loop primitives alone: ``j_0 (parallel), k_0, i_0, k_1, i_1 (unroll), j_1 (vectorize)``.
 
     A ``ti x tj`` register tile with K split by ``tk`` (the best loop-only schedule of
@@ -28,7 +39,7 @@ def tiled_cpu(func: PrimFunc, *, ti: int = 4, tj: int | None = None, tk: int = 1
     -------
     >>> sch = tiled_cpu(ops.matmul(256, 256, 256))
     """
-    tj = _tile_width(func, tj)
+    tj = _registers(func, target, 4) if tj is None else tj
     sch = Schedule(func)
     i, j, k = sch.get_loops(sch.get_block("C"))
     i0, i1 = sch.split(i, factors=[None, ti])
@@ -42,10 +53,12 @@ def tiled_cpu(func: PrimFunc, *, ti: int = 4, tj: int | None = None, tk: int = 1
 
 
 @register("matmul", "tiled_full_k")
-def tiled_full_k_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None) -> Schedule:
+def tiled_full_k_cpu(
+    func: PrimFunc, *, ti: int = 8, tj: int | None = None, target: Target | str = "cpu"
+) -> Schedule:
     """``i_0 (parallel), j_0, k, i_1 (unroll), j_1 (vectorize)``: full K inside each tile
-    (``tj`` defaults to two vector registers)."""
-    tj = 2 * vector_lanes(func.params[-1].dtype) if tj is None else tj
+    (``tj`` defaults to two vector registers of the target)."""
+    tj = _registers(func, target, 2) if tj is None else tj
     sch = Schedule(func)
     i, j, k = sch.get_loops(sch.get_block("C"))
     i0, i1 = sch.split(i, factors=[None, ti])
@@ -76,6 +89,7 @@ def packed_cpu(
     tj: int | None = None,
     tk: int = 128,
     pack_per_panel: bool = True,
+    target: Target | str = "cpu",
 ) -> Schedule:
     """B packed into ``tj``-wide panels, a ``ti x tj`` local accumulator, ``j_0`` parallel.
 
@@ -90,7 +104,7 @@ def packed_cpu(
     -------
     >>> sch = packed_cpu(ops.matmul(256, 256, 256))
     """
-    tj = _tile_width(func, tj)
+    tj = _registers(func, target, 4) if tj is None else tj
     sch = Schedule(func)
     c = sch.get_block("C")
     b_panel = sch.cache_read(c, 2, "global")
@@ -114,7 +128,7 @@ def packed_cpu(
 
 @register("matmul", "register_tile")
 def register_tile_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None,
-                      parallel: bool = True) -> Schedule:
+                      parallel: bool = True, target: Target | str = "cpu") -> Schedule:
     """``i_0 (parallel), j_0, k, i_1 (unroll), j_1 (vectorize)`` with the ``ti x tj`` tile
     accumulated in a ``local`` buffer and written back after ``k``; no packing.
 
@@ -122,13 +136,13 @@ def register_tile_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None,
     copy of B costs more than it saves there, and parallel panels of B leave cores idle
     when N is one or two panels wide, while rows (``i_0``) are many. The write-back block
     (``C_local``) is where a fused epilogue is inlined (``reverse_compute_inline``).
-    ``tj`` defaults to one vector register (``vector_lanes``).
+    ``tj`` defaults to one vector register of the target.
 
     Example
     -------
     >>> sch = register_tile_cpu(ops.matmul(64, 32, 16))
     """
-    tj = vector_lanes(func.params[-1].dtype) if tj is None else tj
+    tj = _registers(func, target, 1) if tj is None else tj
     sch = Schedule(func)
     c = sch.get_block("C")
     c_tile = sch.cache_write(c, 0, "local")

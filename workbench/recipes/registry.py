@@ -2,8 +2,10 @@
 
 A recipe is a function ``recipe(func, **options) -> Schedule`` that schedules one operator
 of the library (``ops.matmul(...)``, ``ops.softmax(...)``...) for one target. Recipes are
-the baselines the notebooks, the benches and the tuner compare against; they read the
-machine's vector width from ``workbench.backends.cpu_facts`` instead of hard-coding it.
+the baselines the notebooks, the benches and the tuner compare against. They take
+``target=`` (a ``Target`` or its name, default ``"cpu"``, the host) and read its vector
+width from ``target.device`` (``workbench.backends.cpu_facts.target_vector_lanes``)
+instead of hard-coding it.
 """
 
 from __future__ import annotations

@@ -5,14 +5,16 @@
 * ``online_cpu(online_softmax(M, N))``: the online (one-reduction) rewrite, fused;
 * ``online_lanes_cpu(online_softmax_lanes(M, N))``: the online rewrite run in vector lanes.
 
-The lane count of the ``rfactor`` split is ``cpu_facts.reduction_lanes(dtype)`` (one vector
-register and at least one cache line of partials) unless given.
+The lane count of the ``rfactor`` split is ``cpu_facts.target_reduction_lanes(target,
+dtype)`` (one vector register and at least one cache line of partials of the target,
+``"cpu"``: the host) unless given.
 ``workbench.recipes.softmax_lowering`` walks through them.
 """
 
 from __future__ import annotations
 
-from workbench.backends.cpu_facts import reduction_lanes
+from workbench.backends.cpu_facts import target_reduction_lanes
+from workbench.backends.target import Target
 from workbench.ir import Block, PrimFunc
 from workbench.ir.analysis import find_blocks
 from workbench.recipes.registry import register
@@ -73,6 +75,7 @@ def fused_cpu(
     vectorize: bool = True,
     rfactor: bool = True,
     lanes: int | None = None,
+    target: Target | str = "cpu",
 ) -> Schedule:
     """``ops.softmax`` fused into one pass per row (steps 2 and 3 of the walk-through).
 
@@ -89,8 +92,10 @@ def fused_cpu(
         ``vectorize_row_reduction``). Without it the reductions are plain serial loops with
         their init decomposed out; LLVM leaves those scalar.
     lanes : int, optional
-        Partial results per row; default ``cpu_facts.reduction_lanes(dtype)`` (one vector
-        register, at least a cache line: 16 float32 on AVX-512 and AVX2).
+        Partial results per row; default ``cpu_facts.target_reduction_lanes(target, dtype)``
+        (one vector register, at least a cache line: 16 float32 on AVX-512 and AVX2).
+    target : Target or str
+        Whose vector width and cache line size ``lanes`` (default) is, ``"cpu"``: the host.
 
     Example
     -------
@@ -99,7 +104,8 @@ def fused_cpu(
     b0 = sch.get_block("T_softmax_norm")
     ...
     """
-    lanes = reduction_lanes(func.params[0].dtype) if lanes is None else lanes
+    dtype = func.params[0].dtype
+    lanes = target_reduction_lanes(target, dtype) if lanes is None else lanes
     sch = Schedule(func)
     fuse_rows(sch, "T_softmax_norm", ["T_softmax_maxelem", "T_softmax_expsum"])
     if vectorize and rfactor:

@@ -41,10 +41,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.backends.cpu_facts import reduction_lanes
+from workbench.backends.cpu_facts import target_reduction_lanes
+from workbench.backends.target import Target
 from workbench.ir.function import PrimFunc
 from workbench.ops.nn import softmax as ops_softmax
-from workbench.ops.softmax_lowering import online_softmax, online_softmax_lanes
+from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 from workbench.recipes import softmax
 
 
@@ -137,12 +138,18 @@ is infinite."""
 
 
 def softmax_lowering_steps(
-    M: int, N: int, dtype: str = "float32", *, lanes: int | None = None
+    M: int,
+    N: int,
+    dtype: str = "float32",
+    *,
+    lanes: int | None = None,
+    target: Target | str = "cpu",
 ) -> list[LoweringStep]:
     """The softmax lowering walk-through (see the module docstring), for an ``(M, N)`` input.
 
-    ``N`` must be a multiple of ``lanes`` (default ``cpu_facts.reduction_lanes(dtype)``: 16
-    float32 on AVX-512 and AVX2) for the vectorized steps.
+    ``N`` must be a multiple of ``lanes`` (default
+    ``cpu_facts.target_reduction_lanes(target, dtype)``: 16 float32 on AVX-512 and AVX2)
+    for the vectorized steps.
 
     Example
     -------
@@ -150,7 +157,7 @@ def softmax_lowering_steps(
     >>> print(steps[1].trace.splitlines()[0])
     b0 = sch.get_block("T_softmax_norm")
     """
-    lanes = reduction_lanes(dtype) if lanes is None else lanes
+    lanes = target_reduction_lanes(target, dtype) if lanes is None else lanes
     if N % lanes:
         raise ValueError(f"softmax_lowering_steps: N={N} must be a multiple of {lanes} "
                          "(the vectorized steps split each row into that many lanes)")

@@ -34,7 +34,9 @@ from workbench.schedule.tree import (
 
 
 def _set_kind(func: PrimFunc, loop: str, kind: ForKind) -> PrimFunc:
-    return replace_loop(func, loop, lambda node: node.replace(kind=kind))
+    """The loop with ``kind``; a thread binding it had is replaced, as TVM's
+    ``ParallelizeComputation`` does (the printed script could not hold both)."""
+    return replace_loop(func, loop, lambda node: node.replace(kind=kind, thread_binding=None))
 
 
 def _check_independent(primitive: str, func: PrimFunc, loop: For) -> None:

@@ -9,7 +9,8 @@ cooperative copy of a shared tile) are the same index and must have the same ext
 On the CPU targets a bound loop stays a serial loop.
 
 Legality (TVM's): the loop is serial (or bound already: binding again replaces the axis, as
-in TVM), binds no reduction variable (data parallel), has a
+in TVM), binds no reduction variable (data parallel) unless it is bound to a ``threadIdx``
+axis over reduction blocks (a cross-thread reduction, see ``binding_reduction``), has a
 constant extent; grid axes enclose thread axes and one grid axis is not nested in itself;
 every loop of a kernel bound to one axis has one extent; threads per block (the product of
 the threadIdx extents) stay within the device limit (1024 by default).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from workbench.ir import For, ForKind, PrimFunc, SeqStmt, Stmt, const_value
 from workbench.ir.functor import collect
+from workbench.schedule.binding_reduction import is_cross_thread_reduction
 from workbench.schedule.errors import NonConstantExtentError, ReductionLoopError
 from workbench.schedule.errors_binding import (
     THREAD_AXES,
@@ -134,7 +136,7 @@ def bind(
     if not isinstance(extent, int):
         raise NonConstantExtentError(primitive, loop, target.extent, func, target)
     bound = reduce_binding(target)
-    if bound is not None:
+    if bound is not None and not is_cross_thread_reduction(func, target, thread_axis):
         raise ReductionLoopError(primitive, loop, bound[0], bound[1], func, target)
     if target.kind is ForKind.THREAD_BINDING:  # rebinding: check nesting without the old axis
         target = target.replace(kind=ForKind.SERIAL, thread_binding=None)

@@ -47,10 +47,10 @@ from workbench.schedule.errors_compute_location import (
     NotAncestorOfProducerError,
     NotInSameScopeError,
     OutputBlockError,
+    ParallelRecomputeError,
     PartialReductionError,
     ProducerAfterConsumerError,
     RegionNotCoveredError,
-    ParallelRecomputeError,
     UnboundedRegionError,
 )
 from workbench.schedule.scope import PARALLEL_KINDS, loop_conflicts
@@ -198,7 +198,10 @@ def compute_at(
     ``c - v``, digits ``v // a``, ``v % b``) get that interval, the others (reduce vars
     included) their whole domain. One loop ``axN`` per iter var whose interval is longer
     than 1 (or every one, with ``preserve_unit_loops``); a ``T.where`` keeps bindings in
-    their domains where the interval may exceed them.
+    their domains where the interval may exceed them. For a ``shared`` buffer the
+    ``threadIdx`` loops at and around ``loop`` are relaxed too (TVM's
+    ``CanRelaxStorageUnderThread``): the stage covers what the whole thread block reads,
+    ready for a cooperative fetch (``region_infer.storage_relaxed_loops``).
 
     Parameters
     ----------

@@ -23,9 +23,22 @@ strings are filled from those fields (and from properties of the class)::
     raise NoConsumersError("compute_at", "B", func, block_node)
 
 The instance then has ``block``, ``name`` (the first field, or ``name_field``), and the
-filled ``message`` / ``detail`` / ``suggestion``. A class that defines its own
-``__init__`` calling ``super().__init__(primitive, name, message, detail=...,
-suggestion=..., func=..., node=...)`` works as before.
+filled ``message`` / ``detail`` / ``suggestion``. Fields listed in ``named_fields`` are
+passed as IR objects (a ``Block``, ``For`` or ``Buffer``) and kept by name, the objects in
+``err.ir`` for the format strings and properties; ``node_field`` names the one marked in
+the rendered IR when the caller passes no ``node``::
+
+    class NotAConsumerError(ScheduleError):
+        fields = ("block", "buffer")
+        named_fields = ("block", "buffer")
+        node_field = "block"
+        message = "block {block!r} does not read {buffer!r}"
+
+    raise NotAConsumerError("cache_read", block_node, buffer, func)   # err.buffer == "A"
+
+Every error class of the schedule package is declared this way. A class that defines its
+own ``__init__`` calling ``super().__init__(primitive, name, message, detail=...,
+suggestion=..., func=..., node=...)`` still works (the CUDA verifier's errors do).
 
 Example
 -------
@@ -42,7 +55,7 @@ import difflib
 import html
 from typing import ClassVar
 
-from workbench.ir import Node, PrimFunc
+from workbench.ir import Block, Buffer, For, Node, PrimFunc
 from workbench.script.printer import script, script_html
 
 
@@ -87,12 +100,21 @@ class ScheduleError(Exception):
         ``__init__``.
     name_field : str
         The field that is the error's ``name`` ("" for none; default: the first field).
+    named_fields : tuple of str
+        Fields passed as IR objects (a ``Block``, a ``For``, a ``Buffer``) and kept by name
+        (``err.buffer == "A"``); the objects stay in ``err.ir`` for the format strings
+        (``{ir[buffer].shape}``).
+    node_field : str or None
+        The field whose IR object is the node marked in the rendered IR when the caller
+        passes no ``node``.
     message, why, suggestion : str
         Format strings filled from the fields and the instance's properties.
     """
 
     fields: ClassVar[tuple[str, ...] | None] = None
     name_field: ClassVar[str | None] = None
+    named_fields: ClassVar[tuple[str, ...]] = ()
+    node_field: ClassVar[str | None] = None
     message: ClassVar[str] = ""
     why: ClassVar[str] = ""
     suggestion: ClassVar[str] = ""
@@ -175,6 +197,16 @@ class _FieldView(dict):
         return getattr(self.error, key)
 
 
+def ir_name(value: object) -> object:
+    """A ``Block``'s or ``Buffer``'s name, a ``For``'s loop variable name; anything else
+    (a name already, None) unchanged."""
+    if isinstance(value, For):
+        return value.loop_var.name
+    if isinstance(value, (Block, Buffer)):
+        return value.name
+    return value
+
+
 def _template_init(self: ScheduleError, primitive: str, *values, **named) -> None:
     """The ``__init__`` of a template error: bind ``fields`` (then ``func``, ``node``),
     fill the class's format strings, and call ``ScheduleError.__init__``."""
@@ -191,9 +223,18 @@ def _template_init(self: ScheduleError, primitive: str, *values, **named) -> Non
     if missing:
         raise TypeError(f"{cls.__name__} is missing {', '.join(missing)}")
     self.primitive = primitive
-    self.func, self.node = bound.get("func"), bound.get("node")
+    self.ir = {}
     for key in cls.fields:
-        setattr(self, key, bound[key])
+        value = bound[key]
+        if key in cls.named_fields:
+            self.ir[key] = value
+            value = ir_name(value)
+        setattr(self, key, value)
+    node = bound.get("node")
+    if node is None and cls.node_field is not None:
+        node = self.ir.get(cls.node_field)
+    bound["node"] = node
+    self.func, self.node = bound.get("func"), node
     name_field = cls.name_field if cls.name_field is not None else (cls.fields or ("",))[0]
     view = _FieldView(self)
     ScheduleError.__init__(
@@ -409,35 +450,29 @@ class AnnotatedLoopError(HasAnnotationOrThreadBindingError):
     """``split``/``fuse`` of a loop with annotations (``annotate`` pragmas): as TVM, refused,
     since it is not known which of the new loops an annotation would belong to."""
 
-    def __init__(self, primitive: str, loop: str, keys: list[str], func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} has annotations ({', '.join(repr(k) for k in keys)})",
-            detail=f"{primitive} replaces the loop with new ones; an annotation of the old loop "
-            "has no defined place among them, and dropping it would silently change the code",
-            suggestion=f"{primitive} before annotating the loop",
-            func=func,
-            node=node,
-        )
-        self.keys = keys
+    fields = ("loop", "keys")
+    message = "loop {loop!r} has annotations ({keys_text})"
+    why = (
+        "{primitive} replaces the loop with new ones; an annotation of the old loop has no "
+        "defined place among them, and dropping it would silently change the code"
+    )
+    suggestion = "{primitive} before annotating the loop"
+
+    @property
+    def keys_text(self) -> str:
+        return ", ".join(repr(k) for k in self.keys)
 
 
 class ThreadBoundLoopError(HasAnnotationOrThreadBindingError):
     """``split``/``fuse`` of a loop bound to a GPU thread axis (TVM refuses it too)."""
 
-    def __init__(self, primitive: str, loop: str, thread: str, func: PrimFunc, node: Node):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} is bound to {thread!r}",
-            detail=f"{primitive} would replace a thread-bound loop with unbound ones; "
-            "the binding cannot be split or merged",
-            suggestion=f"{primitive} first, then bind the resulting loop",
-            func=func,
-            node=node,
-        )
-        self.thread = thread
+    fields = ("loop", "thread")
+    message = "loop {loop!r} is bound to {thread!r}"
+    why = (
+        "{primitive} would replace a thread-bound loop with unbound ones; the binding cannot "
+        "be split or merged"
+    )
+    suggestion = "{primitive} first, then bind the resulting loop"
 
 
 class NonSerialLoopError(ScheduleError):
@@ -445,54 +480,33 @@ class NonSerialLoopError(ScheduleError):
     (two different kinds, or a kind whose primitive refuses the fused loop). TVM silently
     makes the fused loop serial; here the kind is kept or the fuse refused."""
 
-    def __init__(
-        self, primitive: str, loop: str, kind: str, why: str, func: PrimFunc, node: Node
-    ):
-        super().__init__(
-            primitive,
-            loop,
-            f"loop {loop!r} is {kind} and the fused loop cannot be",
-            detail=f"{primitive} keeps a loop kind on the fused loop only when that is legal; "
-            f"here: {why}",
-            suggestion=f"{primitive} before marking loop {loop!r} {kind}, then mark the loop "
-            "you mean",
-            func=func,
-            node=node,
-        )
-        self.kind = kind
+    fields = ("loop", "kind", "reason")
+    message = "loop {loop!r} is {kind} and the fused loop cannot be"
+    why = "{primitive} keeps a loop kind on the fused loop only when that is legal; here: {reason}"
+    suggestion = "{primitive} before marking loop {loop!r} {kind}, then mark the loop you mean"
 
 
 class NonAffineBindingError(ScheduleError):
     """A block binding under the loops is not quasi-affine in them (``(k * k) // 2``):
     ``reorder`` and ``rfactor`` need affine bindings (TVM's affine-binding check)."""
 
-    def __init__(
-        self,
-        primitive: str,
-        name: str,
-        block: str,
-        iter_var: str,
-        value: object,
-        func: PrimFunc,
-        node: Node,
-    ):
+    fields = ("name", "block", "iter_var", "value")
+    message = "block {block!r} binds {iter_var!r} to {value_text}, which is not quasi-affine"
+    why = (
+        "{primitive} reasons about which loop iterations give which block iterations; that "
+        "needs bindings built from the loop variables with +, -, * by a constant and // or % "
+        "by a constant"
+    )
+    suggestion = (
+        "rewrite the block so that its iteration variables are affine in the loops and the "
+        "non-affine index is computed inside the block"
+    )
+
+    @property
+    def value_text(self) -> str:
         from workbench.script.printer_expr import expr_text  # a short expression only
 
-        super().__init__(
-            primitive,
-            name,
-            f"block {block!r} binds {iter_var!r} to {expr_text(value)}, which is not "
-            "quasi-affine",
-            detail=f"{primitive} reasons about which loop iterations give which block "
-            "iterations; that needs bindings built from the loop variables with +, -, * by a "
-            "constant and // or % by a constant",
-            suggestion="rewrite the block so that its iteration variables are affine in the "
-            "loops and the non-affine index is computed inside the block",
-            func=func,
-            node=node,
-        )
-        self.block = block
-        self.iter_var = iter_var
+        return expr_text(self.value)
 
 
 # ---------------------------------------------------------------------------------------

@@ -279,8 +279,9 @@ class ParallelRecomputeError(ScheduleError):
     )
     suggestion = (
         "give each iteration its own copy first (set_scope of {block!r}'s output {buffer!r} "
-        "to \"local\": a local intermediate is allocated inside the loop), compute_at a loop where the iterations of "
-        "{parallel_loop!r} touch different elements, or make {parallel_loop!r} serial"
+        "to \"local\": a local intermediate is allocated inside the loop), compute_at a "
+        "loop where the iterations of {parallel_loop!r} touch different elements, or make "
+        "{parallel_loop!r} serial"
     )
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 
-from workbench.ir import Block, Buffer, PrimFunc
 from workbench.schedule.errors import ScheduleError
 
 __all__ = [
@@ -24,138 +23,112 @@ __all__ = [
 class BufferNotFoundError(ScheduleError):
     """No parameter or allocated buffer of that name exists in the function."""
 
-    def __init__(self, primitive: str, block: Block, name: str, known: list[str], func: PrimFunc):
-        close = difflib.get_close_matches(name, known, n=3)
-        super().__init__(
-            primitive,
-            block.name,
-            f"no buffer named {name!r} in {func.name}",
-            detail="buffers in the function: " + (", ".join(known) or "none"),
-            suggestion=f"did you mean {' or '.join(repr(c) for c in close)}?"
-            if close
-            else 'name a buffer, or pass ("read", i) / ("write", i) of the block',
-            func=func,
-            node=block,
-        )
-        self.buffer = name
+    fields = ("block", "buffer", "known")
+    named_fields = ("block",)
+    node_field = "block"
+    message = "no buffer named {buffer!r} in {func.name}"
+    why = "buffers in the function: {known_text}"
+    suggestion = "{did_you_mean}"
+
+    @property
+    def known_text(self) -> str:
+        return ", ".join(self.known) or "none"
+
+    @property
+    def did_you_mean(self) -> str:
+        close = difflib.get_close_matches(self.buffer, self.known, n=3)
+        if close:
+            return f"did you mean {' or '.join(repr(c) for c in close)}?"
+        return 'name a buffer, or pass ("read", i) / ("write", i) of the block'
 
 
-class IndexMapArityError(ScheduleError):
+class _LayoutError(ScheduleError):
+    """The shape shared by the index-map errors: the block, then the buffer (kept by name)."""
+
+    named_fields = ("block", "buffer")
+    node_field = "block"
+
+    @property
+    def shape_text(self) -> str:
+        return str(self.ir["buffer"].shape)
+
+
+class IndexMapArityError(_LayoutError):
     """The index map does not take one argument per dimension of the buffer."""
 
-    def __init__(self, primitive: str, block: Block, buffer: Buffer, got: str, func: PrimFunc):
-        names = ", ".join(f"i{d}" for d in range(buffer.ndim))
-        super().__init__(
-            primitive,
-            block.name,
-            f"the index map takes {got}, buffer {buffer.name!r} has {buffer.ndim} "
-            f"dimension{'s' if buffer.ndim != 1 else ''} {buffer.shape}",
-            detail="an index map receives one index per dimension of the buffer and returns "
-            "the new indices",
-            suggestion=f"write lambda {names}: (...)",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
+    fields = ("block", "buffer", "got")
+    message = (
+        "the index map takes {got}, buffer {buffer!r} has {ndim} dimension{plural} {shape_text}"
+    )
+    why = "an index map receives one index per dimension of the buffer and returns the new indices"
+    suggestion = "write lambda {names}: (...)"
+
+    @property
+    def ndim(self) -> int:
+        return self.ir["buffer"].ndim
+
+    @property
+    def plural(self) -> str:
+        return "s" if self.ndim != 1 else ""
+
+    @property
+    def names(self) -> str:
+        return ", ".join(f"i{d}" for d in range(self.ndim))
 
 
-class IndexMapOperationError(ScheduleError):
+class IndexMapOperationError(_LayoutError):
     """The index map's result is not built from integer ``+ - * // %`` of its arguments
     (constants divisors), e.g. a float, ``/``, ``**`` or a buffer load."""
 
-    def __init__(
-        self,
-        primitive: str,
-        block: Block,
-        buffer: Buffer,
-        what: str,
-        map_text: str,
-        func: PrimFunc,
-    ):
-        super().__init__(
-            primitive,
-            block.name,
-            f"the index map for {buffer.name!r} uses {what}",
-            detail=f"index map {map_text}: new indices must be integer expressions of the "
-            "old ones built with +, -, *, and // or % by positive constants",
-            suggestion="use // and % for blocking (lambda i, j: (j // 16, i, j % 16)) and "
-            "tuples of the arguments for permutations (lambda n, c, h, w: (n, h, w, c))",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
+    fields = ("block", "buffer", "what", "map_text")
+    message = "the index map for {buffer!r} uses {what}"
+    why = (
+        "index map {map_text}: new indices must be integer expressions of the old ones built "
+        "with +, -, *, and // or % by positive constants"
+    )
+    suggestion = (
+        "use // and % for blocking (lambda i, j: (j // 16, i, j % 16)) and tuples of the "
+        "arguments for permutations (lambda n, c, h, w: (n, h, w, c))"
+    )
 
 
-class IndexMapNotBijectiveError(ScheduleError):
-    """The index map does not map the buffer's shape one-to-one onto the new shape."""
+class IndexMapNotBijectiveError(_LayoutError):
+    """The index map does not map the buffer's shape one-to-one onto the new shape
+    (``err.why``: the reason, e.g. two indices landing on one position)."""
 
-    def __init__(
-        self,
-        primitive: str,
-        block: Block,
-        buffer: Buffer,
-        map_text: str,
-        why: str,
-        func: PrimFunc,
-    ):
-        super().__init__(
-            primitive,
-            block.name,
-            f"the index map is not a bijection of buffer {buffer.name!r} {buffer.shape}",
-            detail=f"index map {map_text}: {why}",
-            suggestion="every element must get its own new position and every new position "
-            "must hold one element: keep every argument in the result (split one with "
-            "i // f and i % f, f dividing its extent)",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
-        self.why = why
+    fields = ("block", "buffer", "map_text", "why")
+    message = "the index map is not a bijection of buffer {buffer!r} {shape_text}"
+    why = "index map {map_text}: {why}"  # the class's template; ``err.why`` is the field
+    suggestion = (
+        "every element must get its own new position and every new position must hold one "
+        "element: keep every argument in the result (split one with i // f and i % f, f "
+        "dividing its extent)"
+    )
 
 
-class PaddingRequiredError(ScheduleError):
+class PaddingRequiredError(_LayoutError):
     """The index map sends the buffer onto a larger shape (padding) and no ``pad_value``
     was given (TVM's ``TransformationPaddingError``)."""
 
-    def __init__(
-        self,
-        primitive: str,
-        block: Block,
-        buffer: Buffer,
-        map_text: str,
-        shape: tuple[int, ...],
-        func: PrimFunc,
-    ):
-        super().__init__(
-            primitive,
-            block.name,
-            f"the index map pads buffer {buffer.name!r} {buffer.shape} to {shape}",
-            detail=f"index map {map_text} leaves positions of the new shape that hold no "
-            "element; without a pad_value their contents would be undefined",
-            suggestion="pass pad_value= (e.g. 0.0) to fill them, or use factors that divide "
-            "the extents",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
-        self.shape = shape
+    fields = ("block", "buffer", "map_text", "shape")
+    message = "the index map pads buffer {buffer!r} {shape_text} to {shape}"
+    why = (
+        "index map {map_text} leaves positions of the new shape that hold no element; "
+        "without a pad_value their contents would be undefined"
+    )
+    suggestion = (
+        "pass pad_value= (e.g. 0.0) to fill them, or use factors that divide the extents"
+    )
 
 
-class PaddingNotInvertibleError(ScheduleError):
+class PaddingNotInvertibleError(_LayoutError):
     """``pad_value`` with an index map whose padding cannot be described: each buffer index
     must appear as ``i``, or as ``i // c`` and ``i % c`` (a split), in the new indices."""
 
-    def __init__(
-        self, primitive: str, block: Block, buffer: Buffer, map_text: str, param: str, func
-    ):
-        super().__init__(
-            primitive,
-            block.name,
-            f"cannot tell which positions of the new layout of {buffer.name!r} are padding",
-            detail=f"index map {map_text}: index {param!r} does not appear as {param}, or as "
-            f"{param} // c together with {param} % c, in the new indices",
-            suggestion="split each index with i // c and i % c (or keep it whole)",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
+    fields = ("block", "buffer", "map_text", "param")
+    message = "cannot tell which positions of the new layout of {buffer!r} are padding"
+    why = (
+        "index map {map_text}: index {param!r} does not appear as {param}, or as {param} // c "
+        "together with {param} % c, in the new indices"
+    )
+    suggestion = "split each index with i // c and i % c (or keep it whole)"

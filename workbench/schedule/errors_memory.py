@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from workbench.ir import SCOPES, Block, Buffer, BufferRegion, PrimFunc
+from workbench.ir import SCOPES, BufferRegion
 from workbench.schedule.errors import ScheduleError
 
 __all__ = [
@@ -20,98 +20,103 @@ def describe_regions(regions: tuple[BufferRegion, ...]) -> str:
     return ", ".join(f"{n}: {r.buffer.name}" for n, r in enumerate(regions)) or "none"
 
 
-class BufferIndexError(ScheduleError, IndexError):
+class _MemoryError(ScheduleError):
+    """The shape shared by the memory errors: the block (kept by name, the marked node)."""
+
+    named_fields = ("block", "buffer")
+    node_field = "block"
+
+
+class BufferIndexError(_MemoryError, IndexError):
     """A read or write buffer index that the block does not have."""
 
-    def __init__(self, primitive: str, block: Block, kind: str, index: object, func: PrimFunc):
-        regions = block.reads if kind == "read" else block.writes
-        count = len(regions)
-        plural = "buffer" if count == 1 else "buffers"
-        verb = "reads" if kind == "read" else "writes"
-        if count:
-            suggestion = f"pass an index from 0 to {count - 1}"
-        else:
-            suggestion = f"block {block.name!r} {verb} nothing: pick another block"
-        super().__init__(
-            primitive,
-            block.name,
-            f"block {block.name!r} has no {kind} buffer {index!r}",
-            detail=f"it {verb} {count} {plural}: {describe_regions(regions)}",
-            suggestion=suggestion,
-            func=func,
-            node=block,
-        )
-        self.block = block.name
-        self.kind = kind
-        self.index = index
-        self.buffers = [r.buffer.name for r in regions]
+    fields = ("block", "kind", "index")
+    message = "block {block!r} has no {kind} buffer {index!r}"
+    why = "it {verb} {count} {plural}: {regions_text}"
+    suggestion = "{advice}"
+
+    @property
+    def regions(self) -> tuple[BufferRegion, ...]:
+        block = self.ir["block"]
+        return block.reads if self.kind == "read" else block.writes
+
+    @property
+    def buffers(self) -> list[str]:
+        return [r.buffer.name for r in self.regions]
+
+    @property
+    def count(self) -> int:
+        return len(self.regions)
+
+    @property
+    def verb(self) -> str:
+        return "reads" if self.kind == "read" else "writes"
+
+    @property
+    def plural(self) -> str:
+        return "buffer" if self.count == 1 else "buffers"
+
+    @property
+    def regions_text(self) -> str:
+        return describe_regions(self.regions)
+
+    @property
+    def advice(self) -> str:
+        if self.count:
+            return f"pass an index from 0 to {self.count - 1}"
+        return f"block {self.block!r} {self.verb} nothing: pick another block"
 
 
-class UnknownScopeError(ScheduleError, ValueError):
+class UnknownScopeError(_MemoryError, ValueError):
     """A storage scope other than ``"global"``, ``"shared"``, ``"local"``."""
 
-    def __init__(self, primitive: str, block: Block, scope: object, func: PrimFunc):
-        super().__init__(
-            primitive,
-            block.name,
-            f"unknown storage scope {scope!r}",
-            detail="the valid scopes are " + ", ".join(repr(s) for s in SCOPES),
-            suggestion='use "local" for per-thread scratch, "shared" for a block-shared tile, '
-            '"global" for main memory',
-            func=func,
-            node=block,
-        )
-        self.scope = scope
+    fields = ("block", "scope")
+    message = "unknown storage scope {scope!r}"
+    why = "the valid scopes are {scopes_text}"
+    suggestion = (
+        'use "local" for per-thread scratch, "shared" for a block-shared tile, "global" for '
+        "main memory"
+    )
+
+    @property
+    def scopes_text(self) -> str:
+        return ", ".join(repr(s) for s in SCOPES)
 
 
-class ParameterScopeError(ScheduleError):
+class ParameterScopeError(_MemoryError):
     """``set_scope`` of a buffer that is a parameter of the function."""
 
-    def __init__(self, primitive: str, block: Block, buffer: Buffer, func: PrimFunc):
-        super().__init__(
-            primitive,
-            block.name,
-            f"buffer {buffer.name!r} is a parameter of {func.name}",
-            detail="a parameter's memory belongs to the caller (it is always global); only "
-            "intermediate buffers (T.alloc_buffer) can change scope",
-            suggestion=f"cache it instead: sch.cache_write(block, index, scope) (or cache_read) "
-            f"makes a {buffer.name}_<scope> copy whose scope you choose",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
+    fields = ("block", "buffer")
+    message = "buffer {buffer!r} is a parameter of {func.name}"
+    why = (
+        "a parameter's memory belongs to the caller (it is always global); only intermediate "
+        "buffers (T.alloc_buffer) can change scope"
+    )
+    suggestion = (
+        "cache it instead: sch.cache_write(block, index, scope) (or cache_read) makes a "
+        "{buffer}_<scope> copy whose scope you choose"
+    )
 
 
-class CacheReadOfWrittenBufferError(ScheduleError):
+class CacheReadOfWrittenBufferError(_MemoryError):
     """``cache_read`` of a buffer that the block also writes (it would read a stale copy)."""
 
-    def __init__(self, primitive: str, block: Block, buffer: Buffer, func: PrimFunc):
-        super().__init__(
-            primitive,
-            block.name,
-            f"block {block.name!r} writes {buffer.name!r}, the buffer it would read from a cache",
-            detail="the copy is taken before the block runs, so the block would read old "
-            f"values instead of the ones it writes into {buffer.name!r} itself",
-            suggestion=f"use cache_write on {buffer.name!r} (the block then reads and writes "
-            "the cache)",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
+    fields = ("block", "buffer")
+    message = "block {block!r} writes {buffer!r}, the buffer it would read from a cache"
+    why = (
+        "the copy is taken before the block runs, so the block would read old values "
+        "instead of the ones it writes into {buffer!r} itself"
+    )
+    suggestion = "use cache_write on {buffer!r} (the block then reads and writes the cache)"
 
 
-class NotAConsumerError(ScheduleError):
+class NotAConsumerError(_MemoryError):
     """A block in ``consumer_blocks`` does not read the cached buffer."""
 
-    def __init__(self, primitive: str, block: Block, buffer: Buffer, func: PrimFunc):
-        super().__init__(
-            primitive,
-            block.name,
-            f"block {block.name!r} does not read {buffer.name!r}",
-            detail=f"consumer_blocks lists the blocks that should read the cache of "
-            f"{buffer.name!r}; {block.name!r} never reads it",
-            suggestion="list only blocks that read the buffer (or leave consumer_blocks out)",
-            func=func,
-            node=block,
-        )
-        self.buffer = buffer.name
+    fields = ("block", "buffer")
+    message = "block {block!r} does not read {buffer!r}"
+    why = (
+        "consumer_blocks lists the blocks that should read the cache of {buffer!r}; "
+        "{block!r} never reads it"
+    )
+    suggestion = "list only blocks that read the buffer (or leave consumer_blocks out)"

@@ -9,8 +9,9 @@ The map is a Python lambda evaluated once on index variables (the IR's operators
 the new index expressions), so it must be made of ``+ - * // %`` of its arguments and
 integer constants. The new shape is the interval bound of each new index
 (``workbench.ir.arith.int_bounds``) and the map must be a bijection from the old shape
-onto it, which is proved from the map's affine inverse (``layout_index_map.proves_injective``;
-enumerated only for maps beyond that proof on small buffers).
+onto it, which is proved symbolically (``layout_injective.proves_injective``: the map's
+affine inverse, or mixed-radix digits of the old indices; never enumerated, so a map beyond
+both proofs is refused whatever the buffer's size).
 
 Loads, stores, block read/write regions, ``alloc_buffers`` and function parameters all
 change. **Transforming a parameter changes the function's signature** (as in TVM): the

@@ -8,23 +8,13 @@ arguments and integer constants (``IndexMapOperationError`` otherwise).
 The new shape is ``int_bounds(result) + 1`` per new dimension, so every element lands
 inside it. The map must be a bijection of the old shape onto the new one
 (``IndexMapNotBijectiveError``): the sizes must agree (with ``pad_value``, the new shape
-may be larger) and no two elements may land on one position. Injectivity is *proved*,
-independently of the buffer's size (``proves_injective``):
-
-* the map is inverted as an affine iter map (``workbench.ir.affine_inverse``: each new
-  index a digit ``x // a % b`` of an affine ``x`` of the old indices, the digits of one
-  ``x`` a mixed radix, TVM's ``InverseAffineIterMap``), and the inverse is checked
-  symbolically: ``inverse(map(i))`` simplifies to ``i`` on the buffer's domain;
-* or every new index is linear in its own old indices (none shared between two new
-  indices) with coefficients far enough apart that no two points collide (``2 * i``,
-  ``i * 8 + j`` with ``j < 8``).
-
-A map neither proof covers (``i % 2 * 2 + i // 3``) is checked by enumerating every index
-with numpy, *only when the buffer has at most* ``ENUMERATION_LIMIT`` *elements*: such maps
-are beyond the affine reasoning (TVM refuses them outright, as it cannot invert them), and
-enumeration is exact and fast at that size. A larger buffer with such a map is refused
-(``IndexMapNotBijectiveError``, saying the map could not be proven a bijection). Error
-messages show an example clash, found by enumeration (reporting only, never deciding).
+may be larger) and no two elements may land on one position. Injectivity is *proved*
+symbolically, never by enumerating points (``layout_injective.proves_injective``: the
+map's affine inverse, or mixed-radix digits of the old indices), so the answer does not
+depend on the buffer's size: a map beyond both proofs is refused at any size, saying it
+cannot be proven a bijection. For a small buffer the message also shows two indices that
+land on one position when there are some (found by a bounded search: reporting only,
+never deciding).
 
 The canonical text (``"lambda k, j: (j // 16, k, j % 16)"``) is printed from the IR and
 read back by ``IndexMap.from_text``, a small parser accepting only that grammar (never
@@ -53,7 +43,6 @@ from workbench.ir import (
     Mul,
     PrimExpr,
     PrimFunc,
-    Range,
     Sub,
     Var,
     as_expr,
@@ -61,22 +50,20 @@ from workbench.ir import (
     is_int,
     substitute,
 )
-from workbench.ir.affine_inverse import invert_indices
-from workbench.ir.arith import int_bounds, simplify
-from workbench.ir.arith.linear import linear_form
-from workbench.ir.stmt import IterVar
+from workbench.ir.arith import int_bounds
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_layout import (
     IndexMapArityError,
     IndexMapNotBijectiveError,
     IndexMapOperationError,
 )
+from workbench.schedule.layout_injective import proves_injective
 
 _ALLOWED = (Var, IntImm, Add, Sub, Mul, FloorDiv, FloorMod)
 _ENUMERATION_CHUNK = 1 << 22
-ENUMERATION_LIMIT = 1 << 20
-"""Most elements a buffer may have for a map no proof covers to be checked point by point
-(about 0.1 s of numpy); larger buffers need a map ``proves_injective`` accepts."""
+EXAMPLE_SEARCH_LIMIT = 1 << 16
+"""Most elements a buffer may have for a refusal's message to search for an example clash
+(the search only explains a refusal; it never decides one)."""
 
 # ---------------------------------------------------------------------------------------
 # Index maps
@@ -352,8 +339,8 @@ def check_bijective(
 ) -> None:
     """Every index of ``buffer`` must land on a distinct point of ``shape`` (the new shape:
     every image is inside it), and the sizes must agree (``shape`` may be larger with
-    ``allow_padding``); else ``IndexMapNotBijectiveError`` with an example. Proved by
-    ``proves_injective``; enumerated only for small buffers (see the module docstring)."""
+    ``allow_padding``); else ``IndexMapNotBijectiveError``. Proved by ``proves_injective``
+    whatever the size; a map it cannot prove is refused (see the module docstring)."""
     old_size, new_size = int(np.prod(buffer.shape)), int(np.prod(shape))
     if old_size != new_size and not (allow_padding and old_size < new_size):
         why = (
@@ -363,23 +350,29 @@ def check_bijective(
         raise IndexMapNotBijectiveError(primitive, block, buffer, imap.text(), why, func)
     if old_size == 0 or proves_injective(imap, buffer.shape):
         return
-    if old_size > ENUMERATION_LIMIT:
-        why = (
-            "it cannot be proven a bijection: it is not an invertible affine map (new "
-            "indices that are digits x // a % b of affine expressions of the old ones, or "
-            f"linear in disjoint old indices), and at {old_size} elements the buffer is "
-            f"too large to check element by element (at most {ENUMERATION_LIMIT})"
-        )
-        raise IndexMapNotBijectiveError(primitive, block, buffer, imap.text(), why, func)
+    why = (
+        "it cannot be proven a bijection (at any size): it is neither an invertible affine "
+        "map (new indices that are digits x // a % b of affine expressions of the old ones) "
+        "nor a mixed-radix combination of digits i // a % b of single old indices"
+    )
+    if old_size <= EXAMPLE_SEARCH_LIMIT:
+        clash = _first_clash(imap, buffer, shape, new_size)
+        if clash is not None:
+            why = _clash_text(imap, buffer, shape, clash)
+    raise IndexMapNotBijectiveError(primitive, block, buffer, imap.text(), why, func)
+
+
+def _first_clash(imap: IndexMap, buffer: Buffer, shape: tuple[int, ...], new_size: int):
+    """The first linear position of ``shape`` two indices land on, or None (reporting only,
+    for small buffers)."""
     seen = np.zeros(new_size, dtype=bool)
     for _, linear in _positions(imap, buffer, shape):
         hits = np.bincount(linear, minlength=new_size)  # in range: int_bounds is sound
         clash = np.flatnonzero((hits > 1) | (seen & (hits > 0)))
         if clash.size:
-            target = int(clash[0])
-            why = _clash_text(imap, buffer, shape, target)
-            raise IndexMapNotBijectiveError(primitive, block, buffer, imap.text(), why, func)
+            return int(clash[0])
         seen |= hits > 0
+    return None
 
 
 def _clash_text(imap: IndexMap, buffer: Buffer, shape: tuple[int, ...], target: int) -> str:
@@ -395,64 +388,3 @@ def _clash_text(imap: IndexMap, buffer: Buffer, shape: tuple[int, ...], target: 
     return f"{sources[0]} and {sources[1]} both map to {new_index}"
 
 
-# ---------------------------------------------------------------------------------------
-# Proving injectivity without enumerating
-# ---------------------------------------------------------------------------------------
-
-
-def proves_injective(imap: IndexMap, shape: tuple[int, ...]) -> bool:
-    """Whether ``imap`` is proven injective on ``0 <= param < shape`` (False: not proven,
-    which does not mean it is not injective). Independent of the sizes in ``shape``.
-
-    Example
-    -------
-    >>> proves_injective(IndexMap.from_text("lambda i, j: (j // 16, i, j % 16)"), (64, 4096))
-    True
-    >>> proves_injective(IndexMap.from_text("lambda i: (i * 2,)"), (100000,))
-    True
-    >>> proves_injective(IndexMap.from_text("lambda i: (i // 2,)"), (8,))
-    False
-    """
-    ranges = {p: (0, size - 1) for p, size in zip(imap.params, shape, strict=True)}
-    return _inverse_checked(imap, shape, ranges) or _disjoint_linear(imap, ranges)
-
-
-def _inverse_checked(imap: IndexMap, shape, ranges) -> bool:
-    """``affine_inverse.invert_indices`` finds the old indices from the new ones, and the
-    inverse composed with the map simplifies to the identity on the domain."""
-    iter_vars = [
-        IterVar(p, Range(IntImm(0, p.dtype), IntImm(size, p.dtype)))
-        for p, size in zip(imap.params, shape, strict=True)
-    ]
-    new = tuple(Var(f"new_{d}", r.dtype) for d, r in enumerate(imap.results))
-    found = invert_indices(imap.results, iter_vars, new)
-    if found is None:
-        return False
-    inverse, _ = found  # conditions: constant new indices, which injectivity ignores
-    forward = dict(zip(new, imap.results, strict=True))
-    for param in imap.params:
-        back = simplify(substitute(inverse[param], forward), ranges)
-        if back != param and ranges[param] != (0, 0):
-            return False
-    return True
-
-
-def _disjoint_linear(imap: IndexMap, ranges) -> bool:
-    """Every new index is linear in old indices no other new index uses, every old index
-    of extent > 1 is used, and within one new index the coefficients, by size, each exceed
-    what all the smaller terms can add up to (so the terms are digits of one number)."""
-    used: set[Var] = set()
-    for result in imap.results:
-        form = linear_form(simplify(result, {}), result.dtype)
-        if any(not isinstance(t, Var) or t not in ranges for t in form.terms):
-            return False
-        if used & form.terms.keys():
-            return False
-        used |= form.terms.keys()
-        reach = 0
-        for var, coeff in sorted(form.terms.items(), key=lambda tc: abs(tc[1])):
-            span = ranges[var][1] - ranges[var][0]
-            if span and abs(coeff) <= reach:
-                return False
-            reach += abs(coeff) * span
-    return all(var in used or lo == hi for var, (lo, hi) in ranges.items())

@@ -47,6 +47,7 @@ from workbench.schedule.handles import BlockRV
 from workbench.schedule.memory_placement import (
     add_cache,
     blocks_touching,
+    buffer_users,
     cache_name,
     place_copy,
     redirect_consumers,
@@ -101,16 +102,13 @@ def resolve_consumers(
     read ``buffer`` (``NotAConsumerError``); for cache_read they must not write it
     (``CacheReadOfWrittenBufferError``).
     """
-    _, ancestors = find_block(func, block.name, primitive)
-    readers = [
-        b
-        for b, _ in blocks_touching(func, buffer, block, ancestors, reads=True)
-        if any(r.buffer == buffer for r in b.reads)
-    ]
+    users = buffer_users(func, buffer, block.name)
+    readers = [u.name for u in users if u.reads]
+    writers = {u.name for u in users if u.writes}
     if consumer_blocks is None:
         if not default_all:
             return []
-        return [b.name for b in readers if not any(w.buffer == buffer for w in b.writes)]
+        return [name for name in readers if name not in writers]
     if isinstance(consumer_blocks, (str, bytes)) or not isinstance(consumer_blocks, Sequence):
         expected = "a list of blocks"
         raise InvalidArgumentError(primitive, "consumer_blocks", expected, consumer_blocks)
@@ -119,10 +117,10 @@ def resolve_consumers(
         if not isinstance(name, str):
             raise InvalidArgumentError(primitive, "consumer_blocks", "a list of blocks", name)
         found, _ = find_block(func, name, primitive)
-        itself = found is block and primitive == "cache_read"
-        if not itself and not any(found is r for r in readers):
+        itself = name == block.name and primitive == "cache_read"
+        if not itself and name not in readers:
             raise NotAConsumerError(primitive, found, buffer, func)
-        if primitive == "cache_read" and any(w.buffer == buffer for w in found.writes):
+        if primitive == "cache_read" and name in writers:
             raise CacheReadOfWrittenBufferError(primitive, found, buffer, func)
         if name not in names:
             names.append(name)
@@ -227,7 +225,7 @@ def cache_read(
 
     name, taken = cache_name(func, src, scope)
     cache = Buffer(name, src.shape, src.dtype, scope)
-    writers = blocks_touching(func, src, first, first_anc, reads=False)
+    writers = blocks_touching(func, src, first, reads=False)
     anchor, copy = place_copy(
         func, first, first_anc, writers, first_region, src, cache, name, taken, also=readers[1:]
     )
@@ -328,7 +326,7 @@ def cache_write(
     cache = Buffer(name, dst.shape, dst.dtype, scope)
     others = [
         (b, anc)
-        for b, anc in blocks_touching(func, dst, target, ancestors, reads=True)
+        for b, anc in blocks_touching(func, dst, target, reads=True)
         if b.name not in consumers
     ]
     anchor, copy = place_copy(func, target, ancestors, others, region, cache, dst, name, taken)
@@ -361,7 +359,7 @@ def _fill_cache(
     target, ancestors = find_block(func, block, "cache_write")
     writers = [
         (b, anc)
-        for b, anc in blocks_touching(func, dst, target, ancestors, reads=False)
+        for b, anc in blocks_touching(func, dst, target, reads=False)
         if b.name != copy_name
     ]
     fill_name = fresh_name(f"{copy_name}_fill", taken)

@@ -5,7 +5,8 @@ The copy goes at the top level of the function, right before (cache_read) or aft
 ordered with the copy shares loops with that block (the producer of a cached read, a
 consumer or another writer of a cached write), the copy goes into the innermost statement
 sequence holding both, right next to the cached block's part of it (TVM's
-``CacheLocDetector``).
+``CacheLocDetector``). Which blocks read or write the buffer is the shared ``BlockScope``'s
+answer (``buffer_users``; ``workbench.schedule.scope``), never a walk of this module's own.
 
 The copy covers what the cached block touches while that statement runs once: its
 declared region with the loops inside the statement relaxed over their ranges and the
@@ -17,6 +18,8 @@ cache_write copy-out may then also copy elements the block did not write.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from workbench.ir import (
     GE,
@@ -58,25 +61,43 @@ from workbench.schedule.tree import (
 )
 
 
-def blocks_touching(
-    func: PrimFunc, buffer: Buffer, block: Block, ancestors: tuple[Stmt, ...], reads: bool
-) -> list[tuple[Block, tuple[Stmt, ...]]]:
-    """Blocks that write ``buffer`` (or read it too, with ``reads``) and must stay ordered with
-    the copy: the other children of ``block``'s scope, then of each scope around it
-    (``workbench.schedule.scope``; a block nested in a sibling is represented by the sibling,
-    whose declared regions cover it). With their ancestors."""
+@dataclasses.dataclass(frozen=True)
+class BufferUser:
+    """A block that must stay ordered with a copy of ``buffer``, as the ``BlockScope`` of
+    its scope sees it (a block nested in a sibling is represented by the sibling, whose
+    declared regions cover it)."""
+
+    name: str
+    reads: bool
+    writes: bool
+
+
+def buffer_users(func: PrimFunc, buffer: Buffer, block: str) -> list[BufferUser]:
+    """The blocks reading or writing ``buffer`` other than ``block``: the other children of
+    ``block``'s scope, then of each scope around it (``workbench.schedule.scope``, the one
+    dependence analysis: its ``readers`` / ``writers``), innermost scope first."""
     found = []
-    current = block.name
+    current = block
     while current != func.root_block.name:
         scope = scope_of(func, current, "cache")
-        touching = set(scope.writers(buffer.name))
-        if reads:
-            touching |= set(scope.readers(buffer.name))
+        readers, writers = scope.readers(buffer.name), scope.writers(buffer.name)
         for name in scope.blocks:
-            if name in touching and name != current:
-                found.append(find_block(func, name, "cache"))
+            if name != current and (name in readers or name in writers):
+                found.append(BufferUser(name, name in readers, name in writers))
         current = scope.root
     return found
+
+
+def blocks_touching(
+    func: PrimFunc, buffer: Buffer, block: Block, reads: bool
+) -> list[tuple[Block, tuple[Stmt, ...]]]:
+    """Blocks that write ``buffer`` (or read it too, with ``reads``) and must stay ordered with
+    the copy (``buffer_users``), with their ancestors."""
+    return [
+        find_block(func, user.name, "cache")
+        for user in buffer_users(func, buffer, block.name)
+        if user.writes or (reads and user.reads)
+    ]
 
 
 def _chain(ancestors: tuple[Stmt, ...], node: Stmt) -> list[Stmt]:

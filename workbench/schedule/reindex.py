@@ -61,7 +61,7 @@ def resolve_buffer(func: PrimFunc, block: Block, buffer: object) -> tuple[str, B
                     found = (kind, region.buffer)
         if found is None:
             _find_buffer("reindex", func, block, buffer)  # BufferNotFoundError if unknown
-            raise ReindexNoAccessError(block, buffer, func)
+            raise ReindexNoAccessError("reindex", block, buffer, func)
         return found
     if isinstance(buffer, (tuple, list)) and len(buffer) == 2 and buffer[0] in ("read", "write"):
         return buffer[0], buffer_region("reindex", func, block, buffer[0], buffer[1]).buffer
@@ -76,12 +76,12 @@ def _access_indices(func: PrimFunc, block: Block, buffer: Buffer) -> tuple[PrimE
     accesses = collect(block.init, is_access) if block.init is not None else []
     accesses += collect(block.body, is_access)
     if not accesses:
-        raise ReindexNoAccessError(block, buffer.name, func)
+        raise ReindexNoAccessError("reindex", block, buffer.name, func)
     first = accesses[0].indices
     for access in accesses[1:]:
         if access.indices != first:
             raise ReindexNonUniqueAccessError(
-                block, buffer.name, _text(first), _text(access.indices), func
+                "reindex", block, buffer.name, _text(first), _text(access.indices), func
             )
     return first
 
@@ -125,9 +125,9 @@ def _top_level_position(func: PrimFunc, block: Block, ancestors) -> int:
         position = 0
     for outer, inner in zip(chain, chain[1:], strict=False):
         if isinstance(outer, For) and outer.body is not inner:
-            raise ReindexNotLoopChainError(block, "", func)
+            raise ReindexNotLoopChainError("reindex", block, "", func)
         if not isinstance(outer, (For, BlockRealize)):
-            raise ReindexNotLoopChainError(block, "", func)
+            raise ReindexNotLoopChainError("reindex", block, "", func)
     return position
 
 
@@ -165,15 +165,15 @@ def reindex(func: PrimFunc, block: str, buffer: object) -> tuple[PrimFunc, str]:
     node, ancestors = find_block(func, block, "reindex")
     kind, buf = resolve_buffer(func, node, buffer)
     if collect(node.body, lambda n: isinstance(n, Block)):
-        raise ReindexNotLeafBlockError(node, buf.name, func)
+        raise ReindexNotLeafBlockError("reindex", node, buf.name, func)
     if kind == "read" and any(w.buffer == buf for w in node.writes):
-        raise ReindexReadOfWrittenBufferError(node, buf.name, func)
+        raise ReindexReadOfWrittenBufferError("reindex", node, buf.name, func)
     if node is func.root_block or func.root_block not in ancestors:
-        raise ReindexNotLoopChainError(node, buf.name, func)
+        raise ReindexNotLoopChainError("reindex", node, buf.name, func)
     try:
         position = _top_level_position(func, node, ancestors)
     except ReindexNotLoopChainError:
-        raise ReindexNotLoopChainError(node, buf.name, func) from None
+        raise ReindexNotLoopChainError("reindex", node, buf.name, func) from None
     indices = _access_indices(func, node, buf)
     domain = {
         iv.var: (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value - 1)

@@ -27,6 +27,7 @@ non-linear use of ``l``) counts as a possible conflict: it is conservative, neve
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from workbench.ir import (
     GE,
@@ -176,12 +177,14 @@ class Unreadable(Exception):
 
 @dataclasses.dataclass
 class Form:
-    """``sum(digits[(a, b)] * (l // a % b)) + sum(outer[t] * t) + const + rest``."""
+    """``sum(digits[(a, b)] * (l // a % b)) + sum(outer[t] * t) + const + rest``; ``rest`` is
+    always a multiple of ``step`` (0: no rest terms)."""
 
     digits: dict[tuple[int, int | None], int]
     outer: dict[PrimExpr, int]
     const: int
     rest: Bounds
+    step: int = 0
 
 
 def _vars(expr: PrimExpr) -> set[Var]:
@@ -258,10 +261,13 @@ def read_index(
                 result.outer[term] = result.outer.get(term, 0) + coeff
             else:
                 result.rest = _add(result.rest, _scale(int_bounds(term, ranges), coeff))
+                result.step = math.gcd(result.step, coeff)
             continue
         for key, c, rest in _digit_terms(term, l_var, ranges):
             result.digits[key] = result.digits.get(key, 0) + c * coeff
             result.rest = _add(result.rest, _scale(rest, coeff))
+            if rest != (0, 0):
+                result.step = math.gcd(result.step, coeff)
     return result
 
 
@@ -278,13 +284,25 @@ def _digit_terms(term: PrimExpr, l_var: Var, ranges) -> list[tuple[tuple, int, B
         c, rest = _split_l(term.a, l_var)
         if c % a == 0:
             return [((1, None), c // a, int_bounds(FloorDiv(rest, term.b), ranges))]
+        # a split of a fused loop: (c*l + r) // a  ==  l // (a/c)  when c divides a, 0 <= r < c
+        if c > 0 and a % c == 0 and _within(rest, c, ranges):
+            return [((a // c, None), 1, (0, 0))]
     # (c*l + rest) % a  ==  rest % a   when a divides c
     if isinstance(term, FloorMod) and _pos(term.b):
         a = term.b.value
         c, rest = _split_l(term.a, l_var)
         if c % a == 0:
             return [((1, None), 0, (0, a - 1))]
+        # (c*l + r) % a  ==  (l % (a/c)) * c + r  when c divides a, 0 <= r < c
+        if c > 0 and a % c == 0 and _within(rest, c, ranges):
+            return [((1, a // c), c, int_bounds(rest, ranges))]
     raise Unreadable(term)
+
+
+def _within(rest: PrimExpr, c: int, ranges) -> bool:
+    """Whether ``0 <= rest < c`` under ``ranges``."""
+    lo, hi = int_bounds(rest, ranges)
+    return lo is not None and hi is not None and lo >= 0 and hi < c
 
 
 # ---------------------------------------------------------------------------------------
@@ -371,12 +389,61 @@ def _disjoint_anyway(coeffs, spans, free, window: Bounds) -> bool:
     return (lo is not None and lo > span) or (hi is not None and hi < -span)
 
 
+def _modular_window(f1: Form, f2: Form, c1, c2, spans, window: Bounds) -> Bounds | None:
+    """For point accesses: every term of ``e1 - e2`` but ``L = sum(c1_k * delta_k)`` is a
+    multiple of ``g``; when ``|L| < g`` always, the two touch one element only if ``L == 0``
+    (``2 * f + l`` with ``f`` an inner loop and ``l`` in ``[0, 1]``). ``None``: never."""
+    g = math.gcd(f1.step, f2.step, f1.const - f2.const)
+    for term in set(f1.outer) | set(f2.outer):
+        g = math.gcd(g, f1.outer.get(term, 0) - f2.outer.get(term, 0))
+    for k in set(c1) | set(c2):
+        g = math.gcd(g, c1.get(k, 0) - c2.get(k, 0))
+    if g <= 1 or any(spans[k] is None for k in c1 if c1[k]):
+        return window
+    if sum(abs(c) * spans[k] for k, c in c1.items()) >= g:
+        return window
+    lo, hi = window
+    if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+        return None
+    return (0, 0)
+
+
+def _flattened(access: Access, ranges) -> Access | None:
+    """A point access to a constant-shape buffer, proven in bounds, as one row-major index
+    (``x // 12, x % 12`` becomes ``x``), or ``None``."""
+    shape = [dim if isinstance(dim, int) else const_value(dim) for dim in access.buffer.shape]
+    if not shape or not all(isinstance(n, int) for n in shape):
+        return None
+    flat, stride = None, 1
+    for (start, extent), size in zip(reversed(access.region), reversed(shape), strict=True):
+        if const_value(extent) != 1:
+            return None
+        lo, hi = int_bounds(start, ranges)
+        if lo is None or hi is None or lo < 0 or hi >= size:
+            return None
+        term = start if stride == 1 else start * IntImm(stride, start.dtype)
+        flat = term if flat is None else term + flat
+        stride *= size
+    one = IntImm(1, flat.dtype)
+    return dataclasses.replace(access, region=((simplify(flat, ranges), one),))
+
+
 def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
     """Whether ``first`` in one iteration of ``loop`` and ``second`` in another (the loops
     around ``loop`` at the same values) may touch one element. Conservative: True when unsure.
     """
     if first.buffer != second.buffer:
         return False
+    if not _overlap(first, second, loop):
+        return False
+    ranges = _ranges(first.loops + second.loops)
+    flat1, flat2 = _flattened(first, ranges), _flattened(second, ranges)
+    if flat1 is None or flat2 is None or len(first.region) == 1:
+        return True
+    return _overlap(flat1, flat2, loop)
+
+
+def _overlap(first: Access, second: Access, loop: For) -> bool:
     l_var = loop.loop_var
     lo, extent = const_value(loop.min), const_value(loop.extent)
     extent = extent if isinstance(extent, int) else None
@@ -427,7 +494,12 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
         # overlap  <=>  e1 - e2 in [-(w1 - 1), w2 - 1]
         window_lo = None if noise[1] is None else -(w1 - 1) - noise[1]
         window_hi = None if noise[0] is None else (w2 - 1) - noise[0]
-        equations.append((c1, (window_lo, window_hi)))
+        window = (window_lo, window_hi)
+        if w1 == w2 == 1:
+            window = _modular_window(f1, f2, c1, c2, spans, window)
+            if window is None:
+                return False
+        equations.append((c1, window))
     free = set(range(len(chain)))
     if any(_disjoint_anyway(c, spans, free, w) for c, w in equations):
         return False

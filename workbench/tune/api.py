@@ -31,15 +31,22 @@ from workbench.tune.space import SearchSpace
 from workbench.tune.strategies import get_strategy
 
 
-def make_space(space, func) -> SearchSpace:
+def make_space(space, func, target="cpu") -> SearchSpace:
     """A ``SearchSpace`` from what ``wb.tune`` accepts: a space, a template function,
-    ``"generated"`` (the default), or ``"matmul"`` (the built-in matmul template)."""
+    ``"generated"`` (the default: the rules of ``target``, ``"cpu"`` or ``"cuda"``), or
+    ``"matmul"`` (the built-in matmul template).
+
+    Example
+    -------
+    >>> make_space("generated", ops.matmul(64, 64, 64), target="cuda").knobs  # doctest: +SKIP
+    ['tile:C:i', 'tile:C:j', 'tile:C:k', 'shared:C', 'unroll:C']
+    """
     if isinstance(space, SearchSpace):
         return space
     if space is None or space == "generated":
         from workbench.tune.space_generated import GeneratedSpace
 
-        return GeneratedSpace(func)
+        return GeneratedSpace(func, target=target)
     if space == "matmul":
         from workbench.tune.space_template import TemplateSpace
         from workbench.tune.templates import matmul_template
@@ -158,7 +165,7 @@ def tune(
     ----------
     func : PrimFunc
     target : str
-        ``"cpu"`` (or ``"numpy"``, for tests).
+        ``"cpu"``, ``"cuda"`` (or ``"numpy"``, for tests: it runs the cpu space).
     trials : int
         Candidates to measure for this workload, counting records already in ``db`` when
         ``resume`` (so a killed run, re-run, finishes).
@@ -198,7 +205,7 @@ def tune(
 
     start = time.perf_counter()
     database = db if isinstance(db, Database) else Database(db)
-    space = make_space(space, func)
+    space = make_space(space, func, target)
     if pin:
         space.pin(**pin)
     search = get_strategy(strategy, seed=seed)

@@ -5,6 +5,7 @@
 ``ir_diff`` / ``code_diff``   two schedules' IR, or two generated sources, side by side
 ``loop_nest_graph``           the loop nest as a graphviz drawing (``loop_nest`` gives a view)
 ``access_map`` / ``..figure`` which elements of a buffer one tile touches, and in which order
+``access_images``             the same as small images per buffer (no Matplotlib, for widgets)
 ``tile_footprint``            bytes per buffer touched by one iteration of a loop's body
 ``footprint_warnings``        that footprint against the machine's L1/L2 or a GPU's shared memory
 ``schedule_warnings``         vector-width alignment, cores, unroll size, threads per block
@@ -37,6 +38,8 @@ _PUBLIC = {
     "KIND_STYLES": "workbench.viz.loopnest",
     "access_map": "workbench.viz.access",
     "access_figure": "workbench.viz.access",
+    "access_images": "workbench.viz.access_image",
+    "AccessImages": "workbench.viz.access_image",
     "tile_footprint": "workbench.viz.footprint",
     "footprint_warnings": "workbench.viz.footprint",
     "cache_sizes": "workbench.viz.footprint",

@@ -1,6 +1,6 @@
 """Lowering steps side by side: a table of what each moves and costs, and a rendering of each.
 
-A *lowering walk-through* is a list of ``LoweringStep`` (``workbench.ops.softmax_lowering``):
+A *lowering walk-through* is a list of ``LoweringStep`` (``workbench.recipes.softmax_lowering``):
 the same computation at successive stages (three passes, fused, vectorized, rewritten).
 ``steps_table`` puts one row per step (blocks, passes over memory, DRAM bytes, executed
 access bytes, FLOPs, and optionally the measured CPU time); ``show_steps`` renders each
@@ -18,7 +18,7 @@ kernel goes to the input and output arrays, hit or miss; the online rewrite lowe
 
 Example
 -------
->>> from workbench.ops.softmax_lowering import softmax_lowering_steps
+>>> from workbench.recipes.softmax_lowering import softmax_lowering_steps
 >>> table = steps_table(softmax_lowering_steps(4, 16))
 >>> table[["passes", "DRAM bytes"]].values.tolist()
 [[3, 1136], [1, 512], [1, 512], [1, 512], [1, 512]]
@@ -73,7 +73,7 @@ def steps_table(steps: Sequence, measure: bool = False, shape: tuple[int, ...] |
 
     Example
     -------
-    >>> from workbench.ops.softmax_lowering import softmax_lowering_steps
+    >>> from workbench.recipes.softmax_lowering import softmax_lowering_steps
     >>> steps_table(softmax_lowering_steps(4, 16))["global access bytes"].tolist()
     [2848, 1024, 1024, 768, 768]
     """
@@ -192,7 +192,7 @@ def steps_text(steps: Sequence) -> str:
 
     Example
     -------
-    >>> from workbench.ops.softmax_lowering import softmax_lowering_steps
+    >>> from workbench.recipes.softmax_lowering import softmax_lowering_steps
     >>> print(steps_text(softmax_lowering_steps(4, 16)[:1]).splitlines()[0])
     === 1. three passes ===
     """
@@ -213,7 +213,7 @@ def steps_html(steps: Sequence) -> str:
 
     Example
     -------
-    >>> from workbench.ops.softmax_lowering import softmax_lowering_steps
+    >>> from workbench.recipes.softmax_lowering import softmax_lowering_steps
     >>> "<h3>1. three passes</h3>" in steps_html(softmax_lowering_steps(4, 16)[:1])
     True
     """
@@ -258,7 +258,7 @@ def show_steps(steps: Sequence) -> None:
 
     Example
     -------
-    >>> from workbench.ops.softmax_lowering import softmax_lowering_steps
+    >>> from workbench.recipes.softmax_lowering import softmax_lowering_steps
     >>> show_steps(softmax_lowering_steps(4, 16)[:1])  # doctest: +ELLIPSIS
     === 1. three passes ===
     ...

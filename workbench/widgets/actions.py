@@ -161,3 +161,20 @@ def probe_arguments(sch: Schedule, primitive: str, ref: Ref) -> tuple[tuple, dic
     handle = fetch(trial, {}, ref)
     args, kwargs = INSTRUCTIONS[primitive].probe(trial, handle)
     return as_refs(trial, tuple(args)), {k: as_refs(trial, v) for k, v in kwargs.items()}
+
+
+def continue_trace(sch: Schedule, trace) -> Schedule:
+    """A copy of ``sch`` with every step of ``trace`` applied after its own trace.
+
+    ``trace`` was recorded on a schedule of ``sch.mod`` (a tuning record of the current
+    node's function): each step is called through the public ``Schedule`` method with the
+    handles its earlier steps returned, so the result's trace reads as the node's steps
+    followed by the tuned ones. Raises the step's ``ScheduleError`` (``sch`` is unchanged).
+    """
+    trial = sch.copy()
+    handles: dict[str, ScheduleHandle] = {}
+    for step in trace:
+        args = [handles[ref] for ref in step.inputs]
+        outputs = _handles_in(getattr(trial, step.primitive)(*args, **step.attrs))
+        handles.update(zip(step.outputs, outputs, strict=True))
+    return trial

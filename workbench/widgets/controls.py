@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 TOGGLES = ("parallel", "vectorize", "unroll")
 KIND_OF_TOGGLE = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unroll"}
 CUDA_REASON = "the CUDA backend is not available in this build (target 'cuda' comes with it)"
+CHECKING = "checking legality…"
 
 
 def loop_label(info: LoopInfo) -> str:
@@ -48,6 +49,14 @@ class Controls:
             description="split (free factor)",
             tooltip="any factor; a non-divisor adds a T.where guard",
         )
+        self.order = widgets.TagsInput(
+            allowed_tags=[],
+            allow_duplicates=False,
+            description="order",
+            tooltip="drag a loop to reorder (sch.reorder)",
+            layout=widgets.Layout(width="400px"),
+        )
+        self.order_note = widgets.HTML("")
         self.move_out = widgets.Button(
             description="▲ move out", tooltip="reorder with the loop above"
         )
@@ -86,6 +95,8 @@ class Controls:
         self.diff_a = widgets.Dropdown(description="diff", layout=widgets.Layout(width="150px"))
         self.diff_b = widgets.Dropdown(description="with", layout=widgets.Layout(width="150px"))
         self.export = widgets.Button(description="export node", icon="download")
+        self.checking = widgets.HTML("")
+        self._applied = dict.fromkeys(TOGGLES, False)
         self._updating = False
         self._wire()
 
@@ -99,6 +110,7 @@ class Controls:
         self.split_free.on_click(
             lambda _: ex.split(self.loop.value, [None, self.free_factor.value])
         )
+        self.order.observe(self._on_order, names="value")
         self.move_out.on_click(lambda _: self._move(-1))
         self.move_in.on_click(lambda _: self._move(+1))
         for name, toggle in self.toggles.items():
@@ -138,6 +150,34 @@ class Controls:
         if not self._updating and change["new"] is not None:
             self.explorer.jump(change["new"])
 
+    def _on_order(self, change) -> None:
+        """A loop dragged to a new place: reorder the span of loops that moved."""
+        if self._updating:
+            return
+        names = [value for _, value in self.loop.options]
+        new = list(change["new"])
+        if sorted(new) != sorted(names):
+            self._show_order(names)
+            self.order_note.value = (
+                "<span style='color:#b35900'>drag the tags to reorder; a loop cannot be added "
+                "or removed here</span>"
+            )
+            return
+        moved = [i for i, (a, b) in enumerate(zip(new, names, strict=True)) if a != b]
+        if not moved:
+            return
+        self.order_note.value = ""
+        if not self.explorer.reorder(*new[moved[0] : moved[-1] + 1]):
+            self._show_order(names)  # refused: the error is shown, the order is as it was
+
+    def _show_order(self, names: list[str]) -> None:
+        self._updating = True
+        try:
+            self.order.allowed_tags = list(names)
+            self.order.value = list(names)
+        finally:
+            self._updating = False
+
     def _move(self, step: int) -> None:
         names = [value for _, value in self.loop.options]
         index = names.index(self.loop.value)
@@ -148,8 +188,9 @@ class Controls:
 
     # --- state -> controls --------------------------------------------------------------
 
-    def update(self, blocks: list[str], loops: list[LoopInfo], legal, block_legal, history) -> None:
-        """Re-read everything from the explorer's state (no action fires while doing so)."""
+    def update(self, blocks: list[str], loops: list[LoopInfo], history) -> None:
+        """Re-read the selection, the loops and the history from the explorer's state (no
+        action fires while doing so). The primitive panel waits for ``set_legality``."""
         ex = self.explorer
         self._updating = True
         try:
@@ -157,29 +198,17 @@ class Controls:
             self.block.value = ex.block
             self.loop.options = [(loop_label(info), info.name) for info in loops]
             self.loop.value = ex.loop
+            self.order.allowed_tags = [info.name for info in loops]
+            self.order.value = [info.name for info in loops]
             info = next((i for i in loops if i.name == ex.loop), None)
             extent = info.extent if info and info.extent else 0
             self.split.options = [("-", None)] + [(str(d), d) for d in divisors(extent)]
             self.split.value = None
             self.move_out.disabled = not loops or loops[0].name == ex.loop
             self.move_in.disabled = not loops or loops[-1].name == ex.loop
-            rows = {row.primitive: row for row in legal} if legal is not None else {}
             for name, toggle in self.toggles.items():
-                applied = info is not None and info.kind == KIND_OF_TOGGLE[name]
-                row = rows.get(name)
-                toggle.value = applied
-                toggle.disabled = applied or row is None or not row.legal
-                toggle.tooltip = (
-                    "applied; undo to remove it"
-                    if applied
-                    else ""
-                    if row is None or row.legal
-                    else row.reason
-                )
-            _set_buttons(self.primitives, rows, "a loop")
-            _set_buttons(
-                self.block_primitives, {r.primitive: r for r in block_legal or []}, "a block"
-            )
+                self._applied[name] = info is not None and info.kind == KIND_OF_TOGGLE[name]
+                toggle.value = self._applied[name]
             nodes = [(f"[{n.id}] {n.label}", n.id) for n in history.nodes.values()]
             self.jump.options = nodes
             self.jump.value = history.current_id
@@ -192,6 +221,36 @@ class Controls:
         finally:
             self._updating = False
 
+    def set_legality(self, legal, block_legal) -> None:
+        """Enable the legal primitives and toggles, each disabled one with its reason.
+
+        ``legal is None`` means the table is being computed (on a worker thread): every
+        primitive is disabled with "checking legality…" until it arrives.
+        """
+        if legal is None and block_legal is None:
+            self.checking.value = CHECKING
+            for button in [*self.primitives.values(), *self.block_primitives.values()]:
+                button.disabled, button.tooltip, button.button_style = True, CHECKING, ""
+            for name, toggle in self.toggles.items():
+                toggle.disabled = True
+                toggle.tooltip = "applied; undo to remove it" if self._applied[name] else CHECKING
+            return
+        rows = {row.primitive: row for row in legal} if legal is not None else {}
+        for name, toggle in self.toggles.items():
+            row = rows.get(name)
+            applied = self._applied[name]
+            toggle.disabled = applied or row is None or not row.legal
+            toggle.tooltip = (
+                "applied; undo to remove it"
+                if applied
+                else ""
+                if row is None or row.legal
+                else row.reason
+            )
+        _set_buttons(self.primitives, rows, "a loop")
+        _set_buttons(self.block_primitives, {r.primitive: r for r in block_legal or []}, "a block")
+        self.checking.value = ""
+
     def box(self) -> widgets.Widget:
         """The left column: selection, loop edits, toggles, primitives, history controls."""
         return widgets.VBox(
@@ -200,10 +259,19 @@ class Controls:
                 self.block,
                 self.loop,
                 widgets.HBox([self.move_out, self.move_in]),
+                self.order,
+                self.order_note,
                 widgets.HBox([self.split]),
                 widgets.HBox([self.free_factor, self.split_free]),
                 widgets.HBox(list(self.toggles.values())),
-                widgets.HTML("<b>primitives at the selected loop</b> (hover a disabled one: why)"),
+                widgets.HBox(
+                    [
+                        widgets.HTML(
+                            "<b>primitives at the selected loop</b> (hover a disabled one: why)"
+                        ),
+                        self.checking,
+                    ]
+                ),
                 widgets.Box(
                     list(self.primitives.values()), layout=widgets.Layout(flex_flow="row wrap")
                 ),

@@ -4,19 +4,22 @@ The schedule is the state (``explorer.history``, a tree of ``Schedule`` states);
 is a view of it or an action on it, and each action calls the public ``Schedule`` method a
 user would type, so ``explorer.current.trace`` reads like a hand-written schedule.
 
-Two speeds: the IR, its diff, the loop-nest drawing, the footprint warnings and the
-analytic roofline point are redrawn at once; compiling and measuring run on a worker thread
-(``MeasureRunner``), debounced, and fill in the numbers when they arrive.
+Two speeds: the IR, its diff and the analytic roofline point are redrawn at once; the
+legality table of the selection (every primitive probed), the code, the loop-nest drawing
+and the warnings follow from worker threads; compiling and measuring run on another
+(``MeasureRunner``), debounced, and fill in the numbers when they arrive. The machine code
+(LLVM IR, assembly, PTX) is compiled only when its tab is opened. Every view is kept per
+history node (``ViewCache``), so revisiting a node redraws nothing.
 """
 
 from __future__ import annotations
 
 import html
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import ipywidgets as widgets
-
+from workbench import viz
 from workbench.ir import PrimFunc
 from workbench.schedule import Schedule, ScheduleError
 from workbench.widgets import panes
@@ -33,10 +36,11 @@ from workbench.widgets.actions import (
 from workbench.widgets.actions import apply as apply_action
 from workbench.widgets.controls import Controls
 from workbench.widgets.history import History, HistoryNode, Measurement
+from workbench.widgets.layout import LOWERING, MACHINE_CODE, PANES, build_layout
+from workbench.widgets.on_demand import LazyPane, OnDemand
 from workbench.widgets.runner import MeasureRunner
-
-PANES = ("IR", "IR diff", "code", "loop nest", "access", "roofline", "lowering", "history")
-LOWERING = ("DSL source", "scheduled IR", "Numba source", "LLVM IR", "asm")
+from workbench.widgets.tune_tab import TuneTab
+from workbench.widgets.view_cache import ViewCache
 
 
 def explore(func_or_schedule: PrimFunc | Schedule, target: str = "cpu", **options) -> Explorer:
@@ -101,9 +105,13 @@ class Explorer:
         self.timings: dict[str, float] = {}
         self.warnings: list[str] = []
         self.footprint: dict[str, int] = {}
+        self.cache = ViewCache()
+        self.legal = self.block_legal = None
         self._views_generation = 0
         self._views_pending: list = []
         self._views_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-views")
+        self._legality_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-legal")
+        self._legality_lock = threading.Lock()
         blocks = block_names(schedule.mod)
         self.block = blocks[0]
         loops = loops_above(schedule.mod, self.block)
@@ -183,6 +191,9 @@ class Explorer:
     def unroll(self, loop: str) -> bool:
         return self.apply("unroll", loop)
 
+    def bind(self, loop: str, thread_axis: str) -> bool:
+        return self.apply("bind", loop, thread_axis=thread_axis)
+
     def undo(self) -> None:
         """Go back to the parent node (the node stays in the history)."""
         self.history.undo()
@@ -209,13 +220,43 @@ class Explorer:
         self.target = self.runner.target = target
         self.refresh()
 
+    def show_lowering(self, tab: str = "LLVM IR / PTX") -> None:
+        """Open the lowering viewer at ``tab`` (one of ``LOWERING``); the machine code tabs
+        compile the kernel on a worker thread (``wait()`` for it)."""
+        self.tabs.selected_index = PANES.index("lowering")
+        self.lowering_tabs.selected_index = LOWERING.index(tab)
+
+    def tuning_dashboard(self, space="generated", db: str = "records.jsonl", **kwargs):
+        """A tuning dashboard for the explored function on the explorer's target: pin knobs
+        in its dropdowns, tune the rest (the ``space`` is made for that target: the
+        ``cuda`` generated space binds threads, the ``cpu`` one packs and vectorizes).
+
+        Example
+        -------
+        >>> dash = wb.explore(matmul, target="cpu").tuning_dashboard(db="r.jsonl")  # doctest: +SKIP
+        >>> dash.space.pin(**{"pack:C": 1}); dash.start()                           # doctest: +SKIP
+        """
+        from workbench.widgets.tuning_dashboard import TuningDashboard
+
+        return TuningDashboard(self.node.schedule.func_before, space=space, target=self.target,
+                               db=db, **kwargs)
+
     def wait(self, timeout: float = 120.0) -> Explorer:
-        """Block until pending views and measurements are shown (scripts, tests, notebooks)."""
-        for future in list(self._views_pending):
-            future.result(timeout)
-        self._views_pending.clear()
+        """Block until pending views, legality tables, machine code and measurements are
+        shown (scripts, tests, notebooks)."""
+        while self._views_pending:
+            self._views_pending.pop(0).result(timeout)
         self.runner.wait(timeout)
+        while self._views_pending:  # machine code asked for when a measurement arrived
+            self._views_pending.pop(0).result(timeout)
         return self
+
+    def close(self) -> None:
+        """Stop the worker threads (the widgets stay as they are)."""
+        self.runner.close()
+        self.on_demand.close()
+        for executor in (self._views_executor, self._legality_executor):
+            executor.shutdown(wait=False, cancel_futures=True)
 
     # --- diff / export ---------------------------------------------------------------
 
@@ -261,8 +302,9 @@ class Explorer:
             self.loop = names[0] if names else None
 
     def refresh(self, measure: bool = True) -> None:
-        """Redraw from the current node: the IR-only views now, the rest on a worker thread
-        (code, drawing, footprint, lowering), then the measurement (debounced)."""
+        """Redraw from the current node: the IR-only views now, the legality table and the
+        rest on worker threads (code, drawing, warnings, lowering), then the measurement
+        (debounced)."""
         start = time.perf_counter()
         self._show_fast()
         self.timings["fast_s"] = time.perf_counter() - start
@@ -288,47 +330,78 @@ class Explorer:
     def _show_fast(self) -> None:
         node = self.node
         func = node.func
-        loops = loops_above(func, self.block)
-        legal = legality(node.schedule, Ref("loop", self.loop)) if self.loop else None
-        self.legal = legal
-        self.block_legal = legality(node.schedule, Ref("block", self.block))
-        self.controls.update(block_names(func), loops, legal, self.block_legal, self.history)
-        self.views["IR"].value = panes.ir_html(func).html
+        self.controls.update(block_names(func), loops_above(func, self.block), self.history)
+        self.views["IR"].value = self.cache.get(  # the selected loop's line marked
+            (node.id, "IR", self.loop), lambda: panes.ir_html(func, self.loop).html
+        )
         parent = self.history[node.parent] if node.parent is not None else node
-        self.views["IR diff"].value = panes.ir_diff(parent.func, func).html
+        self.views["IR diff"].value = self.cache.get(
+            (node.id, "IR diff"), lambda: panes.ir_diff(parent.func, func).html
+        )
         self.views["header"].value = self._header_html()
         self._show_roofline()
+        self._show_legality()  # last: its worker would slow the lines above (one GIL)
+
+    # --- legality: probed on a worker thread, kept per (node, selection) ----------------
+
+    def _legality_key(self) -> tuple:
+        return ("legality", self.history.current_id, self.loop, self.block)
+
+    def _show_legality(self) -> None:
+        """Show the cached legality table of the selection, or "checking…" and compute it."""
+        with self._legality_lock:
+            key = self._legality_key()
+            tables = self.cache.peek(key)
+            if tables is None:
+                self.legal = self.block_legal = None
+                self.controls.set_legality(None, None)
+            else:
+                self.legal, self.block_legal = tables
+                self.controls.set_legality(*tables)
+                return
+        future = self._legality_executor.submit(self._check_legality, key, self.node.schedule)
+        self._views_pending.append(future)
+
+    def _check_legality(self, key: tuple, schedule: Schedule) -> None:
+        _, _, loop, block = key
+
+        def tables():
+            legal = legality(schedule, Ref("loop", loop)) if loop else None
+            return legal, legality(schedule, Ref("block", block))
+
+        result = self.cache.get(key, tables)
+        with self._legality_lock:
+            if key != self._legality_key():
+                return  # the selection moved on; the next check is queued
+            self.legal, self.block_legal = result
+            self.controls.set_legality(*result)
+
+    # --- views on the worker thread -----------------------------------------------------
 
     def _show_views(self) -> None:
-        node = self.node
-        func = node.func
-        self.views["code"].value = panes.code_html(node.code).html
-        self.views["loop nest"].value = panes.loop_nest_svg(func)
+        node, target, loop = self.node, self.target, self.loop
+        self.views["code"].value = self.cache.get(
+            (node.id, "code", target, loop), lambda: _code_html(node, target, loop)
+        )
+        self.views["loop nest"].value = self.cache.get(
+            (node.id, "loop nest"), lambda: panes.loop_nest_svg(node.func)
+        )
         self._show_access()
         self._show_lowering()
         self._show_table()
 
     def _show_access(self) -> None:
-        func = self.node.func
-        if self.loop is None or self.loop not in all_loops(func):
-            self.warnings = []
+        node, target, loop = self.node, self.target, self.loop
+        if loop is None or loop not in all_loops(node.func):
+            self.footprint, self.warnings = {}, []
             self.views["access"].value = ""
+            self.views["warnings"].value = ""
             return
-        caches = panes.cache_sizes()
-        footprint = panes.tile_footprint(func, self.loop)
-        self.footprint = footprint
-        self.warnings = panes.footprint_warnings(func, self.loop, caches)
-        items = (
-            "".join(f"<li>⚠ {html.escape(w)}</li>" for w in self.warnings) or "<li>no warning</li>"
+        self.footprint, self.warnings, pane = self.cache.get(
+            (node.id, "access", loop, target), lambda: panes.access_pane(node.func, loop, target)
         )
-        rows = "".join(
-            f"<tr><td>{k}</td><td>{v / 1024:.1f} KiB</td></tr>" for k, v in footprint.items()
-        )
-        self.views["access"].value = (
-            f"<b>one iteration of loop <code>{html.escape(self.loop)}</code> touches</b>"
-            f"<table>{rows}</table><ul class='wb-warnings'>{items}</ul>"
-            + panes.footprint_svg(footprint, caches)
-        )
+        self.views["access"].value = pane
+        self.on_demand.show("access map")
         self.views["warnings"].value = (
             "<span style='color:#b35900'>"
             + " · ".join(html.escape(w) for w in self.warnings)
@@ -343,7 +416,9 @@ class Explorer:
         points = []
         for node in self.history.path():
             if peaks is not None:
-                intensity, gflops = panes.analytic_point(node.func, peaks)
+                intensity, gflops = self.cache.get(
+                    (node.id, "analytic point"), lambda n=node: panes.analytic_point(n.func, peaks)
+                )
                 points.append((f"[{node.id}]", intensity, gflops, False))
             if node.measurement is not None:
                 res = node.measurement.result
@@ -358,56 +433,85 @@ class Explorer:
             return
         self.views["roofline"].value = panes.roofline_svg(self.roofline_points(), peaks)
 
+    # --- the lowering viewer: machine code only when its tab is open --------------------
+
     def _show_lowering(self) -> None:
         node = self.node
         lowering = self.views["lowering"]
-        lowering["DSL source"].value = panes.ir_html(node.schedule.func_before).html
-        lowering["scheduled IR"].value = panes.ir_html(node.func).html
-        lowering["Numba source"].value = panes.code_html(node.code).html
-        for name in ("LLVM IR", "asm"):
-            lowering[name].value = "<i>shown once the kernel is compiled (measured)</i>"
-        if node.measurement is not None:
-            self._show_machine_code()
+        lowering["DSL source"].value = self.cache.get(
+            (node.id, "DSL source"), lambda: panes.ir_html(node.schedule.func_before).html
+        )
+        lowering["scheduled IR"].value = self.views["IR"].value
+        lowering["generated source"].value = self.views["code"].value
+        self.on_demand.show("machine code")
 
-    def _show_machine_code(self) -> None:
-        from workbench.backends import build
-
-        kernel = build(self.node.func, target="cpu")  # served from the kernel cache
+    def _lazy_panes(self) -> list[LazyPane]:
+        """The machine code tabs and the access maps, made only while their tab is open."""
         lowering = self.views["lowering"]
-        lowering["LLVM IR"].value = panes.plain_html(_head(kernel.llvm), "llvm")
-        lowering["asm"].value = panes.plain_html(_head(kernel.asm), "asm")
+
+        def machine_code_open() -> bool:
+            inner = self.lowering_tabs.selected_index
+            lowering_open = self.tabs.selected_index == PANES.index("lowering")
+            return lowering_open and inner is not None and LOWERING[inner] in MACHINE_CODE
+
+        def access_open() -> bool:
+            return self.tabs.selected_index == PANES.index("access") and self.loop is not None
+
+        return [
+            LazyPane(
+                "machine code",
+                key=lambda: (self.history.current_id, "machine code", self.target),
+                is_open=machine_code_open,
+                make=lambda key: panes.machine_code(self.history[key[0]].func, key[2]),
+                targets=lambda: [lowering[name] for name in MACHINE_CODE],
+                placeholder="<i>compiled when this tab is opened</i>",
+                pending="<i class='wb-pending'>⏳ compiling…</i>",
+            ),
+            LazyPane(
+                "access map",
+                key=lambda: (self.history.current_id, "access map", self.block, self.loop),
+                is_open=access_open,
+                make=lambda key: (
+                    viz.access_images(self.history[key[0]].func, block=key[2], tile=key[3]).html,
+                ),
+                targets=lambda: [self.views["access map"]],
+                placeholder="<i>the access maps are drawn when this tab is opened</i>",
+                pending="<i class='wb-pending'>⏳ drawing the access maps…</i>",
+            ),
+        ]
+
+    def _on_tab(self, change) -> None:
+        if change["new"] is not None:
+            self.on_demand.show_open()
+        tune_open = self.tabs.selected_index == PANES.index("tune")
+        if tune_open and self.tuner.loaded_at != self.history.current_id:
+            self.tuner.load()
 
     def _show_table(self) -> None:
         frame = self.table
-        self.views["history"].value = (
-            frame.drop(columns=["current"]).to_html(
-                index=False, float_format=lambda v: f"{v:.3g}", na_rep="…", classes="wb-history"
-            )
-            + "<pre>"
-            + html.escape(str(self.history))
-            + "</pre>"
-        )
+        self.views["history"].value = panes.history_html(frame, self.history)
 
     def _header_html(self) -> str:
-        node = self.node
-        func = node.schedule.func_before
-        shape = "x".join(str(d) for d in func.params[0].shape)
-        m = node.measurement
-        cost = f" · {m.ms:.3f} ms · {m.result.gflops or 0:.1f} GFLOP/s" if m else ""
-        return (
-            f"<b>{html.escape(func.name)}</b> {shape} · target {self.target} · node "
-            f"{node.id} ({len(node.trace)} trace steps){cost}"
-        )
+        return panes.header_html(self.node, self.target)
 
     # --- measuring -------------------------------------------------------------------
 
     def _queue_measurement(self) -> None:
         if not self.measuring:
             return
+        if self.target == "cuda" and _cuda_simulated():
+            self.progress.layout.visibility = "hidden"
+            self.views["status"].value = (
+                "<span class='wb-not-measured'>not measured: under the CUDA simulator the "
+                "kernels run as Python (the CUDA source, drawing and warnings are shown)</span>"
+            )
+            return
         node = self.node
         self.views["status"].value = "<span class='wb-pending'>⏳ compiling and measuring…</span>"
         self.progress.layout.visibility = "visible"
-        answered = self.runner.submit(node.id, node.func, self._measured, self._failed)
+        answered = self.runner.submit(
+            node.id, node.func, self._measured, self._failed, self._first_call
+        )
         if answered:
             self.views["status"].value = "<span class='wb-cached'>measured (cached)</span>"
 
@@ -427,7 +531,14 @@ class Explorer:
         self.views["header"].value = self._header_html()
         self._show_table()
         self._show_roofline()
-        self._show_machine_code()
+
+    def _first_call(self, node_id: int, seconds: float) -> None:
+        """The kernel is compiled and ran once: show that time while the timing runs."""
+        if node_id != self.history.current_id:
+            return
+        self.views[
+            "status"
+        ].value = f"<span class='wb-pending'>⏳ first call {seconds * 1e3:.3f} ms; timing…</span>"
 
     def _failed(self, node_id: int, error: Exception) -> None:
         self.progress.layout.visibility = "hidden"
@@ -441,36 +552,13 @@ class Explorer:
 
     def _build_widgets(self, targets: tuple[str, ...]) -> None:
         self.controls = Controls(self, targets)
-        self.views = {name: widgets.HTML() for name in PANES if name != "lowering"}
-        for name in ("header", "status", "error", "warnings", "node diff"):
-            self.views[name] = widgets.HTML()
-        for name, view in self.views.items():
-            view.add_class("wb-" + name.replace(" ", "-"))
-        self.views["export"] = widgets.Textarea(layout=widgets.Layout(width="100%", height="160px"))
-        lowering = {name: widgets.HTML() for name in LOWERING}
-        self.views["lowering"] = lowering
-        lowering_tabs = widgets.Tab(children=list(lowering.values()), titles=list(LOWERING))
-        tabs = [self.views[n] if n != "lowering" else lowering_tabs for n in PANES]
-        self.tabs = widgets.Tab(children=tabs, titles=list(PANES), layout=widgets.Layout(flex="1"))
-        self.progress = widgets.IntProgress(
-            value=1,
-            max=1,
-            bar_style="info",
-            layout=widgets.Layout(width="120px", visibility="hidden"),
-        )
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.views["header"], self.progress, self.views["status"]]),
-                self.views["error"],
-                self.views["warnings"],
-                widgets.HBox([self.controls.box(), self.tabs]),
-                widgets.Accordion(
-                    children=[widgets.VBox([self.views["node diff"], self.views["export"]])],
-                    titles=["diff and export"],
-                ),
-            ]
-        )
-        self.widget.add_class("wb-explorer")
+        self.tuner = TuneTab(self)
+        layout = build_layout(self.controls.box(), self.tuner.widget)
+        self.views, self.tabs, self.lowering_tabs = layout.views, layout.tabs, layout.lowering_tabs
+        self.progress, self.widget = layout.progress, layout.widget
+        self.on_demand = OnDemand(self, self._lazy_panes())
+        self.tabs.observe(self._on_tab, names="selected_index")
+        self.lowering_tabs.observe(self._on_tab, names="selected_index")
 
     def __str__(self) -> str:
         node = self.node
@@ -504,7 +592,17 @@ class Explorer:
         return bundle
 
 
-def _head(text: str, lines: int = 400) -> str:
-    parts = text.splitlines()
-    more = f"\n... ({len(parts) - lines} more lines)" if len(parts) > lines else ""
-    return "\n".join(parts[:lines]) + more
+def _cuda_simulated() -> bool:
+    from workbench.backends.numba_cuda import simulator_enabled
+
+    return simulator_enabled()
+
+
+def _code_html(node: HistoryNode, target: str, loop: str | None) -> str:
+    """The generated source for ``target`` (Numba Python or CUDA Python) with ``loop``'s lines
+    marked, or the build's rendered error (a CUDA schedule with no loop bound to a GPU axis)."""
+    try:
+        source = panes.cuda_source(node.func) if target == "cuda" else node.code
+    except Exception as err:  # noqa: BLE001 - shown in the pane, never lost
+        return panes.error_html(err)
+    return panes.code_html(source, loop).html

@@ -57,23 +57,90 @@ class DiffView:
 # --- text panes --------------------------------------------------------------------------
 
 
-def ir_html(func: PrimFunc):
-    """The function as highlighted TVMScript-like text (``workbench.viz.ir_html``)."""
+def ir_html(func: PrimFunc, loop: str | None = None):
+    """The function as highlighted TVMScript-like text (``workbench.viz.ir_html``), the line
+    that opens ``loop`` marked."""
     from workbench import viz
 
-    return viz.ir_html(func)
+    return viz.ir_html(func, highlight=loop)
 
 
-def code_html(source: str):
-    """Python (Numba) source, highlighted (``workbench.viz.code_html``)."""
+def code_html(source: str, loop: str | None = None):
+    """Python (Numba or CUDA) source, highlighted (``workbench.viz.code_html``), the lines
+    that make loop ``loop`` marked: its ``for loop in ...`` or, bound to a GPU axis,
+    ``loop = cuda.threadIdx.x`` (what Compiler Explorer does between source and asm)."""
+    import re
+
     from workbench import viz
 
-    return viz.code_html(source)
+    lines = []
+    if loop is not None:
+        pattern = re.compile(rf"^\s*(for {re.escape(loop)} in |{re.escape(loop)} = cuda\.)")
+        lines = [n for n, line in enumerate(source.splitlines(), 1) if pattern.search(line)]
+    return viz.code_html(source, highlight_lines=lines)
 
 
 def plain_html(text: str, language: str = "text") -> str:
     """Preformatted text (LLVM IR, assembly) without highlighting."""
     return f"<pre class='wb-{language}' style='font-size:11px'>{html.escape(text)}</pre>"
+
+
+def head(text: str, lines: int = 400) -> str:
+    """The first ``lines`` lines of ``text``, with a note of how many more there are."""
+    parts = text.splitlines()
+    more = f"\n... ({len(parts) - lines} more lines)" if len(parts) > lines else ""
+    return "\n".join(parts[:lines]) + more
+
+
+def error_html(error: Exception) -> str:
+    """A rendered ``ScheduleError`` (or any error's repr) for a pane."""
+    render = getattr(error, "_repr_html_", None)
+    if callable(render):
+        return render()
+    return f"<span style='color:#b00'>{html.escape(repr(error))}</span>"
+
+
+# --- target code ---------------------------------------------------------------------------
+
+
+def cuda_source(func: PrimFunc) -> str:
+    """The ``@cuda.jit`` Python source of ``func`` on the ``cuda`` target (no GPU needed).
+
+    Raises the build's error (e.g. ``UnboundKernelError`` for a loop nest bound to no GPU
+    axis); the explorer shows it rendered in the code pane.
+    """
+    from workbench.backends import lower
+    from workbench.backends.numba_cuda import generate_cuda_source
+
+    return generate_cuda_source(lower(func))
+
+
+def machine_code(func: PrimFunc, target: str) -> tuple[str, str]:
+    """HTML of the machine code tabs: (LLVM IR or PTX, assembly).
+
+    ``cpu``: the kernel is built (served from the kernel cache when measured) and its LLVM
+    IR and assembly shown. ``cuda``: the PTX on a real GPU; under the CUDA simulator nothing
+    is compiled, which the tab says (the CUDA source is in the "generated source" tab).
+    """
+    from workbench.backends import build
+
+    if target == "cpu":
+        kernel = build(func, target="cpu")
+        return plain_html(head(kernel.llvm), "llvm"), plain_html(head(kernel.asm), "asm")
+    from workbench.backends.numba_cuda import simulator_enabled
+
+    if simulator_enabled():
+        note = (
+            "<i class='wb-no-ptx'>no PTX under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1): "
+            "nothing is compiled; the CUDA source is in the 'generated source' tab</i>"
+        )
+        return note, note
+    from workbench.widgets.runner import random_inputs
+
+    kernel = build(func, target="cuda")
+    kernel(*random_inputs(func))  # Numba compiles on the first launch
+    sass = "<i>SASS is not shown: read the PTX, or run cuobjdump on the cubin</i>"
+    return plain_html(head(kernel.ptx), "ptx"), sass
 
 
 def _diff(a: str, b: str, name_a: str, name_b: str) -> DiffView:
@@ -204,15 +271,7 @@ def footprint_warnings(
 ) -> list[str]:
     """Warnings for a loop: its tile footprint against L1/L2, vector alignment."""
     caches = cache_sizes() if caches is None else caches
-    warnings = []
-    total = sum(tile_footprint(func, loop).values())
-    for level in ("L2", "L1"):  # the largest level exceeded
-        if level in caches and total > caches[level]:
-            warnings.append(
-                f"one iteration of '{loop}' touches {total / 1024:.0f} KiB, more "
-                f"than {level} ({caches[level] // 1024} KiB)"
-            )
-            break
+    warnings = cache_warnings(func, loop, caches)
     for node in collect(func.body, lambda n: isinstance(n, For)):
         extent = getattr(node.extent, "value", None)
         if node.kind.value == "vectorized" and extent is not None and extent % 8:
@@ -221,6 +280,76 @@ def footprint_warnings(
                 "not a multiple of 8 float32 (one AVX2 register)"
             )
     return warnings
+
+
+def capacities(target: str) -> dict[str, int]:
+    """What a tile is compared with: this CPU's L1/L2, or a GPU block's shared memory."""
+    if target == "cuda":
+        from workbench.viz.advice import SHARED_BYTES_PER_BLOCK
+
+        return {"shared": SHARED_BYTES_PER_BLOCK}
+    return cache_sizes()
+
+
+def target_warnings(func: PrimFunc, loop: str, target: str, caches: dict[str, int]) -> list[str]:
+    """The loop's footprint against ``caches``, then the schedule's warnings for ``target``
+    (``workbench.viz.schedule_warnings``: vector width, cores and unroll size on the CPU;
+    threads per block and shared memory on CUDA)."""
+    from workbench.viz import schedule_warnings
+
+    return cache_warnings(func, loop, caches) + schedule_warnings(func, target)
+
+
+def cache_warnings(func: PrimFunc, loop: str, caches: dict[str, int]) -> list[str]:
+    """One warning when the loop's footprint exceeds a level of ``caches`` (the largest)."""
+    total = sum(tile_footprint(func, loop).values())
+    for level in ("L2", "L1", "shared"):
+        if level in caches and total > caches[level]:
+            return [
+                f"loop '{loop}' touches {total / 1024:.0f} KiB (all its iterations), more "
+                f"than {level} ({caches[level] // 1024} KiB)"
+            ]
+    return []
+
+
+def access_pane(func: PrimFunc, loop: str, target: str) -> tuple[dict, list[str], str]:
+    """The access tab's text part: ``(footprint, warnings, html)`` of ``loop`` on ``target``."""
+    caches = capacities(target)
+    footprint = tile_footprint(func, loop)
+    warnings = target_warnings(func, loop, target, caches)
+    items = "".join(f"<li>⚠ {html.escape(w)}</li>" for w in warnings) or "<li>no warning</li>"
+    rows = "".join(
+        f"<tr><td>{k}</td><td>{v / 1024:.1f} KiB</td></tr>" for k, v in footprint.items()
+    )
+    pane = (
+        f"<b>loop <code>{html.escape(loop)}</code> (all its iterations, outer loops at "
+        f"one value) touches</b><table>{rows}</table><ul class='wb-warnings'>{items}</ul>"
+        + footprint_svg(footprint, caches)
+    )
+    return footprint, warnings, pane
+
+
+# --- header and history table ----------------------------------------------------------
+
+
+def header_html(node, target: str) -> str:
+    """``matmul 512x512 · target cpu · node 3 (7 trace steps) · 1.2 ms · 230 GFLOP/s``."""
+    func = node.schedule.func_before
+    shape = "x".join(str(d) for d in func.params[0].shape)
+    m = node.measurement
+    cost = f" · {m.ms:.3f} ms · {m.result.gflops or 0:.1f} GFLOP/s" if m else ""
+    return (
+        f"<b>{html.escape(func.name)}</b> {shape} · target {target} · node "
+        f"{node.id} ({len(node.trace)} trace steps){cost}"
+    )
+
+
+def history_html(frame, history) -> str:
+    """The history table (3 significant digits, "…" until measured) and the tree as text."""
+    table = frame.drop(columns=["current"]).to_html(
+        index=False, float_format=lambda v: f"{v:.3g}", na_rep="…", classes="wb-history"
+    )
+    return table + "<pre>" + html.escape(str(history)) + "</pre>"
 
 
 # --- figures (inline SVG, drawn directly: a matplotlib figure takes ~1 s here) -------------

@@ -4,6 +4,7 @@ results cached by the scheduled function (a revisit is answered at once)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -22,10 +23,16 @@ def random_inputs(func: PrimFunc, seed: int = 0) -> list[np.ndarray]:
 class MeasureRunner:
     """Builds and measures functions on one worker thread.
 
-    ``submit(key, func, done)`` waits ``debounce_s``, then builds ``func`` for ``target`` and
-    measures it; ``done(key, Measurement)`` is called on the worker thread. A later submit
-    makes every earlier one that has not started compiling a no-op. ``errors`` receive
-    ``error(key, exception)``.
+    ``submit(key, func, done)`` waits ``debounce_s`` (not when the worker is idle and the
+    previous submit is older than ``debounce_s``: a lone edit starts at once), then builds
+    ``func`` for ``target`` and measures it; ``done(key, Measurement)`` is called on the
+    worker thread. A later submit makes every earlier one that has not started compiling a
+    no-op. ``errors`` receive ``error(key, exception)``; ``first_call(key, seconds)``, when
+    given, receives the time of the first call (the warm-up), shown as an estimate while the
+    timing runs.
+
+    The argument sets the measurement cycles through (copies that defeat the caches, see
+    ``workbench.measure.rotation``) are made once and reused by every measurement.
     """
 
     def __init__(
@@ -44,12 +51,15 @@ class MeasureRunner:
         self._baseline_func = baseline
         self._baseline_s: float | None = None
         self._inputs = random_inputs(baseline)
+        self._argument_sets: list[tuple] | None = None
         self._peaks = peaks
         self._generation = 0
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-explore")
         self._pending: list[Future] = []
         self._timers: list[threading.Timer] = []
+        self._last_submit = float("-inf")
+        self.last_timings: dict[str, float] = {}  # build_s, first_call_s, timing_s
 
     @property
     def peaks(self):
@@ -62,7 +72,14 @@ class MeasureRunner:
     def cached(self, func: PrimFunc) -> Measurement | None:
         return self.cache.get((func, self.target))
 
-    def submit(self, key, func: PrimFunc, done: Callable, error: Callable | None = None) -> bool:
+    def submit(
+        self,
+        key,
+        func: PrimFunc,
+        done: Callable,
+        error: Callable | None = None,
+        first_call: Callable | None = None,
+    ) -> bool:
         """Queue a measurement; returns True when answered at once from the cache."""
         with self._lock:
             self._generation += 1
@@ -75,10 +92,15 @@ class MeasureRunner:
         def start() -> None:
             if generation != self._generation:
                 return
-            future = self._executor.submit(self._run, generation, key, func, done, error)
+            future = self._executor.submit(
+                self._run, generation, key, func, done, error, first_call
+            )
             self._pending.append(future)
 
-        if self.debounce_s > 0:
+        now = time.perf_counter()
+        quiet = now - self._last_submit > self.debounce_s and self._idle()
+        self._last_submit = now
+        if self.debounce_s > 0 and not quiet:
             timer = threading.Timer(self.debounce_s, start)
             timer.daemon = True
             self._timers.append(timer)
@@ -87,29 +109,75 @@ class MeasureRunner:
             start()
         return False
 
-    def _run(self, generation: int, key, func: PrimFunc, done: Callable, error) -> None:
+    def _idle(self) -> bool:
+        """No measurement queued, waiting for its debounce or running."""
+        return all(f.done() for f in self._pending) and not any(
+            t.is_alive() for t in self._timers
+        )
+
+    def _run(self, generation: int, key, func: PrimFunc, done: Callable, error, first_call) -> None:
         if generation != self._generation:
             return
         try:
-            measurement = self.measure(func)
+            measurement = self.measure(
+                func,
+                first_call=None
+                if first_call is None
+                else (lambda seconds: first_call(key, seconds)),
+            )
         except Exception as exc:  # noqa: BLE001 - shown in the explorer, never lost
             if error is not None:
                 error(key, exc)
             return
         done(key, measurement)
 
-    def measure(self, func: PrimFunc) -> Measurement:
-        """Build and measure ``func`` now (on the calling thread), through the cache."""
+    def argument_sets(self) -> list[tuple]:
+        """The rotated copies of the inputs, made on the first measurement and kept."""
+        if self._argument_sets is None:
+            from workbench.measure.rotation import (
+                argument_bytes,
+                llc_bytes,
+                make_argument_sets,
+                rotation_count,
+            )
+
+            count = rotation_count(argument_bytes(self._inputs), llc_bytes())
+            self._argument_sets = make_argument_sets(self._inputs, count)
+        return self._argument_sets
+
+    def measure(self, func: PrimFunc, first_call: Callable | None = None) -> Measurement:
+        """Build and measure ``func`` now (on the calling thread), through the cache.
+
+        The first call (the warm-up) is timed and passed to ``first_call(seconds)``.
+        """
         from workbench.backends import build
         from workbench.measure import measure
 
         hit = self.cached(func)
         if hit is not None:
             return hit
+        start = time.perf_counter()
         kernel = build(func, target=self.target)
+        sets = self.argument_sets()
+        built = time.perf_counter()
+        kernel(*sets[-1])  # the warm-up, on a set the timing reaches last
+        called = time.perf_counter()
+        if first_call is not None:
+            first_call(called - built)
         result = measure(
-            kernel, *self._inputs, budget_s=self.budget_s, peaks=self.peaks, min_repeats=3, warmup=1
+            kernel,
+            *self._inputs,
+            budget_s=self.budget_s,
+            peaks=self.peaks,
+            min_repeats=3,
+            warmup=0,
+            argument_sets=sets,
         )
+        self.last_timings = {
+            "build_s": built - start,
+            "first_call_s": called - built,
+            "timing_s": time.perf_counter() - called,
+        }
         measurement = Measurement(
             result, kernel.compile_seconds, self.baseline_s() / result.median_s
         )
@@ -130,6 +198,7 @@ class MeasureRunner:
                 peaks=self.peaks,
                 min_repeats=3,
                 warmup=1,
+                argument_sets=self.argument_sets(),
             ).median_s
         return self._baseline_s
 

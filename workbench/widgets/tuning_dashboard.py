@@ -43,7 +43,7 @@ class TuningDashboard:
         if func is not None:
             from workbench.tune.api import make_space
 
-            self.space = make_space(space, func)
+            self.space = make_space(space, func, target)
         self._lock = threading.Lock()
         self._thread = None
         self._widget = None

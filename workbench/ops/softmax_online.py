@@ -5,8 +5,7 @@ schedule primitive can produce: ``online_softmax`` keeps a running max and a res
 running sum per row; ``online_softmax_lanes`` runs that online reduction in independent
 lanes and combines them. How to schedule them is in ``workbench.recipes.softmax``; the
 step-by-step walk-through from three passes to one is
-``workbench.recipes.softmax_lowering.softmax_lowering_steps`` (also reachable here, for
-older imports).
+``workbench.recipes.softmax_lowering.softmax_lowering_steps``.
 """
 
 from __future__ import annotations
@@ -143,11 +142,3 @@ def online_softmax_lanes(M: int = 32, N: int = 64, lanes: int | None = None,
 
     return online_softmax_lanes
 
-
-def __getattr__(name: str):
-    """The walk-through moved to ``workbench.recipes.softmax_lowering``; old imports work."""
-    if name in ("softmax_lowering_steps", "LoweringStep"):
-        from workbench.recipes import softmax_lowering
-
-        return getattr(softmax_lowering, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

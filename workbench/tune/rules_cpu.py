@@ -1,0 +1,259 @@
+"""Generation rules for the ``cpu`` target (MetaSchedule's llvm rules, small).
+
+``apply_cpu(sch, d, lanes)`` runs, in order:
+
+1. **inline** elementwise producers (``rules_common.inline_producers``);
+2. **sample** every block's decisions (``Decisions``: one sampling instruction each), in
+   block order, before anything moves, so the knobs are the same for every candidate;
+3. **multi-level tiling** of each reduction block with data reuse, structure ``SSRSRS``:
+   each spatial loop in 4 levels, each reduction loop in 2, ordered
+   ``S0 S1 R0 S2 R1 S3``; the ``S0`` loops fused into one outer loop. Around it, two
+   categorical knobs:
+
+   * ``write_cache:<block>`` — 0: none (the backend's ``promote`` pass still keeps an
+     accumulator in registers where it can); 1: ``cache_write(.., "local")`` with the
+     write-back ``reverse_compute_at`` the last ``S1`` loop, so the ``S2 x S3`` output tile
+     is accumulated locally over the whole reduction;
+   * ``pack:<block>`` (only where an input is reused and indexed by the vectorized
+     iterator in its last dimension, a matmul's ``B[k, j]``) — 0: no packing; 1:
+     ``cache_read`` the operand into a global copy laid out in ``S3``-wide panels
+     (``transform_layout``: ``(k, j) -> (j // w, k, j % w)``) before the loop nest; 2: the
+     same copy ``compute_at`` the fused outer loop, one panel per outer tile (where that is
+     legal; else it stays whole);
+
+4. **compute location** (``compute_at:<block>``) of every other block writing an
+   intermediate buffer: 0 at the root, 1 at its consumer's outermost loop with its
+   buffer ``local`` (a softmax's row statistics computed per row), last producer first;
+5. **rfactor** (``rfactor:<block>``) of a row reduction whose extent is a multiple of the
+   reduction lanes: 1 splits the reduction by ``lanes``, ``rfactor``s the inner part into
+   ``lanes`` local partial results updated by vector instructions (decomposed inits);
+6. **annotations**: the outermost loop of each root loop nest ``parallel``
+   (``parallel:<block>``: 1 parallel, 0 serial), the innermost spatial tile (``S3`` of the
+   last spatial iterator, or the inner part of a ``tile:<block>:<loop>`` split of a
+   non-tiled block's last loop) ``vectorize``-d, and ``unroll:<block>`` (0: none, 1: the
+   innermost non-vectorized ``S3`` loop unrolled).
+
+A rule a block does not admit (an illegal primitive) is skipped, leaving the schedule as
+it was, so every configuration gives a legal schedule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from workbench.schedule import Schedule
+from workbench.tune.rules_common import (
+    Decisions,
+    attempt,
+    block_loops,
+    blocks,
+    has_reuse,
+    inline_producers,
+    is_reduction,
+    iter_var_of_loop,
+    legal,
+    packable_read,
+    panel_map,
+    spread,
+)
+
+MAX_INNERMOST = 64
+MAX_INNER_REDUCE = None  # [1, K] (no split) must be reachable: it is the fastest on 1024
+PARALLEL_CHOICES = [1, 0]  # 1: the outer loop parallel (the default), 0: serial
+UNROLL_CHOICES = [0, 1]  # 0: no unroll, 1: the innermost non-vectorized tile loop
+WRITE_CACHE_CHOICES = [0, 1]  # 0: none, 1: local accumulator at the S1 level
+PACK_CHOICES = [0, 1, 2]  # 0: none, 1: whole operand before the nest, 2: per outer tile
+COMPUTE_AT_CHOICES = [0, 1]  # 0: root, 1: at the consumer's outermost loop
+RFACTOR_CHOICES = [0, 1]  # 0: serial reduction, 1: rfactor into vector lanes
+
+
+@dataclasses.dataclass
+class _Plan:
+    """One block's decisions (sampled) and, once applied, the loops to annotate."""
+
+    block: object
+    name: str
+    tiled: bool
+    spatial: list
+    reduce_: list
+    tiles: dict = dataclasses.field(default_factory=dict)
+    parallel: int = 0
+    unroll: int = 0
+    write_cache: int = 0
+    pack: int = 0
+    pack_read: tuple | None = None
+    compute_at: int = 0
+    rfactor: int = 0
+    moved: bool = False
+    outer: object = None
+    vector: object = None
+    unroll_loop: object = None
+
+
+def _vector_prefer(lanes: int):
+    """Default for the vectorized loop's tiling: the innermost a multiple of the lanes,
+    then factors as equal as possible."""
+    return lambda tile: (tile[-1] % lanes != 0, spread(tile))
+
+
+def _sample_tiled(sch: Schedule, plan: _Plan, d: Decisions, lanes: int) -> None:
+    node = sch.get(plan.block)
+    name = plan.name
+    for loop in plan.spatial:
+        prefer = _vector_prefer(lanes) if loop == plan.spatial[-1] else spread
+        plan.tiles[loop] = d.tile(sch, loop, 4, f"tile:{name}:{sch.get(loop).loop_var.name}",
+                                  MAX_INNERMOST, prefer)
+    for loop in plan.reduce_:
+        plan.tiles[loop] = d.tile(sch, loop, 2, f"tile:{name}:{sch.get(loop).loop_var.name}",
+                                  MAX_INNER_REDUCE)
+    plan.write_cache = d.categorical(sch, WRITE_CACHE_CHOICES, f"write_cache:{name}")
+    vector_var = iter_var_of_loop(sch, plan.block, plan.spatial[-1])
+    plan.pack_read = packable_read(node, vector_var) if vector_var else None
+    if plan.pack_read is not None:
+        plan.pack = d.categorical(sch, PACK_CHOICES, f"pack:{name}")
+    plan.parallel = d.categorical(sch, PARALLEL_CHOICES, f"parallel:{name}")
+    plan.unroll = d.categorical(sch, UNROLL_CHOICES, f"unroll:{name}")
+
+
+def _sample_simple(sch: Schedule, plan: _Plan, d: Decisions, lanes: int, params: set,
+                   kinds: list) -> None:
+    node = sch.get(plan.block)
+    name = plan.name
+    writes_intermediate = all(w.buffer.name not in params for w in node.writes)
+    if writes_intermediate:
+        plan.compute_at = d.categorical(sch, COMPUTE_AT_CHOICES, f"compute_at:{name}")
+    if len(plan.reduce_) == 1 and kinds[-1] == "R":
+        extent = int(sch.get(plan.reduce_[0]).extent.value)
+        if extent % lanes == 0 and extent > lanes:
+            plan.rfactor = d.categorical(sch, RFACTOR_CHOICES, f"rfactor:{name}")
+    if plan.spatial:
+        plan.parallel = d.categorical(sch, PARALLEL_CHOICES, f"parallel:{name}")
+    last = sch.get_loops(plan.block)[-1]
+    if kinds[-1] == "S" and len(plan.spatial) > 1 and int(sch.get(last).extent.value) > 1:
+        plan.tiles[last] = d.tile(sch, last, 2, f"tile:{name}:{sch.get(last).loop_var.name}",
+                                  MAX_INNERMOST, _vector_prefer(lanes))
+
+
+def _apply_tiled(sch: Schedule, plan: _Plan) -> None:
+    """Multi-level tiling with the write cache and the packed operand (rule 3)."""
+    c = plan.block
+    packed = None
+    if plan.pack:
+        packed = sch.cache_read(c, plan.pack_read[0], "global")
+    local = sch.cache_write(c, 0, "local") if plan.write_cache else None
+    levels_s, levels_r = [[], [], [], []], [[], []]
+    for loop in plan.spatial:
+        for level, part in enumerate(sch.split(loop, factors=plan.tiles[loop])):
+            levels_s[level].append(part)
+    for loop in plan.reduce_:
+        for level, part in enumerate(sch.split(loop, factors=plan.tiles[loop])):
+            levels_r[level].append(part)
+    sch.reorder(*levels_s[0], *levels_s[1], *levels_r[0], *levels_s[2], *levels_r[1],
+                *levels_s[3])
+    outer = levels_s[0]
+    plan.outer = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+    if local is not None:
+        attempt(sch.reverse_compute_at, local, levels_s[1][-1])
+    if packed is not None:
+        if plan.pack == 2:
+            attempt(sch.compute_at, packed, plan.outer)
+        width = plan.tiles[plan.spatial[-1]][-1]
+        ndim = len(sch.get(packed).writes[0].region)
+        attempt(sch.transform_layout, packed, ("write", 0),
+                panel_map(ndim, plan.pack_read[1], width))
+        attempt(sch.vectorize, sch.get_loops(packed)[-1])
+    plan.vector = levels_s[3][-1]
+    inner = [lp for lp in levels_s[3][:-1] if int(sch.get(lp).extent.value) > 1]
+    plan.unroll_loop = inner[-1] if inner else None
+
+
+def _consumer_loop(sch: Schedule, plan: _Plan):
+    """The outermost loop of the first later block reading what ``plan``'s block writes."""
+    from workbench.ir.analysis import find_blocks
+
+    written = {w.buffer.name for w in sch.get(plan.block).writes}
+    names = [b.name for b in find_blocks(sch.mod) if b.name != "root"]
+    after = names[names.index(plan.name) + 1:]
+    for block in find_blocks(sch.mod):
+        if block.name in after and any(r.buffer.name in written for r in block.reads):
+            loops = sch.get_loops(sch.get_block(block.name))
+            return loops[0] if loops else None
+    return None
+
+
+def _apply_compute_at(sch: Schedule, plan: _Plan) -> None:
+    loop = _consumer_loop(sch, plan)
+    if loop is None or not legal(sch.compute_at, plan.block, loop):
+        return
+    plan.moved = True
+    for index in range(len(sch.get(plan.block).writes)):
+        attempt(sch.set_scope, plan.block, index, "local")
+
+
+def _apply_rfactor(sch: Schedule, plan: _Plan, lanes: int) -> None:
+    """Rule 5, as ``recipes.softmax.vectorize_row_reduction`` does it by hand."""
+    blk = plan.block
+    reduce_loop = sch.get_loops(blk)[-1]
+    parts = attempt(sch.split, reduce_loop, factors=[None, lanes])
+    if parts is None:
+        return
+    rf = attempt(sch.rfactor, parts[1], 0)
+    if rf is None:
+        return
+    attempt(sch.set_scope, rf, 0, "local")
+    depth = len(sch.get_loops(rf)) - 2
+    attempt(sch.decompose_reduction, rf, sch.get_loops(rf)[depth])
+    attempt(sch.vectorize, sch.get_loops(rf)[-1])
+    attempt(sch.decompose_reduction, blk, sch.get_loops(blk)[depth])
+
+
+def _apply_simple(sch: Schedule, plan: _Plan, lanes: int) -> None:
+    if plan.rfactor:
+        _apply_rfactor(sch, plan, lanes)
+    for loop, tile in plan.tiles.items():
+        _, inner = sch.split(loop, factors=tile)
+        if tile[-1] > 1:
+            plan.vector = inner
+    loops = sch.get_loops(plan.block)
+    plan.outer = loops[0] if loops else None
+
+
+def apply_cpu(sch: Schedule, d: Decisions, lanes: int) -> None:
+    """Run the CPU rules on ``sch`` (see the module docstring)."""
+    inline_producers(sch)
+    params = {p.name for p in sch.mod.params}
+    plans = []
+    for block in blocks(sch):
+        node = sch.get(block)
+        loops, kinds = block_loops(sch, block)
+        if not loops or None in kinds:
+            continue
+        spatial = [lp for lp, k in zip(loops, kinds, strict=True) if k == "S"]
+        reduce_ = [lp for lp, k in zip(loops, kinds, strict=True) if k == "R"]
+        tiled = is_reduction(node) and has_reuse(node) and bool(spatial)
+        plan = _Plan(block, node.name, tiled, spatial, reduce_)
+        if tiled:
+            _sample_tiled(sch, plan, d, lanes)
+        else:
+            _sample_simple(sch, plan, d, lanes, params, kinds)
+        plans.append(plan)
+    for plan in plans:
+        if plan.tiled:
+            _apply_tiled(sch, plan)
+    for plan in reversed(plans):
+        if not plan.tiled and plan.compute_at:
+            _apply_compute_at(sch, plan)
+    for plan in plans:
+        if not plan.tiled:
+            _apply_simple(sch, plan, lanes)
+    for plan in plans:
+        _annotate(sch, plan)
+
+
+def _annotate(sch: Schedule, plan: _Plan) -> None:
+    if plan.parallel and plan.outer is not None and not plan.moved:
+        attempt(sch.parallel, plan.outer)
+    if plan.vector is not None and int(sch.get(plan.vector).extent.value) > 1:
+        attempt(sch.vectorize, plan.vector)
+    if plan.unroll and plan.unroll_loop is not None:
+        attempt(sch.unroll, plan.unroll_loop)

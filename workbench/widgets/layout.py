@@ -1,0 +1,65 @@
+"""The explorer's widget tree: the header, the controls column, the tabs, diff and export.
+
+Made once per explorer from the controls' column and the tune tab's widget; every view is a
+``widgets.HTML`` whose ``value`` the explorer sets (so the state is saved in the notebook and
+readable in tests), each with a ``wb-<name>`` class the browser test finds it by.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ipywidgets as widgets
+
+PANES = ("IR", "IR diff", "code", "loop nest", "access", "roofline", "lowering", "history", "tune")
+LOWERING = ("DSL source", "scheduled IR", "generated source", "LLVM IR / PTX", "asm")
+MACHINE_CODE = ("LLVM IR / PTX", "asm")
+STATUS_VIEWS = ("header", "status", "error", "warnings", "node diff", "access map")
+
+
+@dataclass
+class Layout:
+    """What the explorer keeps of its widget tree."""
+
+    views: dict  # name -> HTML (and "lowering": name -> HTML, "export": Textarea)
+    tabs: widgets.Tab
+    lowering_tabs: widgets.Tab
+    progress: widgets.IntProgress
+    widget: widgets.VBox
+
+
+def build_layout(controls: widgets.Widget, tune: widgets.Widget) -> Layout:
+    """The whole explorer: ``controls`` on the left, the tabs (``tune`` last) on the right."""
+    views: dict = {name: widgets.HTML() for name in PANES if name not in ("lowering", "tune")}
+    for name in STATUS_VIEWS:
+        views[name] = widgets.HTML()
+    for name, view in views.items():
+        view.add_class("wb-" + name.replace(" ", "-"))
+    views["export"] = widgets.Textarea(layout=widgets.Layout(width="100%", height="160px"))
+    lowering = {name: widgets.HTML() for name in LOWERING}
+    views["lowering"] = lowering
+    lowering_tabs = widgets.Tab(children=list(lowering.values()), titles=list(LOWERING))
+    access = widgets.VBox([views["access"], views["access map"]])
+    special = {"lowering": lowering_tabs, "tune": tune, "access": access}
+    tabs = widgets.Tab(
+        children=[special.get(name) or views[name] for name in PANES],
+        titles=list(PANES),
+        layout=widgets.Layout(flex="1"),
+    )
+    progress = widgets.IntProgress(
+        value=1, max=1, bar_style="info", layout=widgets.Layout(width="120px", visibility="hidden")
+    )
+    widget = widgets.VBox(
+        [
+            widgets.HBox([views["header"], progress, views["status"]]),
+            views["error"],
+            views["warnings"],
+            widgets.HBox([controls, tabs]),
+            widgets.Accordion(
+                children=[widgets.VBox([views["node diff"], views["export"]])],
+                titles=["diff and export"],
+            ),
+        ]
+    )
+    widget.add_class("wb-explorer")
+    return Layout(views, tabs, lowering_tabs, progress, widget)
