@@ -87,3 +87,16 @@ def test_multiply_v4(rng):
     c = np.full((2, 32), np.nan, np.float32)
     build(recipes.get("multiply", "v4", "cuda")(func, threads=8), target="cuda")(a, b, c)
     np.testing.assert_allclose(c, a * b, rtol=1e-6)
+
+
+def test_the_cuda_recipes_build_for_cpu_too(rng):
+    """One schedule, two targets: bound loops run serially on the cpu target; the cuda-only
+    annotations (double_buffer_scope, pragma_unroll_explicit) change nothing there."""
+    sch = recipes.get("matmul", "register_blocked", "cuda")(
+        ops.matmul(64, 64, 32), threads=4, per_thread=8, k_tile=8
+    )
+    a = rng.standard_normal((64, 32), dtype=np.float32)
+    b = rng.standard_normal((32, 64), dtype=np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    build(sch, target="cpu")(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

@@ -102,8 +102,8 @@ def test_cpu_facts():
     assert reduction_lanes("float32", bits=512) == max(16, cache_line_bytes() // 4)
     assert reduction_lanes("float32") >= vector_lanes("float32")
     flags = open("/proc/cpuinfo").read() if __import__("os").path.exists("/proc/cpuinfo") else ""
-    if " avx512f" in flags:
-        assert vector_bits() == 512
+    if " avx512f" in flags:  # 256 where LLVM tunes the core prefer-256-bit (Intel)
+        assert vector_bits() in (256, 512)
     elif " avx2" in flags:
         assert vector_bits() >= 256
 

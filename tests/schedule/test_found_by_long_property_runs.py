@@ -6,7 +6,7 @@ a parallel loop race."""
 from __future__ import annotations
 
 import pytest
-from schedule_checks import assert_computes_reference
+from schedule_checks import assert_computes_reference, raises_unchanged
 
 import workbench as wb
 from workbench import ops
@@ -187,4 +187,21 @@ def test_parallel_replaces_a_thread_binding():
     assert sch.get(loop).thread_binding is None
     assert "T.parallel(60)" in sch.mod.script()
     assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def test_decompose_reduction_refuses_a_loop_the_block_is_recomputed_in():
+    """seed 32 (mixed, local run): compute_at(var_sum, j2) recomputes the row reduction on
+    every ``j2``; decompose_reduction at ``i2`` put one init before ``i2`` while the updates
+    ran ten times (layernorm 90% wrong). Decomposing at or below ``j2`` stays legal."""
+    from workbench.schedule.errors_reduction import InitLoopRecomputedError
+
+    func = ops.layernorm(6, 10)
+    sch = Schedule(func)
+    var_sum = sch.get_block("var_sum")
+    (consumer,) = sch.get_consumers(var_sum)
+    i2, j2 = sch.get_loops(consumer)
+    sch.compute_at(var_sum, j2)
+    raises_unchanged(sch, InitLoopRecomputedError, lambda: sch.decompose_reduction(var_sum, i2))
+    sch.decompose_reduction(var_sum, sch.get_loops(var_sum)[2])
     assert_computes_reference(sch, func)

@@ -366,7 +366,12 @@ class CudaKernel(Kernel):
         """The PTX of every kernel, in launch order."""
         texts = []
         for overload in self._specializations():
-            asm = overload.inspect_asm()
+            try:
+                asm = overload.inspect_asm()
+            except TypeError:  # numba-cuda 0.30: inspect_asm(cc) (seen on the H200)
+                from numba import cuda
+
+                asm = overload.inspect_asm(cuda.get_current_device().compute_capability)
             texts.append("\n".join(asm.values()) if isinstance(asm, dict) else str(asm))
         return "\n".join(texts)
 

@@ -101,6 +101,20 @@ class InitLoopInsideReductionError(ScheduleError):
     suggestion = "pass {reduce_loop!r} or a loop outside it"
 
 
+class InitLoopRecomputedError(ScheduleError):
+    """A loop between ``decompose_reduction``'s loop and the block binds none of the block's
+    iteration variables: the block is recomputed on every iteration of it (``compute_at``)."""
+
+    fields = ("loop", "block", "free_loop")
+    message = "block {block!r} is recomputed in loop {free_loop!r}, below {loop!r}"
+    why = (
+        "{free_loop!r} binds none of {block!r}'s iteration variables, so every iteration "
+        "recomputes the whole reduction; an init placed before {loop!r} would run once while "
+        "the updates run on every iteration of {free_loop!r}, accumulating them all"
+    )
+    suggestion = "pass {free_loop!r} or a loop below it"
+
+
 # ---------------------------------------------------------------------------------------
 # rfactor: the loop nest
 # ---------------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ from workbench.schedule.errors_reduction import (
     FactorAxisOutOfRangeError,
     InitLoopInsideReductionError,
     InitLoopNotAncestorError,
+    InitLoopRecomputedError,
     MissingInitError,
     MixedIterLoopError,
     NotReductionBlockError,
@@ -143,7 +144,8 @@ def decompose_reduction(func: PrimFunc, block: str, loop: str) -> tuple[PrimFunc
     Raises
     ------
     InitLoopNotAncestorError, NotReductionBlockError, MissingInitError,
-    InitLoopInsideReductionError, BlockNotFoundError, LoopNotFoundError
+    InitLoopInsideReductionError, InitLoopRecomputedError, BlockNotFoundError,
+    LoopNotFoundError
 
     Example
     -------
@@ -168,6 +170,13 @@ def decompose_reduction(func: PrimFunc, block: str, loop: str) -> tuple[PrimFunc
         if reduce:
             raise InitLoopInsideReductionError(
                 primitive, loop, block, outer.loop_var.name, reduce[0], func, target_loop
+            )
+
+    for inner_loop in loops[position:]:
+        spatial, reduce = binders(realize, inner_loop)
+        if not spatial and not reduce and const_value(inner_loop.extent) != 1:
+            raise InitLoopRecomputedError(
+                primitive, loop, block, inner_loop.loop_var.name, func, inner_loop
             )
 
     # the init block: the spatial iteration variables, renamed, with their bindings

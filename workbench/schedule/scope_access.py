@@ -296,7 +296,32 @@ def _digit_terms(term: PrimExpr, l_var: Var, ranges) -> list[tuple[tuple, int, B
         # (c*l + r) % a  ==  (l % (a/c)) * c + r  when c divides a, 0 <= r < c
         if c > 0 and a % c == 0 and _within(rest, c, ranges):
             return [((1, a // c), c, int_bounds(rest, ranges))]
+    # (c*l + rest) % a  ==  c*l + rest % a  and  (c*l + rest) // a  ==  rest // a  when
+    # rest is a multiple of some m dividing a with 0 <= c*l < m (no wrap-around: the
+    # lanes of a vectorized loop inside a group, e.g. (tx * 4 + v) % 32 with v < 4)
+    if isinstance(term, (FloorMod, FloorDiv)) and _pos(term.b):
+        a = term.b.value
+        c, rest = _split_l(term.a, l_var)
+        lo, hi = ranges.get(l_var, (None, None))
+        m = math.gcd(_known_factor(rest), a)
+        if c > 0 and lo is not None and lo >= 0 and c * hi < m:
+            if isinstance(term, FloorMod):
+                return [((1, None), c, int_bounds(FloorMod(rest, term.b), ranges))]
+            return [((1, None), 0, int_bounds(FloorDiv(rest, term.b), ranges))]
     raise Unreadable(term)
+
+
+def _known_factor(expr: PrimExpr) -> int:
+    """A number ``expr`` is always a multiple of (0: it is 0), from its linear form: the
+    gcd of the constant and of each coefficient times what its term is a multiple of."""
+    form = linear_form(expr, expr.dtype)
+    factor = abs(form.const)
+    for term, coeff in form.terms.items():
+        inner = 1
+        if isinstance(term, FloorMod) and _pos(term.b):
+            inner = math.gcd(_known_factor(term.a), term.b.value)
+        factor = math.gcd(factor, abs(coeff) * inner)
+    return factor
 
 
 def _within(rest: PrimExpr, c: int, ranges) -> bool:
