@@ -135,7 +135,7 @@ def test_schedules_from_records_fall_back_to_default_rules(tmp_path):
 
 def test_transformer_block_on_cpu_folds_the_qkv_layout_into_the_attention(block):
     model, x, _ = block
-    compiled = wb.compile(model, (x,), target="cpu")
+    compiled = wb.compile(model, (x,), target="cpu", fold_layout=True)
     patterns = [k.pattern for k in compiled.kernels]
     assert "select" not in patterns and "transpose" in patterns  # only the output's stays
     attention = next(k for k in compiled.kernels if k.pattern == "sdpa")

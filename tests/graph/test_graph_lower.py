@@ -30,10 +30,10 @@ def _single(op, shapes, attrs=None, constants=()):
     return b.finish([b.node(op, names, attrs)])
 
 
-def _check_kernels(graph, target="numpy"):
+def _check_kernels(graph, target="numpy", fold_layout=False):
     inputs = [_r(*t.shape) for t in graph.inputs.values()]
     values = run(graph, *inputs, keep=True)
-    for kernel in lower_graph(graph):
+    for kernel in lower_graph(graph, fold_layout=fold_layout):
         args = [np.ascontiguousarray(values[name]) for name in kernel.inputs]
         out = np.empty(graph.node(kernel.node).type.shape, "float32")
         build(kernel.func, target=target)(*kernel.bind(args + [out]))
@@ -197,14 +197,14 @@ def _qkv_graph():
 
 def test_transposes_and_selects_read_only_by_kernels_are_folded_into_them():
     graph = _qkv_graph()
-    kernels = lower_graph(graph)
+    kernels = lower_graph(graph, fold_layout=True)
     assert [k.pattern for k in kernels] == ["sdpa"]  # no permute, no select kernels
     assert kernels[0].inputs == ("x", "x", "x")
     assert kernels[0].shapes[:3] == ((2, 5, 3, 2, 4),) * 3
-    assert [k.pattern for k in lower_graph(graph, fold_layout=False)] == [
-        "transpose", "select", "select", "select", "sdpa"]
-    _check_kernels(graph)
-    _check_kernels(graph, target="cpu")
+    assert [k.pattern for k in lower_graph(graph)] == [
+        "transpose", "select", "select", "select", "sdpa"]  # the default
+    _check_kernels(graph, fold_layout=True)
+    _check_kernels(graph, target="cpu", fold_layout=True)
 
 
 def test_a_layout_node_read_by_an_output_or_a_view_keeps_its_kernel():
@@ -213,5 +213,5 @@ def test_a_layout_node_read_by_an_output_or_a_view_keeps_its_kernel():
     t = b.node("transpose", [x], {"perm": [1, 0]})
     r = b.node("relu", [t])
     graph = b.finish([r, t])  # t is an output too
-    assert [k.pattern for k in lower_graph(graph)] == ["transpose", "relu"]
-    _check_kernels(graph)
+    assert [k.pattern for k in lower_graph(graph, fold_layout=True)] == ["transpose", "relu"]
+    _check_kernels(graph, fold_layout=True)

@@ -93,7 +93,7 @@ def _schedule_for(kernel: LoweredKernel, target: str, schedules, parallel: bool)
 
 def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
             pipeline: Pipeline | None = None, plan: bool = True,
-            parallel: bool = True) -> CompiledModel:
+            parallel: bool = True, fold_layout: bool = False) -> CompiledModel:
     """Import, optimise, lower, schedule and build ``model``.
 
     Parameters
@@ -118,13 +118,16 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     parallel : bool
         Let the default cpu schedules run big loops in parallel (``False``: every kernel
         serial; steadier on a machine shared with other work).
+    fold_layout : bool
+        Fold transposes and selects read only by kernels into those kernels' loads
+        (``workbench.graph.lower_layout``); off by default (see ``lower_graph``).
     """
     from workbench.backends import build
 
     graph = import_graph(model, example_inputs)
     graph = (pipeline or Pipeline())(graph)
     kernels = []
-    for lowered in lower_graph(graph):
+    for lowered in lower_graph(graph, fold_layout=fold_layout):
         sch = _schedule_for(lowered, target, schedules, parallel)
         kernel = build(sch, target=target)
         runner = _runner_of(kernel, target)

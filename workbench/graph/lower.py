@@ -62,10 +62,14 @@ def lower_node(graph: Graph, node: Node) -> LoweredKernel:
                          lowered.func.script(), lowered.shapes)
 
 
-def lower_graph(graph: Graph, *, fold_layout: bool = True) -> list[LoweredKernel]:
+def lower_graph(graph: Graph, *, fold_layout: bool = False) -> list[LoweredKernel]:
     """One kernel per non-view node, in execution order; with ``fold_layout``, transposes
     and selects read only by kernels are folded into them (``workbench.graph.lower_layout``)
-    and get no kernel."""
+    and get no kernel.
+
+    Off by default: measured on the transformer block (batch 16), folding the QKV permute and
+    selects into the attention removed ~85 us of copies but made the attention read Q, K, V
+    with a 192-float stride, ~230 us slower (bench/results.d/graphlower.md)."""
     kernels = [lower_node(graph, node) for node in graph.nodes if node.op not in VIEW_OPS]
     if fold_layout:
         from workbench.graph.lower_layout import fold_layout as fold
