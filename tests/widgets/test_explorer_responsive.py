@@ -158,6 +158,10 @@ def test_first_call_time_is_shown_before_the_median():
     assert "measured:" in ex.views["status"].value and ex.node.measurement.result.repeats >= 3
     sets = ex.runner.argument_sets()
     assert sets is ex.runner.argument_sets() and len(sets) >= 1  # made once, reused
+    kept = sum(a.nbytes for args in sets[1:] for a in args)
+    assert kept <= ex.runner.argument_memory  # the copies kept while the explorer lives
+    for args in sets:  # every set holds the same inputs
+        np.testing.assert_array_equal(args[0], sets[0][0])
     ex.close()
 
 

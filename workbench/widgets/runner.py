@@ -32,8 +32,12 @@ class MeasureRunner:
     timing runs.
 
     The argument sets the measurement cycles through (copies that defeat the caches, see
-    ``workbench.measure.rotation``) are made once and reused by every measurement.
+    ``workbench.measure.rotation``) are made once and reused by every measurement; they stay
+    in memory while the explorer lives, so they are capped at ``argument_memory`` bytes
+    (64 MiB: ``wb.measure`` allows 1 GiB for the few seconds one measurement takes).
     """
+
+    argument_memory = 64 << 20
 
     def __init__(
         self,
@@ -141,7 +145,9 @@ class MeasureRunner:
                 rotation_count,
             )
 
-            count = rotation_count(argument_bytes(self._inputs), llc_bytes())
+            count = rotation_count(
+                argument_bytes(self._inputs), llc_bytes(), memory_limit=self.argument_memory
+            )
             self._argument_sets = make_argument_sets(self._inputs, count)
         return self._argument_sets
 
@@ -212,6 +218,7 @@ class MeasureRunner:
         self._pending.clear()
 
     def close(self) -> None:
+        self._argument_sets = None
         for timer in self._timers:
             timer.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
