@@ -114,8 +114,9 @@ def test_machine_code_is_compiled_only_when_its_tab_is_opened(ex):
 
 
 def test_cuda_target_shows_the_cuda_source_its_errors_and_gpu_warnings(ex):
-    ex.set_target("cuda")
+    ex.controls.target.value = "cuda"  # the target dropdown
     ex.wait()
+    assert ex.target == "cuda" and ex.runner.target == "cuda"
     assert "UnboundKernelError" in ex.views["code"].value  # rendered, not lost
     assert ex.bind("i", "blockIdx.x") and ex.bind("j", "threadIdx.x")
     ex.select(loop="j")
@@ -127,8 +128,9 @@ def test_cuda_target_shows_the_cuda_source_its_errors_and_gpu_warnings(ex):
     ex.show_lowering("LLVM IR / PTX")
     ex.wait()
     assert "no PTX under the CUDA simulator" in ex.views["lowering"]["LLVM IR / PTX"].value
-    ex.set_target("cpu")
+    ex.set_target("cpu")  # from code: the dropdown follows
     ex.wait()
+    assert ex.controls.target.value == "cpu"
     assert "cuda.jit" not in ex.views["code"].value and "define" in (
         ex.views["lowering"]["LLVM IR / PTX"].value)
 
