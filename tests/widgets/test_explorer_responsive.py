@@ -269,3 +269,19 @@ def test_the_selected_loop_is_marked_in_the_generated_code(ex):
     ex.wait()
     marked = [ln for ln in ex.views["code"].value.splitlines() if HIGHLIGHT_COLOR in ln]
     assert len(marked) == 1 and "threadIdx" in marked[0]
+
+
+def test_legality_and_compile_wait_for_the_drawing(ex, monkeypatch):
+    import time
+
+    from workbench.widgets import explorer as explorer_module
+
+    monkeypatch.setattr(explorer_module, "DRAWING_FIRST_S", 30.0)
+    gate = hold(ex._views_executor)  # the drawing cannot start
+    assert ex.split("i", [None, 8])
+    time.sleep(0.5)
+    assert ex.legal is None and ex.controls.checking.value == CHECKING  # waiting for it
+    gate.set()
+    ex.wait()
+    assert ex.legal is not None and "<svg" in ex.views["loop nest"].value
+    assert ex.timings["drawing_s"] < ex.timings["views_s"]
