@@ -120,10 +120,12 @@ def zoom_box(values: np.ndarray, fraction: float = 0.25,
 def _figure(values: np.ndarray, max_side: int, px: int, caption: str, attrs: str) -> str:
     image = colour(reduce_map(values, max_side))
     data = base64.b64encode(png_bytes(image)).decode()
-    height = max(8, round(px * image.shape[0] / image.shape[1]))
+    rows, cols = image.shape[:2]  # fit in a px x px box, each side at least 8 px
+    width = max(8, round(px * cols / max(rows, cols)))
+    height = max(8, round(px * rows / max(rows, cols)))
     return (
         "<figure style='display:inline-block;margin:4px 10px 4px 0;vertical-align:top'>"
-        f"<img {attrs} src='data:image/png;base64,{data}' width='{px}' height='{height}' "
+        f"<img {attrs} src='data:image/png;base64,{data}' width='{width}' height='{height}' "
         "style='image-rendering:pixelated;border:1px solid #ccc'/>"
         f"<figcaption style='font-size:11px'>{html.escape(caption)}</figcaption></figure>"
     )
