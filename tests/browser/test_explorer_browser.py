@@ -148,7 +148,13 @@ def _clear_and_run_all(page, final) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     # the last cell prints the softmax explorer's state: everything before it has run
-    expect(final).to_have_count(1, timeout=TIMEOUT_MS)
+    try:
+        expect(final).to_have_count(1, timeout=TIMEOUT_MS)
+    except AssertionError as err:  # name the cell that stopped "Run All", if one did
+        errors = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).all_text_contents()
+        raise AssertionError(f"the notebook did not finish; error outputs: {errors[:3]}") from err
 
 
 def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, browser_page):
