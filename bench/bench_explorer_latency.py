@@ -45,7 +45,7 @@ EDITS = [
 
 def one_round(n: int) -> dict[str, list[float]]:
     times = {"IR-only update": [], "legality table": [], "views": [], "measured update": [],
-             "cached revisit": []}
+             "cached revisit": []}  # more rows (drawing, parts of a measurement) where known
     ex = wb.explore(ops.matmul(n, n, n), peaks=PEAKS, budget_s=0.3)
     ex.wait()  # the naive kernel and the numpy baseline, not timed
     for label, edit in EDITS:
@@ -58,6 +58,8 @@ def one_round(n: int) -> dict[str, list[float]]:
         for future in list(ex._views_pending):
             future.result()
         times["views"].append(time.perf_counter() - start)
+        if "drawing_s" in getattr(ex, "timings", {}):
+            times.setdefault("loop-nest drawing", []).append(ex.timings["drawing_s"])
         ex.runner.wait()
         assert ex.node.measurement is not None
         times["measured update"].append(time.perf_counter() - start)

@@ -48,7 +48,7 @@ METASCHEDULE_GFLOPS = 171.0
 
 
 def tune_curve(n: int, strategy: str, budget: float, seed: int, folder: Path,
-               measure_timeout_s: float = 10.0):
+               measure_timeout_s: float = 60.0):
     func = ops.matmul(n, n, n)
     start = time.perf_counter()
     curve: list[tuple[float, float]] = []

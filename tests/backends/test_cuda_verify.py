@@ -91,3 +91,40 @@ def test_no_barrier_without_shared_memory():
     assert len(collect(func.body, lambda n: isinstance(n, SyncThreads))) == 2
     naive, _ = prepare(lower(recipes.matmul_naive(ops.matmul(8, 8, 8), 4).mod), Target("cuda"))
     assert not collect(naive.body, lambda n: isinstance(n, SyncThreads))
+
+
+def test_shared_stage_across_kernels_is_refused_naming_the_blocks():
+    """A shared cache stage left at the root: its copy is one kernel and the matmul another,
+    and shared memory dies between them. The check reads the stage's writers and readers from
+    the dependence analysis (``BlockScope``) before lowering; nothing is built."""
+    from workbench.backends.cuda_verify import ScopeAcrossKernelsError
+
+    sch = Schedule(ops.matmul(8, 8, 8))
+    c = sch.get_block("C")
+    a_shared = sch.cache_read(c, 1, "shared")
+    (copy_i, copy_j) = sch.get_loops(a_shared)
+    sch.bind(copy_i, "blockIdx.x")
+    sch.bind(copy_j, "threadIdx.x")
+    i, j, _ = sch.get_loops(c)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    with pytest.raises(ScopeAcrossKernelsError) as info:
+        build(sch, target="cuda")
+    message = str(info.value)
+    assert "shared buffer 'A_shared' is used by kernels [0, 1]" in message
+    assert "'A_shared' in kernel 0" in message and "'C' in kernel 1" in message
+    # compute_at under the consumer's block loop makes it one kernel, and it computes
+    sch2 = Schedule(ops.matmul(8, 8, 8))
+    c2 = sch2.get_block("C")
+    i2, j2, _ = sch2.get_loops(c2)
+    sch2.bind(i2, "blockIdx.x")
+    sch2.bind(j2, "threadIdx.x")
+    stage = sch2.cache_read(c2, 1, "shared")
+    sch2.compute_at(stage, i2)
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 8, 8)).astype("float32")
+    out = np.full((8, 8), np.nan, "float32")
+    build(sch2, target="cuda")(a, b, out)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)

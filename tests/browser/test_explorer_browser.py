@@ -138,17 +138,40 @@ def _text(locator) -> str:
     return locator.first.evaluate("node => node.textContent")
 
 
+def _menu(page, menu: str, item: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{menu}$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{item}$")).click()
+
+
+def _until(action, check, tries: int = 3) -> None:
+    """Do ``action`` until ``check`` passes: seen here twice under load, a menu click that
+    JupyterLab did not act on (the outputs stayed, or "Run All" ran nothing)."""
+    for attempt in range(tries):
+        action()
+        try:
+            check()
+            return
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+
+
 def _clear_and_run_all(page, final) -> None:
     """Clear every output, run all cells, wait until the last cell printed its state."""
     expect = sync_api.expect
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Edit$")).click()
-    page.locator(".lm-Menu-itemLabel",
-                 has_text=re.compile(r"^Clear Outputs of All Cells$")).click()
-    expect(final).to_have_count(0)  # the committed outputs are gone
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    busy = page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']")
+    _until(lambda: _menu(page, "Edit", "Clear Outputs of All Cells"),
+           lambda: expect(final).to_have_count(0, timeout=20_000))  # committed outputs gone
+    _until(lambda: _menu(page, "Run", "Run All Cells"),
+           lambda: expect(busy).to_have_count(1, timeout=30_000))  # the kernel started
     # the last cell prints the softmax explorer's state: everything before it has run
-    expect(final).to_have_count(1, timeout=TIMEOUT_MS)
+    try:
+        expect(final).to_have_count(1, timeout=TIMEOUT_MS)
+    except AssertionError as err:  # name the cell that stopped "Run All", if one did
+        errors = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).all_text_contents()
+        raise AssertionError(f"the notebook did not finish; error outputs: {errors[:3]}") from err
 
 
 def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, browser_page):

@@ -67,6 +67,22 @@ def test_split_tile_of_matmul_touches_rows_of_a_and_c_and_all_of_b():
     assert "one iteration of i_0" in str(view)
 
 
+def test_a_small_tile_is_also_shown_close_up():
+    sch = wb.Schedule(ops.matmul(64, 64, 64))
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, factors=[None, 8])
+    sch.reorder(i0, j, k, i1)
+    view = access_images(sch, block="C", tile="k")  # one k: a column strip of 8 of A
+    assert view.touched["A"] == 8 and "A[0:10, 0:3] (zoom)" in view.html
+    match = re.search(r"class='wb-access-zoom' data-buffer='A'[^>]*base64,([^']+)'", view.html)
+    zoom = np.asarray(Image.open(io.BytesIO(base64.b64decode(match.group(1)))).convert("RGB"))
+    assert zoom.shape[:2] == (10, 3)
+    touched = [(r, c) for r in range(10) for c in range(3) if tuple(zoom[r, c]) != UNTOUCHED]
+    assert touched == [(r, 0) for r in range(8)]  # rows 0-7 of column 0
+    whole = access_images(sch, block="C", tile="i_0")  # 8 rows of A: 1/8 of it, zoomed
+    assert "A[0:10, 0:64] (zoom)" in whole.html and "B[" not in whole.html  # all of B
+
+
 def test_unknown_block_is_named():
     with pytest.raises(KeyError, match="matmul has no block 'D'"):
         access_images(ops.matmul(4, 4, 4), block="D", tile="i")

@@ -114,8 +114,9 @@ def test_machine_code_is_compiled_only_when_its_tab_is_opened(ex):
 
 
 def test_cuda_target_shows_the_cuda_source_its_errors_and_gpu_warnings(ex):
-    ex.set_target("cuda")
+    ex.controls.target.value = "cuda"  # the target dropdown
     ex.wait()
+    assert ex.target == "cuda" and ex.runner.target == "cuda"
     assert "UnboundKernelError" in ex.views["code"].value  # rendered, not lost
     assert ex.bind("i", "blockIdx.x") and ex.bind("j", "threadIdx.x")
     ex.select(loop="j")
@@ -127,8 +128,9 @@ def test_cuda_target_shows_the_cuda_source_its_errors_and_gpu_warnings(ex):
     ex.show_lowering("LLVM IR / PTX")
     ex.wait()
     assert "no PTX under the CUDA simulator" in ex.views["lowering"]["LLVM IR / PTX"].value
-    ex.set_target("cpu")
+    ex.set_target("cpu")  # from code: the dropdown follows
     ex.wait()
+    assert ex.controls.target.value == "cpu"
     assert "cuda.jit" not in ex.views["code"].value and "define" in (
         ex.views["lowering"]["LLVM IR / PTX"].value)
 
@@ -158,6 +160,10 @@ def test_first_call_time_is_shown_before_the_median():
     assert "measured:" in ex.views["status"].value and ex.node.measurement.result.repeats >= 3
     sets = ex.runner.argument_sets()
     assert sets is ex.runner.argument_sets() and len(sets) >= 1  # made once, reused
+    kept = sum(a.nbytes for args in sets[1:] for a in args)
+    assert kept <= ex.runner.argument_memory  # the copies kept while the explorer lives
+    for args in sets:  # every set holds the same inputs
+        np.testing.assert_array_equal(args[0], sets[0][0])
     ex.close()
 
 
@@ -263,3 +269,19 @@ def test_the_selected_loop_is_marked_in_the_generated_code(ex):
     ex.wait()
     marked = [ln for ln in ex.views["code"].value.splitlines() if HIGHLIGHT_COLOR in ln]
     assert len(marked) == 1 and "threadIdx" in marked[0]
+
+
+def test_legality_and_compile_wait_for_the_drawing(ex, monkeypatch):
+    import time
+
+    from workbench.widgets import explorer as explorer_module
+
+    monkeypatch.setattr(explorer_module, "DRAWING_FIRST_S", 30.0)
+    gate = hold(ex._views_executor)  # the drawing cannot start
+    assert ex.split("i", [None, 8])
+    time.sleep(0.5)
+    assert ex.legal is None and ex.controls.checking.value == CHECKING  # waiting for it
+    gate.set()
+    ex.wait()
+    assert ex.legal is not None and "<svg" in ex.views["loop nest"].value
+    assert ex.timings["drawing_s"] < ex.timings["views_s"]

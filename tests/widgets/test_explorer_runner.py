@@ -42,3 +42,22 @@ def test_a_lone_edit_starts_at_once_and_quick_edits_are_debounced():
     assert runner.submit("again", funcs[0], lambda key, m: hit.append(m)) is True
     assert hit == ["m1"]
     runner.close()
+
+
+def test_the_worker_waits_for_the_callers_event_before_building():
+    runner, measured = fake_runner(debounce_s=0.0)
+    drawn = threading.Event()
+    results = []
+    runner.submit("a", ops.matmul(8, 8, 8), lambda key, m: results.append(key), after=drawn,
+                  after_timeout_s=30.0)
+    time.sleep(0.3)
+    assert measured == [] and results == []  # held until the event
+    drawn.set()
+    runner.wait()
+    assert results == ["a"] and len(measured) == 1
+    start = time.perf_counter()  # an event never set only delays by the timeout
+    runner.submit("b", ops.matmul(8, 8, 16), lambda key, m: results.append(key),
+                  after=threading.Event(), after_timeout_s=0.2)
+    runner.wait()
+    assert results == ["a", "b"] and time.perf_counter() - start >= 0.2
+    runner.close()

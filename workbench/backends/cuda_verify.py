@@ -25,11 +25,12 @@ import numpy as np
 
 from workbench.backends.allocation import Allocate
 from workbench.backends.target import DeviceFacts
-from workbench.ir import BufferStore, For, ForKind, PrimFunc, Stmt
+from workbench.ir import Block, BufferStore, For, ForKind, PrimFunc, SeqStmt, Stmt
 from workbench.ir.functor import IRVisitor, collect
 from workbench.schedule.binding import thread_extents, threads_per_block
 from workbench.schedule.errors import ScheduleError
 from workbench.schedule.errors_binding import TooManyThreadsError
+from workbench.schedule.scope import block_scope
 
 
 class GpuPerformanceWarning(UserWarning):
@@ -94,16 +95,41 @@ class SharedMemoryExceededError(GpuVerifyError):
 class ScopeAcrossKernelsError(GpuVerifyError):
     """A shared or local buffer used by two kernels (its contents die with the kernel)."""
 
-    def __init__(self, buffer: str, scope: str, kernels: list[int], func: PrimFunc):
+    def __init__(self, buffer: str, scope: str, kernels: list[int], func: PrimFunc,
+                 blocks: str = ""):
         super().__init__(
             "build",
             buffer,
-            f"{scope} buffer {buffer!r} is used by kernels {kernels}",
+            f"{scope} buffer {buffer!r} is used by kernels {kernels}{blocks}",
             detail=f"{scope} memory lives only while one kernel runs",
             suggestion=f"compute_at its producer under the consumer's loops, or set_scope "
             f'{buffer!r} to "global"',
             func=func,
         )
+
+
+def verify_stages_within_kernels(func: PrimFunc) -> None:
+    """Every ``shared`` / ``local`` buffer of the scheduled ``func`` written and read in one
+    kernel (one top-level statement of the root block), from the dependence analysis's
+    writers and readers of the root scope (``BlockScope``); else ``ScopeAcrossKernelsError``
+    naming the blocks, before any lowering."""
+    root = func.root_block
+    staged = [buf for buf in root.alloc_buffers if buf.scope in ("shared", "local")]
+    if not staged:
+        return
+    scope = block_scope(func)
+    tops = root.body.stmts if isinstance(root.body, SeqStmt) else (root.body,)
+    kernel_of = {
+        block.name: number
+        for number, stmt in enumerate(tops)
+        for block in collect(stmt, lambda n: isinstance(n, Block))
+    }
+    for buf in staged:
+        users = scope.writers(buf.name) + scope.readers(buf.name)
+        kernels = sorted({kernel_of[b] for b in users if b in kernel_of})
+        if len(kernels) > 1:
+            where = ", ".join(f"{b!r} in kernel {kernel_of[b]}" for b in dict.fromkeys(users))
+            raise ScopeAcrossKernelsError(buf.name, buf.scope, kernels, func, f" ({where})")
 
 
 def verify_gpu(

@@ -34,7 +34,11 @@ from workbench.backends.cuda_launch import LeanLauncher
 from workbench.backends.cuda_memory import MEMORY_PASSES
 from workbench.backends.cuda_reduction import lower_cross_thread_reductions
 from workbench.backends.cuda_sync import insert_syncthreads
-from workbench.backends.cuda_verify import ScopeAcrossKernelsError, verify_gpu
+from workbench.backends.cuda_verify import (
+    ScopeAcrossKernelsError,
+    verify_gpu,
+    verify_stages_within_kernels,
+)
 from workbench.backends.kernel import Kernel
 from workbench.backends.kernel_cache import LRUCache
 from workbench.backends.numba_cuda_printer import CudaPrinter, LaunchConfig, launch_config
@@ -420,6 +424,7 @@ def occupancy(
 
 
 def compile_cuda_kernel(func: PrimFunc, lowered: PrimFunc, target: Target, written) -> CudaKernel:
+    verify_stages_within_kernels(func)
     compiled, hit = compile_cuda(lowered, target)
     return CudaKernel(
         func,

@@ -102,6 +102,35 @@ def colour(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def zoom_box(values: np.ndarray, fraction: float = 0.25,
+             pad: int = 2) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """Rows and columns ``((r0, r1), (c0, c1))`` around the touched elements (``pad`` more
+    on each side), when they cover less than ``fraction`` of the map; else None."""
+    rows = np.flatnonzero((values >= 0).any(axis=1))
+    cols = np.flatnonzero((values >= 0).any(axis=0))
+    if rows.size == 0:
+        return None
+    r0, r1 = max(rows[0] - pad, 0), min(rows[-1] + 1 + pad, values.shape[0])
+    c0, c1 = max(cols[0] - pad, 0), min(cols[-1] + 1 + pad, values.shape[1])
+    if (r1 - r0) * (c1 - c0) >= fraction * values.size:
+        return None
+    return (int(r0), int(r1)), (int(c0), int(c1))
+
+
+def _figure(values: np.ndarray, max_side: int, px: int, caption: str, attrs: str) -> str:
+    image = colour(reduce_map(values, max_side))
+    data = base64.b64encode(png_bytes(image)).decode()
+    rows, cols = image.shape[:2]  # fit in a px x px box, each side at least 8 px
+    width = max(8, round(px * cols / max(rows, cols)))
+    height = max(8, round(px * rows / max(rows, cols)))
+    return (
+        "<figure style='display:inline-block;margin:4px 10px 4px 0;vertical-align:top'>"
+        f"<img {attrs} src='data:image/png;base64,{data}' width='{width}' height='{height}' "
+        "style='image-rendering:pixelated;border:1px solid #ccc'/>"
+        f"<figcaption style='font-size:11px'>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
 def _as_2d(values: np.ndarray) -> np.ndarray:
     if values.ndim == 1:
         return values[None, :]
@@ -146,16 +175,20 @@ def access_images(obj, *, block: str, tile: str, max_side: int = 128,
             f"{buf.name} {shape}: {count} of {values.size} elements touched by one "
             f"iteration of {tile}"
         )
-        image = colour(reduce_map(_as_2d(values), max_side))
-        data = base64.b64encode(png_bytes(image)).decode()
+        flat = _as_2d(values)
         figures.append(
-            "<figure style='display:inline-block;margin:4px 10px 4px 0'>"
-            f"<img class='wb-access-image' data-buffer='{html.escape(buf.name)}' "
-            f"data-touched='{count}' src='data:image/png;base64,{data}' width='{px}' "
-            "style='image-rendering:pixelated;border:1px solid #ccc'/>"
-            f"<figcaption style='font-size:11px'>{html.escape(buf.name)} {shape}: "
-            f"{count} touched</figcaption></figure>"
+            _figure(flat, max_side, px, f"{buf.name} {shape}: {count} touched",
+                    f"class='wb-access-image' data-buffer='{html.escape(buf.name)}' "
+                    f"data-touched='{count}'")
         )
+        box = zoom_box(flat)
+        if box is not None:  # a small tile in a large buffer: show it close up too
+            (r0, r1), (c0, c1) = box
+            figures.append(
+                _figure(flat[r0:r1, c0:c1], max_side, px,
+                        f"{buf.name}[{r0}:{r1}, {c0}:{c1}] (zoom)",
+                        f"class='wb-access-zoom' data-buffer='{html.escape(buf.name)}'")
+            )
     legend = (
         "<div style='font-size:11px;color:#555'>one iteration of "
         f"<code>{html.escape(tile)}</code>: grey never touched, dark → yellow first → last "

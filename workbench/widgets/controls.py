@@ -194,6 +194,7 @@ class Controls:
         ex = self.explorer
         self._updating = True
         try:
+            self.target.value = ex.target
             self.block.options = blocks
             self.block.value = ex.block
             self.loop.options = [(loop_label(info), info.name) for info in loops]

@@ -42,6 +42,8 @@ from workbench.widgets.runner import MeasureRunner
 from workbench.widgets.tune_tab import TuneTab
 from workbench.widgets.view_cache import ViewCache
 
+DRAWING_FIRST_S = 0.3  # the legality probes and the compile wait this long for the drawing
+
 
 def explore(func_or_schedule: PrimFunc | Schedule, target: str = "cpu", **options) -> Explorer:
     """Open the explorer on a PrimFunc, or continue a Schedule's trace.
@@ -107,6 +109,7 @@ class Explorer:
         self.footprint: dict[str, int] = {}
         self.cache = ViewCache()
         self.legal = self.block_legal = None
+        self._drawn = threading.Event()
         self._views_generation = 0
         self._views_pending: list = []
         self._views_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-views")
@@ -302,29 +305,39 @@ class Explorer:
             self.loop = names[0] if names else None
 
     def refresh(self, measure: bool = True) -> None:
-        """Redraw from the current node: the IR-only views now, the legality table and the
-        rest on worker threads (code, drawing, warnings, lowering), then the measurement
-        (debounced)."""
+        """Redraw from the current node: the IR-only views now, the loop-nest drawing first
+        on a worker thread, then the legality table and the other views, then the
+        measurement (debounced).
+
+        The legality probes and the compile wait for the drawing (``DRAWING_FIRST_S`` at
+        most): the three share one interpreter lock, and the drawing is what the issue asks
+        for "at once" next to the IR.
+        """
         start = time.perf_counter()
+        self._drawn = threading.Event()
         self._show_fast()
         self.timings["fast_s"] = time.perf_counter() - start
         self._views_generation += 1
         generation = self._views_generation
-        future = self._views_executor.submit(self._show_views_if_current, generation, start)
+        future = self._views_executor.submit(
+            self._show_views_if_current, generation, start, self._drawn
+        )
         self._views_pending.append(future)
         if measure:
             self._queue_measurement()
 
-    def _show_views_if_current(self, generation: int, start: float) -> None:
-        if generation != self._views_generation:
-            return  # a later edit superseded this one
+    def _show_views_if_current(self, generation: int, start: float, drawn) -> None:
         try:
-            self._show_views()
+            if generation != self._views_generation:
+                return  # a later edit superseded this one
+            self._show_views(start, drawn)
         except Exception as exc:  # noqa: BLE001 - shown in the pane, never lost
             self.views[
                 "status"
             ].value = f"<span style='color:#b00'>view failed: {html.escape(repr(exc))}</span>"
             raise
+        finally:
+            drawn.set()
         self.timings["views_s"] = time.perf_counter() - start
 
     def _show_fast(self) -> None:
@@ -359,11 +372,14 @@ class Explorer:
                 self.legal, self.block_legal = tables
                 self.controls.set_legality(*tables)
                 return
-        future = self._legality_executor.submit(self._check_legality, key, self.node.schedule)
+        future = self._legality_executor.submit(
+            self._check_legality, key, self.node.schedule, self._drawn
+        )
         self._views_pending.append(future)
 
-    def _check_legality(self, key: tuple, schedule: Schedule) -> None:
+    def _check_legality(self, key: tuple, schedule: Schedule, drawn) -> None:
         _, _, loop, block = key
+        drawn.wait(DRAWING_FIRST_S)
 
         def tables():
             legal = legality(schedule, Ref("loop", loop)) if loop else None
@@ -378,13 +394,15 @@ class Explorer:
 
     # --- views on the worker thread -----------------------------------------------------
 
-    def _show_views(self) -> None:
+    def _show_views(self, start: float, drawn) -> None:
         node, target, loop = self.node, self.target, self.loop
+        self.views["loop nest"].value = self.cache.get(  # first: the drawing is "at once"
+            (node.id, "loop nest"), lambda: panes.loop_nest_svg(node.func)
+        )
+        self.timings["drawing_s"] = time.perf_counter() - start
+        drawn.set()
         self.views["code"].value = self.cache.get(
             (node.id, "code", target, loop), lambda: _code_html(node, target, loop)
-        )
-        self.views["loop nest"].value = self.cache.get(
-            (node.id, "loop nest"), lambda: panes.loop_nest_svg(node.func)
         )
         self._show_access()
         self._show_lowering()
@@ -510,7 +528,13 @@ class Explorer:
         self.views["status"].value = "<span class='wb-pending'>⏳ compiling and measuring…</span>"
         self.progress.layout.visibility = "visible"
         answered = self.runner.submit(
-            node.id, node.func, self._measured, self._failed, self._first_call
+            node.id,
+            node.func,
+            self._measured,
+            self._failed,
+            self._first_call,
+            after=self._drawn,
+            after_timeout_s=DRAWING_FIRST_S,
         )
         if answered:
             self.views["status"].value = "<span class='wb-cached'>measured (cached)</span>"

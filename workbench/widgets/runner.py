@@ -32,8 +32,12 @@ class MeasureRunner:
     timing runs.
 
     The argument sets the measurement cycles through (copies that defeat the caches, see
-    ``workbench.measure.rotation``) are made once and reused by every measurement.
+    ``workbench.measure.rotation``) are made once and reused by every measurement; they stay
+    in memory while the explorer lives, so they are capped at ``argument_memory`` bytes
+    (64 MiB: ``wb.measure`` allows 1 GiB for the few seconds one measurement takes).
     """
+
+    argument_memory = 64 << 20
 
     def __init__(
         self,
@@ -79,8 +83,16 @@ class MeasureRunner:
         done: Callable,
         error: Callable | None = None,
         first_call: Callable | None = None,
+        *,
+        after: threading.Event | None = None,
+        after_timeout_s: float = 0.0,
     ) -> bool:
-        """Queue a measurement; returns True when answered at once from the cache."""
+        """Queue a measurement; returns True when answered at once from the cache.
+
+        ``after``: an event the worker waits for (``after_timeout_s`` at most) before it
+        builds: the explorer's loop-nest drawing, which would otherwise share the interpreter
+        lock with the compile.
+        """
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -93,7 +105,7 @@ class MeasureRunner:
             if generation != self._generation:
                 return
             future = self._executor.submit(
-                self._run, generation, key, func, done, error, first_call
+                self._run, generation, key, func, done, error, first_call, after, after_timeout_s
             )
             self._pending.append(future)
 
@@ -111,11 +123,13 @@ class MeasureRunner:
 
     def _idle(self) -> bool:
         """No measurement queued, waiting for its debounce or running."""
-        return all(f.done() for f in self._pending) and not any(
-            t.is_alive() for t in self._timers
-        )
+        return all(f.done() for f in self._pending) and not any(t.is_alive() for t in self._timers)
 
-    def _run(self, generation: int, key, func: PrimFunc, done: Callable, error, first_call) -> None:
+    def _run(
+        self, generation: int, key, func: PrimFunc, done, error, first_call, after, after_s
+    ) -> None:
+        if after is not None:  # let the caller draw first (one interpreter lock)
+            after.wait(after_s)
         if generation != self._generation:
             return
         try:
@@ -141,7 +155,9 @@ class MeasureRunner:
                 rotation_count,
             )
 
-            count = rotation_count(argument_bytes(self._inputs), llc_bytes())
+            count = rotation_count(
+                argument_bytes(self._inputs), llc_bytes(), memory_limit=self.argument_memory
+            )
             self._argument_sets = make_argument_sets(self._inputs, count)
         return self._argument_sets
 
@@ -212,6 +228,7 @@ class MeasureRunner:
         self._pending.clear()
 
     def close(self) -> None:
+        self._argument_sets = None
         for timer in self._timers:
             timer.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
