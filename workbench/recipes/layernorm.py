@@ -26,6 +26,7 @@ def fused_cpu(
 
     Example
     -------
+    >>> from workbench import ops
     >>> sch = fused_cpu(ops.layernorm(4, 128))
     """
     lanes = 4 * target_vector_lanes(target, func.params[0].dtype) if lanes is None else lanes

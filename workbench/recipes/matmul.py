@@ -37,6 +37,7 @@ def tiled_cpu(
 
     Example
     -------
+    >>> from workbench import ops
     >>> sch = tiled_cpu(ops.matmul(256, 256, 256))
     """
     tj = _registers(func, target, 4) if tj is None else tj
@@ -102,6 +103,7 @@ def packed_cpu(
 
     Example
     -------
+    >>> from workbench import ops
     >>> sch = packed_cpu(ops.matmul(256, 256, 256))
     """
     tj = _registers(func, target, 4) if tj is None else tj
@@ -140,6 +142,7 @@ def register_tile_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None,
 
     Example
     -------
+    >>> from workbench import ops
     >>> sch = register_tile_cpu(ops.matmul(64, 32, 16))
     """
     tj = _registers(func, target, 1) if tj is None else tj

@@ -99,6 +99,7 @@ def fused_cpu(
 
     Example
     -------
+    >>> from workbench import ops
     >>> sch = fused_cpu(ops.softmax(4, 32))
     >>> print(sch.trace)  # doctest: +ELLIPSIS
     b0 = sch.get_block("T_softmax_norm")
