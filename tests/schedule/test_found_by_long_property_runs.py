@@ -205,3 +205,18 @@ def test_decompose_reduction_refuses_a_loop_the_block_is_recomputed_in():
     raises_unchanged(sch, InitLoopRecomputedError, lambda: sch.decompose_reduction(var_sum, i2))
     sch.decompose_reduction(var_sum, sch.get_loops(var_sum)[2])
     assert_computes_reference(sch, func)
+
+
+def test_parallel_split_of_a_fused_loop_by_a_non_divisor():
+    """seed 34 (mixed, local run): fuse(i1, j1) (96), parallel, split by 5: the guard
+    ``T.where(f0 * 5 + f1 < 96)`` keeps ``(f0 * 5 + f1) // 12`` in bounds, so the two indices
+    read together as ``f0 * 5 + f1``; the parser refused the printed ``T.parallel``."""
+    func = ops.add(8, 12)
+    sch = Schedule(func)
+    i, j = sch.get_loops(sch.get_block("T_add"))
+    fused = sch.fuse(i, j)
+    sch.parallel(fused)
+    sch.split(fused, factors=[None, 5])
+    assert "T.where" in sch.mod.script() and "T.parallel(20)" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)

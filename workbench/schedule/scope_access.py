@@ -439,11 +439,14 @@ def _flattened(access: Access, ranges) -> Access | None:
     shape = [dim if isinstance(dim, int) else const_value(dim) for dim in access.buffer.shape]
     if not shape or not all(isinstance(n, int) for n in shape):
         return None
+    # the T.where guards bound the executed iterations (a split that does not divide)
+    mapping, extra = _narrowed(access, Var("no_loop", "int32"), ranges)
+    guarded = {**ranges, **extra}
     flat, stride = None, 1
     for (start, extent), size in zip(reversed(access.region), reversed(shape), strict=True):
         if const_value(extent) != 1:
             return None
-        lo, hi = int_bounds(start, ranges)
+        lo, hi = int_bounds(_Replace(mapping).visit(start) if mapping else start, guarded)
         if lo is None or hi is None or lo < 0 or hi >= size:
             return None
         term = start if stride == 1 else start * IntImm(stride, start.dtype)
