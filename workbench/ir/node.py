@@ -39,6 +39,13 @@ class Node:
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
+    def __getstate__(self) -> dict:
+        """The fields without the cached hash: string hashes differ between processes, so a
+        hash cached here would make the node unequal to its twin in a worker process."""
+        state = dict(self.__dict__)
+        state.pop("_structural_hash", None)
+        return state
+
     def __hash__(self) -> int:
         cached = self.__dict__.get("_structural_hash")
         if cached is None:
