@@ -168,17 +168,13 @@ def _apply_tiled(sch: Schedule, plan: _Plan) -> None:
 
 
 def _consumer_loop(sch: Schedule, plan: _Plan):
-    """The outermost loop of the first later block reading what ``plan``'s block writes."""
-    from workbench.ir.analysis import find_blocks
-
-    written = {w.buffer.name for w in sch.get(plan.block).writes}
-    names = [b.name for b in find_blocks(sch.mod) if b.name != "root"]
-    after = names[names.index(plan.name) + 1:]
-    for block in find_blocks(sch.mod):
-        if block.name in after and any(r.buffer.name in written for r in block.reads):
-            loops = sch.get_loops(sch.get_block(block.name))
-            return loops[0] if loops else None
-    return None
+    """The outermost loop of the block's first consumer, from the dependence analysis
+    (``get_consumers``: the ``BlockScope``'s read-after-write edges, in program order)."""
+    consumers = sch.get_consumers(plan.block)
+    if not consumers:
+        return None
+    loops = sch.get_loops(consumers[0])
+    return loops[0] if loops else None
 
 
 def _apply_compute_at(sch: Schedule, plan: _Plan) -> None:
