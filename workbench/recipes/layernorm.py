@@ -22,8 +22,8 @@ def fused_cpu(
     ``local`` row values, each reduction rfactor-ed into ``lanes`` partial sums that LLVM
     vectorizes, and the normalise loop vectorized. ``lanes`` defaults to four vector
     registers of ``target`` (``4 * target_vector_lanes(target, dtype)``: 64 float32 on
-    AVX-512), and at least 256 bytes of partials (64 float32 also with 256-bit vectors,
-    measured 1.3x faster than 32 there): with a one-register
+    AVX-512; eight 256-bit registers, 64 float32, on AVX/AVX2-width targets, measured 1.3x
+    faster than four there): with a one-register
     inner loop LLVM unrolls it fully and then leaves the squared-deviation sum scalar; a
     four-register loop goes through its loop vectorizer (interleaved by 4).
 
@@ -33,10 +33,12 @@ def fused_cpu(
     >>> sch = fused_cpu(ops.layernorm(4, 128))
     """
     if lanes is None:
-        # four vector registers, and at least 256 bytes of partial sums: with 8-lane
-        # (256-bit) vectors, 32 partials took 18.2 ms and 64 took 14.0 ms (4096^2, 1 thread)
-        dtype = func.params[0].dtype
-        lanes = max(4 * target_vector_lanes(target, dtype), 256 // np.dtype(dtype).itemsize)
+        # four vector registers; eight of 256-bit ones (16 ymm registers there): with four,
+        # 32 partials took 18.2 ms against 14.0 ms with 64 (4096^2, one thread, AVX-512 core
+        # that LLVM vectorizes at 256 bits)
+        vector = target_vector_lanes(target, func.params[0].dtype)
+        registers = 8 if vector * np.dtype(func.params[0].dtype).itemsize == 32 else 4
+        lanes = registers * vector
     row_length = func.params[0].shape[-1]
     if row_length % lanes:
         raise ValueError(f"layernorm fused_cpu: N={row_length} must be a multiple of "
