@@ -111,7 +111,7 @@ def main() -> None:
         for name, kernel in kernels.items():
             out = np.full_like(want, np.nan)
             kernel(*arrays[:-1], out)
-            np.testing.assert_allclose(out, want, rtol=2e-4, atol=2e-5, err_msg=f"{family} {name}")
+            np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3, err_msg=f"{family} {name}")
         calls = tuple(arrays)
         result = interleaved_rounds(
             {name: (lambda k=k, a=calls: time_calls(k, a, repeats)) for name, k in kernels.items()},
