@@ -220,3 +220,20 @@ def test_parallel_split_of_a_fused_loop_by_a_non_divisor():
     assert "T.where" in sch.mod.script() and "T.parallel(20)" in sch.mod.script()
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)
+
+
+def test_compute_at_of_a_padding_interior_refuses_to_widen_it():
+    """seed 51 (mixed, 400 examples, local run): decompose_padding leaves ``pad_temp``
+    copying the interior ``[1, 7]`` of each padded row; compute_at under the conv's ``n``
+    widened it to the consumers' whole ``[0, 8]`` and read ``data[-1]`` (the verifier caught
+    it). The move is refused; a loop where the consumers read only the interior stays legal."""
+    from workbench.schedule.errors_compute_location import BeyondIterationsError
+
+    func = ops.conv2d_nchw(1, 3, 7, 7, 4, 3, 3, stride=2, padding=1)
+    sch = Schedule(func)
+    pad = sch.get_block("pad_temp")
+    sch.decompose_padding(pad, sch.get_loops(pad)[0])
+    (conv,) = sch.get_consumers(pad)
+    n = sch.get_loops(conv)[0]
+    raises_unchanged(sch, BeyondIterationsError, lambda: sch.compute_at(pad, n))
+    assert_computes_reference(sch, func)

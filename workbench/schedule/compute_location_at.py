@@ -19,9 +19,10 @@ between.
 
 from __future__ import annotations
 
-from workbench.ir import Block, For, IterKind, PrimFunc, SeqStmt
+from workbench.ir import Block, For, IterKind, PrimFunc, SeqStmt, const_value
 from workbench.ir import region_cover as cover
 from workbench.ir import region_infer as regions
+from workbench.ir.arith import int_bounds, simplify
 from workbench.schedule.compute_location_nest import build_nest, insert_into_loop, remove_realize
 from workbench.schedule.compute_location_scope import (
     ScopeInfo,
@@ -38,6 +39,7 @@ from workbench.schedule.compute_location_scope import (
 )
 from workbench.schedule.errors_compute_location import (
     AccumulationRecomputedError,
+    BeyondIterationsError,
     ConsumerDomainNotCoveredError,
     InsertionIndexError,
     LoopContainsBlockError,
@@ -152,6 +154,35 @@ def _check_once_per_element(
         raise AccumulationRecomputedError(
             primitive, block.name, loop, accumulated, twice, func, target
         )
+
+
+def _check_within_iterations(
+    primitive: str, func: PrimFunc, scope, block: Block, loop: str, intervals, ranges, target
+) -> None:
+    """Refuse a move that widens a spatial iteration variable beyond the values it takes now
+    (a ``decompose_padding`` interior block: consumers also read the border it never wrote)."""
+    realize, ancestors = scope.realize_and_ancestors(block.name)
+    old_ranges = regions.loop_ranges(regions.for_ancestors(ancestors))
+    for iv, binding, interval in zip(block.iter_vars, realize.iter_values, intervals,
+                                     strict=True):
+        if iv.kind is not IterKind.SPATIAL:
+            continue
+        old_lo, old_hi = int_bounds(binding, old_ranges)
+        start, extent = interval
+        new_lo, start_hi = int_bounds(start, ranges)
+        width = const_value(simplify(extent, ranges))
+        # a symbolic extent (a clipped tile) only has its lower end checked
+        new_hi = start_hi + width - 1 if isinstance(width, int) and start_hi is not None else old_hi
+        domain = regions.int_domain(iv)
+        if None in (old_lo, old_hi, new_lo, new_hi) or domain is None:
+            continue
+        # points outside the iteration variable's domain are guarded away (T.where)
+        new_lo, new_hi = max(new_lo, domain[0]), min(new_hi, domain[1])
+        if new_lo < old_lo or new_hi > old_hi:
+            raise BeyondIterationsError(
+                primitive, block.name, loop, iv.var.name, f"[{old_lo}, {old_hi}]",
+                f"[{new_lo}, {new_hi}]", func, target,
+            )
 
 
 # ---------------------------------------------------------------------------------------
@@ -286,6 +317,7 @@ def compute_at(
     needed = {b: regions.hull_dims(dims, ranges, b.shape) for b, dims in needed.items()}
     intervals = regions.solve_iter_domains(producer, producer.writes, needed, ranges)
     _check_once_per_element(primitive, func, producer, loop, intervals, ranges, target)
+    _check_within_iterations(primitive, func, scope, producer, loop, intervals, ranges, target)
     return _move_block(
         primitive, func, scope, block, loop, insert_at, intervals, outer_loops, preserve_unit_loops
     )

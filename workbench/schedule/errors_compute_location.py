@@ -323,6 +323,26 @@ class PredicateNotMovableError(ScheduleError):
     suggestion = "move the block before adding the condition"
 
 
+class BeyondIterationsError(ScheduleError):
+    """The consumers need more of the buffer than the block ever computed: moving it would
+    make it compute points outside the iterations it runs now."""
+
+    fields = ("block", "loop", "iter_var", "before", "after")
+    message = (
+        "block {block!r} runs {iter_var!r} over {before} now, but under loop {loop!r} it would "
+        "run over {after}"
+    )
+    why = (
+        "its consumers read more of the buffer than {block!r} writes (another block writes "
+        "the rest, e.g. the constant border of decompose_padding): the moved block would "
+        "compute points it never computed, with indices outside its own iterations"
+    )
+    suggestion = (
+        "move the block that writes the rest too, or compute {block!r} at a loop where the "
+        "consumers read only what it writes"
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # Inlining
 # ---------------------------------------------------------------------------------------
