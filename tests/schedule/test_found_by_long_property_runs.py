@@ -237,3 +237,18 @@ def test_compute_at_of_a_padding_interior_refuses_to_widen_it():
     n = sch.get_loops(conv)[0]
     raises_unchanged(sch, BeyondIterationsError, lambda: sch.compute_at(pad, n))
     assert_computes_reference(sch, func)
+
+
+def test_parallel_split_of_a_split_fused_loop_under_a_scaled_guard():
+    """seed 51 (loop primitives, 400 examples, local run): fuse, split by 4, parallel the
+    outer, split it by 2: the guard ``f00 * 2 + f01 < 15`` bounds ``f00 * 8 + f01 * 4 + f1``
+    through a multiple (4x), which the bounds of the row-major reading now use."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    i, j = sch.get_loops(sch.get_block("T_add"))
+    outer, _ = sch.split(sch.fuse(i, j), factors=[None, 4])
+    sch.parallel(outer)
+    sch.split(outer, factors=[None, 2])
+    assert "T.where" in sch.mod.script() and "T.parallel(8)" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)

@@ -433,6 +433,29 @@ def _modular_window(f1: Form, f2: Form, c1, c2, spans, window: Bounds) -> Bounds
     return (0, 0)
 
 
+class _NarrowInside(IRMapper):
+    """Each floordiv/floormod operand with a multiple of a ``T.where``-bounded sum replaced
+    by the sum's variable (``(f0 * 8 + f1 * 4 + f2) // 10`` with ``f0 * 2 + f1 < 15`` reads
+    as ``(w * 4 + f2) // 10``, ``w`` in ``[0, 14]``): for bounds only."""
+
+    def __init__(self, mapping: dict[PrimExpr, Var], ranges):
+        self.mapping, self.ranges = mapping, ranges
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr) and node in self.mapping:
+            return self.mapping[node]
+        if isinstance(node, (FloorDiv, FloorMod)):
+            operand = simplify(self.visit(node.a), self.ranges)
+            form = linear_form(operand, operand.dtype)
+            for bounded, var in self.mapping.items():
+                form = _substitute_sum(form, bounded, var, self.ranges)
+            rebuilt = IntImm(form.const, operand.dtype)
+            for term, coeff in form.terms.items():
+                rebuilt = rebuilt + (term if coeff == 1 else term * IntImm(coeff, operand.dtype))
+            return type(node)(rebuilt, node.b)
+        return super().visit(node)
+
+
 def _flattened(access: Access, ranges) -> Access | None:
     """A point access to a constant-shape buffer, proven in bounds, as one row-major index
     (``x // 12, x % 12`` becomes ``x``), or ``None``."""
@@ -446,7 +469,8 @@ def _flattened(access: Access, ranges) -> Access | None:
     for (start, extent), size in zip(reversed(access.region), reversed(shape), strict=True):
         if const_value(extent) != 1:
             return None
-        lo, hi = int_bounds(_Replace(mapping).visit(start) if mapping else start, guarded)
+        lo, hi = int_bounds(_NarrowInside(mapping, ranges).visit(start) if mapping else start,
+                            guarded)
         if lo is None or hi is None or lo < 0 or hi >= size:
             return None
         term = start if stride == 1 else start * IntImm(stride, start.dtype)
