@@ -252,3 +252,20 @@ def test_parallel_split_of_a_split_fused_loop_under_a_scaled_guard():
     assert "T.where" in sch.mod.script() and "T.parallel(8)" in sch.mod.script()
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)
+
+
+def test_parallel_loop_guarded_to_one_iteration():
+    """seed 52 (loop primitives, 400 examples, local run): a split of a one-iteration loop by
+    2 gives ``j_2_1 in T.parallel(2)`` under ``T.where(j_2_0 * 2 + j_2_1 < 1)``: only its
+    first iteration runs, so nothing races; the parser refused the printed script."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    i, j = sch.get_loops(sch.get_block("T_add"))
+    sch.parallel(i)
+    _, j1, j2 = sch.split(j, factors=[1, None, 1])
+    sch.reorder(j1, j2, i)
+    _, inner = sch.split(j2, factors=[None, 2])
+    sch.parallel(inner)
+    assert "T.where" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)

@@ -501,6 +501,8 @@ def _overlap(first: Access, second: Access, loop: For) -> bool:
     extent = extent if isinstance(extent, int) else None
     if extent is not None and extent <= 1:
         return False  # one iteration: nothing to race with
+    if _guarded_to_one(first, l_var, lo) and _guarded_to_one(second, l_var, lo):
+        return False  # a T.where lets only the first iteration run
     outer: set[Var] = set()
     for chain_loop in first.loops:
         if chain_loop is loop or chain_loop.loop_var == l_var:
@@ -564,6 +566,25 @@ def _overlap(first: Access, second: Access, loop: For) -> bool:
                 free -= forced
                 changed = True
     return bool(free)
+
+
+def _guarded_to_one(access: Access, l_var: Var, lo) -> bool:
+    """Whether a ``T.where`` conjunct ``c * l + rest < bound`` (``c > 0``) keeps ``l`` at its
+    first value ``lo`` (a split of a one-iteration loop: ``l_0 * 2 + l_1 < 1``)."""
+    if not isinstance(lo, int):
+        return False
+    ranges = _ranges(access.loops)
+    for cond in access.predicate:
+        if not isinstance(cond, LT) or not isinstance(const_value(cond.b), int):
+            continue
+        try:
+            c, rest = _split_l(simplify(cond.a, ranges), l_var)
+        except Unreadable:
+            continue
+        rest_lo = int_bounds(rest, ranges)[0]
+        if c > 0 and rest_lo is not None and c * (lo + 1) + rest_lo >= const_value(cond.b):
+            return True
+    return False
 
 
 def _fix_unit_loops(access: Access, ranges: dict[Var, tuple[int, int]]) -> Access:
