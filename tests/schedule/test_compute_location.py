@@ -2,10 +2,10 @@
 and after, numeric checks on the numpy and CPU backends against the unscheduled function,
 trace printing and JSON replay, and flops kept."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
+from schedule_checks import make_golden
 from schedule_examples import add_relu
 
 from workbench import T, ops
@@ -13,25 +13,12 @@ from workbench.backends import build
 from workbench.ir.analysis import flops
 from workbench.schedule import Schedule, Trace
 
-GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
-
 
 @pytest.fixture
 def golden(request):
     """``golden(name, text)``: ``text`` must equal ``tests/golden/compute_location_<name>.txt``
     (``pytest --regen-golden`` rewrites it instead)."""
-    regen = request.config.getoption("--regen-golden", default=False)
-
-    def check(name: str, text: str) -> None:
-        path = GOLDEN_DIR / f"compute_location_{name}.txt"
-        if regen:
-            path.write_text(text + "\n")
-            return
-        if not path.exists():
-            pytest.fail(f"golden file {path} is missing; run pytest --regen-golden")
-        assert text == path.read_text()[:-1], f"output differs from {path}"
-
-    return check
+    return make_golden(request, "compute_location")
 
 
 def before_after(sch: Schedule) -> str:
