@@ -5,22 +5,44 @@
 1. **inline** elementwise producers (``rules_common.inline_producers``);
 2. **sample** every block's decisions in block order (one sampling instruction each);
 3. **multi-level tiling with thread binding** of each reduction block with data reuse,
-   structure ``SSRRS``: each spatial loop in 3 levels (``S0`` per CUDA block, ``S1`` per
-   thread, ``S2`` the thread's register tile, at most 8 wide), each reduction loop in 2
-   (``R0`` the staging step, ``R1`` within a stage), ordered ``S0 S1 R0 R1 S2``; the
-   ``S0`` loops fused and bound to ``blockIdx.x``, the ``S1`` loops fused and bound to
-   ``threadIdx.x`` (a candidate with more threads than a block holds is refused with
-   ``ThreadExtentError``: a failed trial); then
+   structure ``SSRRS``: each spatial loop in 3 levels (``S0`` the CUDA block's tile,
+   ``S1`` its threads, ``S2`` the thread's register tile, at most 8 wide), each reduction
+   loop in 2 (``R0`` the staging step, ``R1`` the step within a stage: the k-step is the
+   ``R1`` factor), ordered ``S0 S1 R0 R1 S2``; the ``S0`` loops fused and bound to
+   ``blockIdx.x``, the ``S1`` loops fused and bound to ``threadIdx.x`` (a candidate with
+   more threads than a block holds is refused with ``ThreadExtentError``: a failed
+   trial); the accumulator ``cache_write(.., "local")`` with the write-back
+   ``reverse_compute_at`` the thread loop (each thread keeps its ``S2`` tile local) and its
+   init hoisted out of the reduction loops (``decompose_reduction``); then one categorical
+   decision each (value 0, the first choice, is the default):
 
-   * the accumulator: ``cache_write(.., "local")`` with the write-back
-     ``reverse_compute_at`` the thread loop (each thread keeps its ``S2`` tile local);
-   * ``shared:<block>`` — 1 (the default): every reused input whose indices are plain
-     iterators (a matmul's ``A`` and ``B``, a convolution's weights) ``cache_read`` into
-     ``shared`` memory and ``compute_at`` the last ``R0`` loop (the build inserts the
-     barriers); 0: read from global memory;
-   * ``unroll:<block>`` — 1 (the default): the ``S2`` loops unrolled (the register tile);
-     0: left as loops;
+   * ``shared:<block>`` — stage (1) or not (0): every reused input whose indices are
+     plain iterators (a matmul's ``A`` and ``B``, a convolution's weights)
+     ``cache_read`` into ``shared`` memory at the last ``R0`` loop (the build inserts the
+     barriers). The stage covers the CUDA block's tile; its copy loops are fused and
+     spread over the block's threads (*cooperative fetch*: split by the thread count,
+     bound to ``threadIdx.x``, a serial loop outside when the tile is larger);
+   * ``vector:<block>`` — 128-bit accesses (1) or scalar (0): the innermost copy loop of
+     each stage split by 4 and vectorized where its extent is a multiple of 4 (the build
+     emits ``ld.global.v4`` where the address is provably aligned), and likewise the
+     write-back of the register tile;
+   * ``double_buffer:<block>`` — (1) every stage annotated ``double_buffer_scope`` (two
+     halves, the next tile's copy issued before this tile's compute, one barrier per
+     step; the build adds the register prefetch); only with staging and a staging loop
+     of at least 2 iterations, else skipped;
+   * ``fragment:<block>`` — (1) register fragments: each stage laid out with its
+     reduction-indexed dimensions first (``A_shared[k, i]``: a thread's values of one
+     ``k`` are contiguous) and ``cache_read`` into ``local`` at the innermost ``R1``
+     loop, 4 at a time (``ld.shared.v4``) where the fragment's extent allows; only with
+     staging;
+   * ``unroll:<block>`` — (1) the ``S2`` loops unrolled (the register tile);
+   * ``unroll_k:<block>`` — (1) the innermost ``R1`` loop unrolled in the generated source
+     (``pragma_unroll_explicit``: NVVM keeps a large body rolled); skipped when its
+     extent is 1.
 
+   A choice that does not apply to a candidate (a stage that cannot be vectorized, double
+   buffering without a stage) is skipped: the schedule stays legal and the candidate
+   computes the same result.
 4. **thread binding** of every other block: its spatial loops fused, split by
    ``tile:<block>:threads`` (``sample_perfect_tile``, the inner factor at most the block's
    thread limit, default the divisor nearest 256; the fuse happens while sampling, as the
@@ -28,8 +50,9 @@
    ``threadIdx.x``; a reduction runs in each thread over its loops.
 
 Each top-level loop nest becomes one kernel; intermediate buffers are global workspace.
-Not generated (yet): cooperative fetch of shared tiles, vectorized loads, rfactor into
-warp reductions, double buffering.
+This is the structure of the hand recipe ``matmul/register_blocked/cuda`` (which binds
+2-D threads; here the thread loops are fused into ``threadIdx.x``). Not generated (yet):
+rfactor into warp reductions.
 """
 
 from __future__ import annotations
@@ -38,6 +61,7 @@ import dataclasses
 import math
 
 from workbench.ir.expr import Var
+from workbench.ir.stmt import IterKind
 from workbench.schedule import Schedule
 from workbench.tune.rules_common import (
     Decisions,
@@ -47,13 +71,15 @@ from workbench.tune.rules_common import (
     has_reuse,
     inline_producers,
     is_reduction,
+    legal,
     reuse_reads,
 )
 
 MAX_REGISTER_TILE = 8
 MAX_STAGE = 32
-SHARED_CHOICES = [1, 0]  # 1: stage reused inputs in shared memory (default), 0: global
-UNROLL_CHOICES = [1, 0]  # 1: unroll the register tile (default), 0: loops
+LANES = 4  # a 128-bit access holds 4 float32
+ON_OFF = [1, 0]  # the categorical knobs: 1 (default) on, 0 off
+KNOBS = ("shared", "vector", "double_buffer", "fragment", "unroll", "unroll_k")
 
 
 @dataclasses.dataclass
@@ -64,8 +90,7 @@ class _Plan:
     spatial: list
     reduce_: list
     tiles: dict = dataclasses.field(default_factory=dict)
-    shared: int = 0
-    unroll: int = 0
+    choices: dict = dataclasses.field(default_factory=dict)  # knob -> 1 / 0
 
 
 def _near(target: int):
@@ -74,8 +99,9 @@ def _near(target: int):
 
 
 def _prefer_spatial(tile: list[int]) -> float:
-    """About 16 threads and a 4-wide register tile per spatial loop."""
-    return _near(16)(tile[1]) + _near(4)(tile[2])
+    """About 16 threads and an 8-wide register tile per spatial loop (the hand recipe's
+    128 x 128 block tile of 16 x 16 threads x 8 x 8 registers, where the extent allows)."""
+    return _near(16)(tile[1]) + _near(8)(tile[2])
 
 
 def _prefer_stage(tile: list[int]) -> float:
@@ -91,13 +117,20 @@ def _sample(sch: Schedule, plan: _Plan, d: Decisions, max_threads: int) -> None:
         for loop in plan.reduce_:
             plan.tiles[loop] = d.tile(sch, loop, 2, f"tile:{name}:{sch.get(loop).loop_var.name}",
                                       MAX_STAGE, _prefer_stage)
-        plan.shared = d.categorical(sch, SHARED_CHOICES, f"shared:{name}")
-        plan.unroll = d.categorical(sch, UNROLL_CHOICES, f"unroll:{name}")
+        for knob in KNOBS:
+            plan.choices[knob] = d.categorical(sch, ON_OFF, f"{knob}:{name}")
         return
     fused = sch.fuse(*plan.spatial) if len(plan.spatial) > 1 else plan.spatial[0]
     plan.spatial = [fused]
     plan.tiles[fused] = d.tile(sch, fused, 2, f"tile:{name}:threads", max_threads,
                                lambda t: _near(256)(t[1]))
+
+
+# --- staging helpers -------------------------------------------------------------------
+
+
+def _extent(sch: Schedule, loop) -> int:
+    return int(sch.get(loop).extent.value)
 
 
 def _plain_reads(node, indices: list[int]) -> list[int]:
@@ -106,8 +139,86 @@ def _plain_reads(node, indices: list[int]) -> list[int]:
             if all(isinstance(r.min, Var) for r in node.reads[i].region)]
 
 
+def _loops_below(sch: Schedule, block, at) -> list:
+    """The loops of ``block`` inside loop ``at`` (a stage's own copy loops)."""
+    loops = sch.get_loops(block)
+    names = [sch.get(lp).loop_var.name for lp in loops]
+    return loops[names.index(sch.get(at).loop_var.name) + 1:]
+
+
+def _vectorize_innermost(sch: Schedule, loops: list) -> list:
+    """Split the innermost of ``loops`` by 4 and vectorize the lanes, when its extent is a
+    multiple of 4; returns the loops left to spread (the lanes excluded)."""
+    if not loops or _extent(sch, loops[-1]) % LANES:
+        return loops
+    parts = attempt(sch.split, loops[-1], factors=[None, LANES])
+    if parts is None:
+        return loops
+    if not legal(sch.vectorize, parts[1]):
+        return [*loops[:-1], *parts]
+    return [*loops[:-1], parts[0]]
+
+
+def _cooperative_fetch(sch: Schedule, stage, at, threads: int, vector: bool) -> None:
+    """Spread the copy loops of ``stage`` (inside loop ``at``) over the block's ``threads``:
+    fused, split ``[None, threads]``, the inner part bound to ``threadIdx.x``; with
+    ``vector`` the innermost copy loop first gives a 4-wide vectorized loop."""
+    loops = _loops_below(sch, stage, at)
+    if vector:
+        loops = _vectorize_innermost(sch, loops)
+    if not loops:
+        return
+    fused = loops[0] if len(loops) == 1 else attempt(sch.fuse, *loops)
+    if fused is None:
+        return
+    parts = attempt(sch.split, fused, factors=[None, threads])
+    if parts is not None:
+        attempt(sch.bind, parts[1], "threadIdx.x")
+
+
+def _reduction_first(node, index: int) -> str | None:
+    """Index-map text putting the dimensions of read ``index`` that a reduction iterator
+    indexes first (``lambda d0, d1: (d1, d0)`` for a matmul's ``A[i, k]``), or None when
+    the last dimension is already spatial (``B[k, j]``) or all are reductions."""
+    kinds = {iv.var.name: iv.kind for iv in node.iter_vars}
+    region = node.reads[index].region
+    reduce_dims = [n for n, r in enumerate(region)
+                   if kinds.get(r.min.name) == IterKind.REDUCE]
+    if not reduce_dims or reduce_dims[-1] != len(region) - 1 or len(reduce_dims) == len(region):
+        return None
+    order = reduce_dims + [n for n in range(len(region)) if n not in reduce_dims]
+    names = [f"d{n}" for n in range(len(region))]
+    return f"lambda {', '.join(names)}: ({', '.join(names[n] for n in order)})"
+
+
+def _stage(sch: Schedule, plan: _Plan, c, index: int, levels_r: list, threads: int):
+    """Stage read ``index`` of block ``c`` in shared memory at the last ``R0`` loop (with
+    the fragment's layout and the cooperative fetch); the stage, or None if illegal."""
+    node = sch.get(c)
+    layout = _reduction_first(node, index) if plan.choices["fragment"] else None
+    staged = attempt(sch.cache_read, c, index, "shared")
+    if staged is None:
+        return None
+    at = levels_r[0][-1]
+    if not legal(sch.compute_at, staged, at):
+        return staged  # staged at the root: still correct, not cooperative
+    if layout is not None:
+        attempt(sch.transform_layout, staged, ("write", 0), layout)
+    _cooperative_fetch(sch, staged, at, threads, bool(plan.choices["vector"]))
+    return staged
+
+
+def _fragment(sch: Schedule, c, index: int, inner_r) -> None:
+    """Read ``index`` of ``c`` (now a shared stage) into registers at loop ``inner_r``,
+    4-wide where the fragment's innermost extent allows."""
+    fragment = attempt(sch.cache_read, c, index, "local")
+    if fragment is None or not legal(sch.compute_at, fragment, inner_r):
+        return
+    _vectorize_innermost(sch, _loops_below(sch, fragment, inner_r))
+
+
 def _apply_tiled(sch: Schedule, plan: _Plan) -> None:
-    c = plan.block
+    c, choices = plan.block, plan.choices
     levels_s, levels_r = [[], [], []], [[], []]
     for loop in plan.spatial:
         for level, part in enumerate(sch.split(loop, factors=plan.tiles[loop])):
@@ -120,18 +231,33 @@ def _apply_tiled(sch: Schedule, plan: _Plan) -> None:
     tx = sch.fuse(*levels_s[1]) if len(levels_s[1]) > 1 else levels_s[1][0]
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
+    threads = _extent(sch, tx)
     local = sch.cache_write(c, 0, "local")
     sch.reverse_compute_at(local, tx)
-    if plan.shared and levels_r[0]:
+    if choices["vector"]:
+        _vectorize_innermost(sch, _loops_below(sch, local, tx))
+    stages = []
+    if choices["shared"] and levels_r[0]:
         node = sch.get(c)
         for index in _plain_reads(node, reuse_reads(node)):
-            staged = attempt(sch.cache_read, c, index, "shared")
+            staged = _stage(sch, plan, c, index, levels_r, threads)
             if staged is not None:
-                attempt(sch.compute_at, staged, levels_r[0][-1])
-    if plan.unroll:
+                stages.append((index, staged))
+    if choices["double_buffer"] and stages and _extent(sch, levels_r[0][-1]) >= 2:
+        for _, staged in stages:
+            sch.annotate(staged, "double_buffer_scope", 0)
+    if choices["fragment"] and levels_r[1]:
+        for index, _ in stages:
+            _fragment(sch, c, index, levels_r[1][-1])
+    if choices["unroll"]:
         for loop in levels_s[2]:
-            if int(sch.get(loop).extent.value) > 1:
+            if _extent(sch, loop) > 1:
                 attempt(sch.unroll, loop)
+    if choices["unroll_k"] and levels_r[1] and _extent(sch, levels_r[1][-1]) > 1:
+        if legal(sch.unroll, levels_r[1][-1]):
+            sch.annotate(levels_r[1][-1], "pragma_unroll_explicit", 1)
+    if levels_r[0]:
+        attempt(sch.decompose_reduction, c, levels_r[0][0])
 
 
 def _apply_simple(sch: Schedule, plan: _Plan) -> None:
