@@ -98,10 +98,24 @@ def _near(target: int):
     return lambda value: abs(math.log2(value) - math.log2(target))
 
 
-def _prefer_spatial(tile: list[int]) -> float:
-    """About 16 threads and an 8-wide register tile per spatial loop (the hand recipe's
-    128 x 128 block tile of 16 x 16 threads x 8 x 8 registers, where the extent allows)."""
-    return _near(16)(tile[1]) + _near(8)(tile[2])
+def _prefer_spatial(threads: int):
+    """About ``threads`` threads (never more: the default must fit in a block) and an
+    8-wide register tile per spatial loop (the hand recipe's 128 x 128 block tile of
+    16 x 16 threads x 8 x 8 registers, where the extents allow)."""
+    def score(tile: list[int]) -> float:
+        over = 100.0 if tile[1] > threads else 0.0
+        return over + _near(threads)(tile[1]) + _near(8)(tile[2])
+
+    return score
+
+
+def _threads_per_loop(n_spatial: int, max_threads: int) -> int:
+    """16 threads per spatial loop, fewer when ``16 ** n_spatial`` exceeds the block:
+    the largest power of 2 whose ``n_spatial``-th power fits in ``max_threads``."""
+    per_loop = 16
+    while per_loop > 1 and per_loop**n_spatial > max_threads:
+        per_loop //= 2
+    return per_loop
 
 
 def _prefer_stage(tile: list[int]) -> float:
@@ -111,9 +125,10 @@ def _prefer_stage(tile: list[int]) -> float:
 def _sample(sch: Schedule, plan: _Plan, d: Decisions, max_threads: int) -> None:
     name = plan.name
     if plan.tiled:
+        prefer = _prefer_spatial(_threads_per_loop(len(plan.spatial), max_threads))
         for loop in plan.spatial:
             plan.tiles[loop] = d.tile(sch, loop, 3, f"tile:{name}:{sch.get(loop).loop_var.name}",
-                                      MAX_REGISTER_TILE, _prefer_spatial)
+                                      MAX_REGISTER_TILE, prefer)
         for loop in plan.reduce_:
             plan.tiles[loop] = d.tile(sch, loop, 2, f"tile:{name}:{sch.get(loop).loop_var.name}",
                                       MAX_STAGE, _prefer_stage)
@@ -191,21 +206,22 @@ def _reduction_first(node, index: int) -> str | None:
     return f"lambda {', '.join(names)}: ({', '.join(names[n] for n in order)})"
 
 
-def _stage(sch: Schedule, plan: _Plan, c, index: int, levels_r: list, threads: int):
-    """Stage read ``index`` of block ``c`` in shared memory at the last ``R0`` loop (with
-    the fragment's layout and the cooperative fetch); the stage, or None if illegal."""
+def _stage(sch: Schedule, plan: _Plan, c, index: int, at, threads: int):
+    """Stage read ``index`` of block ``c`` in shared memory at loop ``at`` (the last
+    ``R0`` loop), with the fragment's layout and the cooperative fetch. Returns
+    ``(stage, located)``: the stage (None if illegal) and whether it sits at ``at`` (a
+    stage left at the root is correct, but neither cooperative nor double-bufferable)."""
     node = sch.get(c)
     layout = _reduction_first(node, index) if plan.choices["fragment"] else None
     staged = attempt(sch.cache_read, c, index, "shared")
     if staged is None:
-        return None
-    at = levels_r[0][-1]
+        return None, False
     if not legal(sch.compute_at, staged, at):
-        return staged  # staged at the root: still correct, not cooperative
+        return staged, False
     if layout is not None:
         attempt(sch.transform_layout, staged, ("write", 0), layout)
     _cooperative_fetch(sch, staged, at, threads, bool(plan.choices["vector"]))
-    return staged
+    return staged, True
 
 
 def _fragment(sch: Schedule, c, index: int, inner_r) -> None:
@@ -236,14 +252,16 @@ def _apply_tiled(sch: Schedule, plan: _Plan) -> None:
     sch.reverse_compute_at(local, tx)
     if choices["vector"]:
         _vectorize_innermost(sch, _loops_below(sch, local, tx))
-    stages = []
+    stages, located = [], True
     if choices["shared"] and levels_r[0]:
         node = sch.get(c)
         for index in _plain_reads(node, reuse_reads(node)):
-            staged = _stage(sch, plan, c, index, levels_r, threads)
+            staged, at_step = _stage(sch, plan, c, index, levels_r[0][-1], threads)
             if staged is not None:
                 stages.append((index, staged))
-    if choices["double_buffer"] and stages and _extent(sch, levels_r[0][-1]) >= 2:
+                located = located and at_step
+    refills = stages and located and _extent(sch, levels_r[0][-1]) >= 2
+    if choices["double_buffer"] and refills:
         for _, staged in stages:
             sch.annotate(staged, "double_buffer_scope", 0)
     if choices["fragment"] and levels_r[1]:

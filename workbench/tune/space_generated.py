@@ -9,8 +9,10 @@ of ``func``:
   unroll;
 * ``cuda``: ``workbench.tune.rules_cuda`` — inlining, tiling ``SSRRS`` with the outer
   tiles bound to ``blockIdx.x`` and the middle ones to ``threadIdx.x``, a local
-  accumulator per thread and shared-memory staging of the reused inputs; other blocks
-  fused and bound one element per thread.
+  accumulator per thread, shared-memory staging of the reused inputs fetched
+  cooperatively by the block's threads (128-bit where the tile allows), double
+  buffering, register fragments and an unrolled inner ``k`` loop, each a decision;
+  other blocks fused and bound one element per thread.
 
 Every random choice is a sampling instruction (``sch.sample_perfect_tile`` /
 ``sch.sample_categorical``) whose *decision* is recorded in the trace; the space's knobs are
@@ -22,8 +24,8 @@ trace's decisions (``space.replay(trace)``), which is what MetaSchedule's replay
 trace with changed decisions does (our ``split`` records literal factors, not references
 to the sample, so a plain ``Trace.apply`` would keep the old split).
 
-Not generated: compute_at fusion of tiled blocks' consumers (epilogues), cooperative
-fetch and double buffering on ``cuda``.
+Not generated: compute_at fusion of tiled blocks' consumers (epilogues); warp-level
+reductions (rfactor) on ``cuda``.
 """
 
 from __future__ import annotations
