@@ -75,7 +75,8 @@ def test_the_cuda_space_has_one_sampling_decision_per_staging_knob():
     trace = space.schedule(space.default_config()).trace
     decisions = [s for s in trace if s.primitive in SAMPLING]
     assert [s.primitive for s in decisions] == ["sample_perfect_tile"] * 3 + [
-        "sample_categorical"] * len(STAGING)
+        "sample_categorical"
+    ] * len(STAGING)
     assert all(s.attrs["candidates"] == [1, 0] for s in decisions[3:])
 
 
@@ -149,14 +150,17 @@ def test_single_buffered_scalar_fetch_is_still_cooperative():
     assert src.count("cuda.syncthreads()") == 2  # after the copy, before the next copy
 
 
-@pytest.mark.parametrize("knobs, absent", [
-    # double buffering, fragments and v4 fetch with no shared stage: skipped
-    ({"shared": OFF}, ['"double_buffer_scope"', '"shared")', "transform_layout"]),
-    # a single staging step (R0 extent 1): nothing to double-buffer
-    ({"tile_k": [1, 16]}, ['"double_buffer_scope"']),
-    # a k-step of 1: no inner k loop to unroll
-    ({"tile_k": [16, 1]}, ['"pragma_unroll_explicit"']),
-])
+@pytest.mark.parametrize(
+    "knobs, absent",
+    [
+        # double buffering, fragments and v4 fetch with no shared stage: skipped
+        ({"shared": OFF}, ['"double_buffer_scope"', '"shared")', "transform_layout"]),
+        # a single staging step (R0 extent 1): nothing to double-buffer
+        ({"tile_k": [1, 16]}, ['"double_buffer_scope"']),
+        # a k-step of 1: no inner k loop to unroll
+        ({"tile_k": [16, 1]}, ['"pragma_unroll_explicit"']),
+    ],
+)
 def test_a_decision_that_does_not_apply_is_skipped(knobs, absent):
     func = ops.matmul(32, 32, 16)
     space = GeneratedSpace(func, target="cuda")
@@ -232,7 +236,8 @@ def test_mutating_a_staging_decision_and_replaying_the_trace():
     src = _run(func, scalar, args, expected).source
     assert "load4(A, " not in src and "load4(B, " not in src
     assert space.config_of(scalar.trace) == dict(
-        space.config_of(base.trace), **{"double_buffer:C": OFF, "vector:C": OFF})
+        space.config_of(base.trace), **{"double_buffer:C": OFF, "vector:C": OFF}
+    )
 
     back = space.mutate(scalar.trace, "double_buffer:C", ON)
     assert back.mod != scalar.mod and '"double_buffer_scope"' in str(back.trace)

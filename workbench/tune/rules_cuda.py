@@ -102,6 +102,7 @@ def _prefer_spatial(threads: int):
     """About ``threads`` threads (never more: the default must fit in a block) and an
     8-wide register tile per spatial loop (the hand recipe's 128 x 128 block tile of
     16 x 16 threads x 8 x 8 registers, where the extents allow)."""
+
     def score(tile: list[int]) -> float:
         over = 100.0 if tile[1] > threads else 0.0
         return over + _near(threads)(tile[1]) + _near(8)(tile[2])
@@ -127,18 +128,26 @@ def _sample(sch: Schedule, plan: _Plan, d: Decisions, max_threads: int) -> None:
     if plan.tiled:
         prefer = _prefer_spatial(_threads_per_loop(len(plan.spatial), max_threads))
         for loop in plan.spatial:
-            plan.tiles[loop] = d.tile(sch, loop, 3, f"tile:{name}:{sch.get(loop).loop_var.name}",
-                                      MAX_REGISTER_TILE, prefer)
+            plan.tiles[loop] = d.tile(
+                sch,
+                loop,
+                3,
+                f"tile:{name}:{sch.get(loop).loop_var.name}",
+                MAX_REGISTER_TILE,
+                prefer,
+            )
         for loop in plan.reduce_:
-            plan.tiles[loop] = d.tile(sch, loop, 2, f"tile:{name}:{sch.get(loop).loop_var.name}",
-                                      MAX_STAGE, _prefer_stage)
+            plan.tiles[loop] = d.tile(
+                sch, loop, 2, f"tile:{name}:{sch.get(loop).loop_var.name}", MAX_STAGE, _prefer_stage
+            )
         for knob in KNOBS:
             plan.choices[knob] = d.categorical(sch, ON_OFF, f"{knob}:{name}")
         return
     fused = sch.fuse(*plan.spatial) if len(plan.spatial) > 1 else plan.spatial[0]
     plan.spatial = [fused]
-    plan.tiles[fused] = d.tile(sch, fused, 2, f"tile:{name}:threads", max_threads,
-                               lambda t: _near(256)(t[1]))
+    plan.tiles[fused] = d.tile(
+        sch, fused, 2, f"tile:{name}:threads", max_threads, lambda t: _near(256)(t[1])
+    )
 
 
 # --- staging helpers -------------------------------------------------------------------
@@ -150,15 +159,14 @@ def _extent(sch: Schedule, loop) -> int:
 
 def _plain_reads(node, indices: list[int]) -> list[int]:
     """The reads among ``indices`` indexed by plain iterators only (safe to stage)."""
-    return [i for i in indices
-            if all(isinstance(r.min, Var) for r in node.reads[i].region)]
+    return [i for i in indices if all(isinstance(r.min, Var) for r in node.reads[i].region)]
 
 
 def _loops_below(sch: Schedule, block, at) -> list:
     """The loops of ``block`` inside loop ``at`` (a stage's own copy loops)."""
     loops = sch.get_loops(block)
     names = [sch.get(lp).loop_var.name for lp in loops]
-    return loops[names.index(sch.get(at).loop_var.name) + 1:]
+    return loops[names.index(sch.get(at).loop_var.name) + 1 :]
 
 
 def _vectorize_innermost(sch: Schedule, loops: list) -> list:
@@ -197,8 +205,7 @@ def _reduction_first(node, index: int) -> str | None:
     the last dimension is already spatial (``B[k, j]``) or all are reductions."""
     kinds = {iv.var.name: iv.kind for iv in node.iter_vars}
     region = node.reads[index].region
-    reduce_dims = [n for n, r in enumerate(region)
-                   if kinds.get(r.min.name) == IterKind.REDUCE]
+    reduce_dims = [n for n, r in enumerate(region) if kinds.get(r.min.name) == IterKind.REDUCE]
     if not reduce_dims or reduce_dims[-1] != len(region) - 1 or len(reduce_dims) == len(region):
         return None
     order = reduce_dims + [n for n in range(len(region)) if n not in reduce_dims]
