@@ -7,11 +7,15 @@ Run on the GPU machine (numba-cuda, torch), from the repository root::
 The tuning loop runs in this process (no worker processes: one CUDA context): the
 evolutionary strategy proposes configurations of ``GeneratedSpace(matmul, target="cuda")``
 (no hand schedule as a seed); each is scheduled, built, checked against torch.mm and timed
-with CUDA events (median of 10 calls after 2 warm-ups). A candidate that fails to schedule
-(too many threads), to compile (too much shared memory) or to launch is recorded as failed
-and the run goes on. Every record is appended to ``OUT/sgemm_tune.jsonl`` as it is measured;
-at the end the best kernel and torch.mm are timed side by side (interleaved, median of 20
-calls each) and ``OUT/sgemm_tune.json`` holds the summary.
+with CUDA events (median of 10 calls after 2 warm-ups; before each timed call the stream is
+given ~0.3 ms of work, ``torch.cuda._sleep``, so Numba's host dispatch is not counted: kernels
+are compared, as in ``bench_cudamem.py``). A candidate that fails to schedule (too many
+threads), to compile (too much shared memory) or to launch is recorded as failed and the run
+goes on. Every record is appended to ``OUT/sgemm_tune.jsonl`` as it is measured; at the end
+the best kernel, the hand recipe ``matmul/register_blocked/cuda`` (the 128 x 128 SGEMM of
+bench/RESULTS.md, built after the tuning, not a seed) and torch.mm are timed side by side
+(interleaved rounds, median of 20 calls each) and ``OUT/sgemm_tune.json`` holds the summary
+with the best-so-far curve (wall seconds, TFLOP/s).
 
 ``--quick`` runs a 64 matmul for 10 s (also under ``NUMBA_ENABLE_CUDASIM=1``, with numpy
 instead of torch when torch has no GPU: a smoke test of this script on a CPU machine).
@@ -33,8 +37,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from numba import cuda  # noqa: E402
 
-from workbench import build, ops  # noqa: E402
+from workbench import build, ops, recipes  # noqa: E402
 from workbench.tune.strategies import get_strategy  # noqa: E402
+
+SLEEP_CYCLES = 600_000  # ~0.3 ms at ~1.9 GHz: the stream is busy while the host launches
 
 
 def _torch_or_none():
@@ -83,6 +89,7 @@ class Device:
             if self.torch is not None:
                 start = self.torch.cuda.Event(enable_timing=True)
                 end = self.torch.cuda.Event(enable_timing=True)
+                self.sleep()
                 start.record()
                 fn()
                 end.record()
@@ -94,6 +101,11 @@ class Device:
                 times.append(time.perf_counter() - t0)
         return statistics.median(times)
 
+    def sleep(self) -> None:
+        """Keep the stream busy while the host launches (not on the simulator)."""
+        if self.torch is not None:
+            self.torch.cuda._sleep(SLEEP_CYCLES)
+
 
 def measure(space, config: dict, device: Device, tol: float) -> dict:
     """Schedule, build, check and time one configuration; a dict for the records."""
@@ -103,6 +115,13 @@ def measure(space, config: dict, device: Device, tol: float) -> dict:
         sch = space.schedule(config)
     except Exception as err:  # noqa: BLE001 - a failed trial, recorded
         return dict(record, error_kind="schedule", error=f"{type(err).__name__}: {err}"[:300])
+    return dict(record, **measure_schedule(sch, device, tol, start))
+
+
+def measure_schedule(sch, device: Device, tol: float, start: float | None = None) -> dict:
+    """Build, check and time one schedule (``kernel``: the built kernel, when it ran)."""
+    record = {}
+    start = time.perf_counter() if start is None else start
     try:
         kernel = build(sch, target="cuda")
         if device.torch is not None:
@@ -130,6 +149,7 @@ def main() -> None:
     p.add_argument("--strategy", default="evolutionary")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--no-hand", action="store_true", help="skip the hand recipe's timing")
     args = p.parse_args()
     n, budget = (64, 10.0) if args.quick else (args.n, args.budget)
     flops = 2.0 * n**3
@@ -179,14 +199,32 @@ def main() -> None:
                "trials": trial, "failed": None, "space": repr(space)}
     records = [json.loads(line) for line in open(log_path)]
     summary["failed"] = sum("latency_s" not in r for r in records)
+    summary["curve"] = [[r["wall_s"], r["best_tflops"]] for r in records]
+    summary["default_config_record"] = records[0] if records else None
+    hand = None
+    if not args.no_hand:
+        options = {"threads": 4, "per_thread": 8} if args.quick else {}  # 32 x 32 at 64
+        sch = recipes.get("matmul", "register_blocked", "cuda")(func, **options)
+        hand = measure_schedule(sch, device, tol=1e-3)
+        summary["hand_check"] = {k: v for k, v in hand.items() if k != "kernel"}
+        hand = hand.get("kernel")
     if best is not None:
         rec, kernel = best
         summary["best_config"] = rec["config"]
-        ours, theirs = [], []
+        summary["best_trial"] = rec["trial"]
+        summary["best_found_at_s"] = rec["wall_s"]
+        ours, theirs, hands = [], [], []
         for _ in range(5):  # interleaved rounds
             ours.append(device.time(lambda: kernel(*device.args), repeats=20))  # noqa: B023
             if device.torch is not None:
                 theirs.append(device.time(device.cublas, repeats=20))
+            if hand is not None:
+                hands.append(device.time(lambda: hand(*device.args), repeats=20))
+        for name, k in (("best_resources", kernel), ("hand_resources", hand)):
+            try:
+                summary[name] = k.resource_usage() if k is not None else None
+            except Exception as err:  # noqa: BLE001 - informative only
+                summary[name] = f"{type(err).__name__}: {err}"[:200]
         summary["tuned_ms"] = round(statistics.median(ours) * 1e3, 4)
         summary["tuned_tflops"] = round(flops / statistics.median(ours) / 1e12, 3)
         if theirs:
@@ -195,6 +233,14 @@ def main() -> None:
             ratios = [t / o for t, o in zip(theirs, ours, strict=True)]
             summary["ratio_torch_over_tuned"] = round(statistics.median(ratios), 4)
             summary["gpu"] = device.torch.cuda.get_device_name()
+        if hands:
+            summary["hand_ms"] = round(statistics.median(hands) * 1e3, 4)
+            summary["hand_tflops"] = round(flops / statistics.median(hands) / 1e12, 3)
+            ratios = [h / o for h, o in zip(hands, ours, strict=True)]
+            summary["ratio_hand_over_tuned"] = round(statistics.median(ratios), 4)
+            if theirs:
+                ratios = [t / h for t, h in zip(theirs, hands, strict=True)]
+                summary["ratio_torch_over_hand"] = round(statistics.median(ratios), 4)
     with open(os.path.join(args.out, "sgemm_tune.json"), "w") as f:
         json.dump(summary, f, indent=1)
     print(json.dumps(summary, indent=1), flush=True)
