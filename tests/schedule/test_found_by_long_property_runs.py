@@ -312,3 +312,20 @@ def f(A: T.Buffer((4,), "float32"), B: T.Buffer((6,), "float32")):
 '''
     with pytest.raises(DSLError, match="T.parallel"):
         wb.from_source(src)
+
+
+def test_vectorized_inner_part_of_a_split_with_a_one_iteration_outer_loop():
+    """seed 64 (loop primitives, 400 examples, local run, hypothesis 6.170): ``split`` of a
+    fused loop of 60 by ``[None, 6, 15]`` leaves ``i_j_fused_0`` of extent 1 inside the guard
+    ``i_j_fused_0 * 90 + i_j_fused_1 * 15 + i_j_fused_2 < 60``; the guard bounds the row
+    index only once that loop is pinned to 0. The parser refused the vectorized loop."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("T_add")))
+    sch.vectorize(fused)
+    sch.split(fused, factors=[None, 6, 15])
+    script = sch.mod.script()
+    assert "T.where(i_j_fused_0 * 90 + i_j_fused_1 * 15 + i_j_fused_2 < 60)" in script
+    assert "for i_j_fused_2 in T.vectorized(15)" in script
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)

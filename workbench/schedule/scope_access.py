@@ -493,7 +493,10 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
     if not _overlap_through_guarded_sums(first, second, loop):
         return False
     ranges = _ranges(first.loops + second.loops)
-    flat1, flat2 = _flattened(first, ranges), _flattened(second, ranges)
+    # one-iteration loops pinned first: a guard ``f0 * 90 + f1 * 15 + f2 < 60`` with ``f0``
+    # in [0, 0] bounds the ``f1 * 15 + f2`` of the indices
+    flat1 = _flattened(_fix_unit_loops(first, ranges), ranges)
+    flat2 = _flattened(_fix_unit_loops(second, ranges), ranges)
     if flat1 is None or flat2 is None or len(first.region) == 1:
         return True
     return _overlap(flat1, flat2, loop) and _overlap_through_guarded_sums(flat1, flat2, loop)
