@@ -67,14 +67,19 @@ def test_template_errors_pickle():
 
 
 def test_every_schedule_error_is_declared_with_the_template():
-    """Issue 7: the schedule package's error classes all use the template (no hand-written
-    ``__init__`` beyond the base class and ``NothingToUndoError``'s fixed primitive)."""
+    """Issue 7: the schedule package's and the CUDA verifier's error classes all use the
+    template (no hand-written ``__init__`` beyond the base class and ``NothingToUndoError``'s
+    fixed primitive)."""
     import workbench.schedule as schedule
     from workbench.schedule.errors import NothingToUndoError, _template_init
 
+    import workbench.backends.cuda_verify as cuda_verify
+
     hand_written = []
-    for name in dir(schedule):
-        cls = getattr(schedule, name)
+    classes = [(name, getattr(module, name)) for module in (schedule, cuda_verify)
+               for name in dir(module)]
+    assert any(name == "ScopeAcrossKernelsError" for name, _ in classes)
+    for name, cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, ScheduleError)):
             continue
         if cls in (ScheduleError, NothingToUndoError):

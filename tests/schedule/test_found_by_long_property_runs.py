@@ -9,6 +9,7 @@ import pytest
 from schedule_checks import assert_computes_reference, raises_unchanged
 
 import workbench as wb
+from workbench.script.errors import DSLError
 from workbench import ops
 from workbench.schedule import Schedule
 from workbench.schedule.errors_compute_location import ParallelRecomputeError
@@ -267,5 +268,64 @@ def test_parallel_loop_guarded_to_one_iteration():
     _, inner = sch.split(j2, factors=[None, 2])
     sch.parallel(inner)
     assert "T.where" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def test_parallel_outer_part_of_a_guarded_split_under_a_reorder():
+    """seed 64 (loop primitives, 400 examples, device run): ``fuse`` + ``split`` by
+    ``[20, 1, 3]`` + ``reorder`` + ``split`` of the 3-wide part by 2 gives
+    ``i_j_fused_2_0 in T.parallel(2)`` outermost with the index
+    ``i_j_fused_0 * 3 + (i_j_fused_2_0 * 2 + i_j_fused_2_1)`` under
+    ``T.where(i_j_fused_2_0 * 2 + i_j_fused_2_1 < 3)``: the guarded sum is a digit below 3,
+    so two iterations of the parallel loop never write one element. The parser refused the
+    printed script (a false race) although the schedule kept the split loop parallel."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("T_add")))
+    sch.parallel(fused)
+    f0, f1, f2 = sch.split(fused, factors=[20, 1, 3])
+    sch.reorder(f2, f1, f0)
+    sch.parallel(f2)
+    outer, _ = sch.split(f2, factors=[None, 2])
+    script = sch.mod.script()
+    assert "T.where(i_j_fused_2_0 * 2 + i_j_fused_2_1 < 3)" in script
+    assert "for i_j_fused_2_0 in T.parallel(2)" in script
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def test_guarded_digit_does_not_hide_a_real_race():
+    """The guarded-sum rule must still refuse a real race: ``A[w % 2]`` written for
+    ``w = l * 2 + r < 3`` repeats elements across iterations of ``l``."""
+    src = '''
+@T.prim_func
+def f(A: T.Buffer((4,), "float32"), B: T.Buffer((6,), "float32")):
+    for l in T.parallel(2):
+        for r, q in T.grid(2, 2):
+            with T.block("B"):
+                v = T.axis.spatial(6, q * 3 + l * 2 + r)
+                T.where(l * 2 + r < 3)
+                T.reads(A[v % 2])
+                T.writes(A[v % 2])
+                A[v % 2] = A[v % 2] + T.float32(1)
+'''
+    with pytest.raises(DSLError, match="T.parallel"):
+        wb.from_source(src)
+
+
+def test_vectorized_inner_part_of_a_split_with_a_one_iteration_outer_loop():
+    """seed 64 (loop primitives, 400 examples, local run, hypothesis 6.170): ``split`` of a
+    fused loop of 60 by ``[None, 6, 15]`` leaves ``i_j_fused_0`` of extent 1 inside the guard
+    ``i_j_fused_0 * 90 + i_j_fused_1 * 15 + i_j_fused_2 < 60``; the guard bounds the row
+    index only once that loop is pinned to 0. The parser refused the vectorized loop."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("T_add")))
+    sch.vectorize(fused)
+    sch.split(fused, factors=[None, 6, 15])
+    script = sch.mod.script()
+    assert "T.where(i_j_fused_0 * 90 + i_j_fused_1 * 15 + i_j_fused_2 < 60)" in script
+    assert "for i_j_fused_2 in T.vectorized(15)" in script
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)

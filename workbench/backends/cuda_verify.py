@@ -38,74 +38,56 @@ class GpuPerformanceWarning(UserWarning):
 
 
 class GpuVerifyError(ScheduleError):
-    """Base class of the CUDA target's verifier errors."""
+    """Base class of the CUDA target's verifier errors (primitive ``"build"``)."""
+
+    @property
+    def func_name(self) -> str:
+        return self.func.name if self.func is not None else "the function"
 
 
 class UnboundKernelError(GpuVerifyError):
     """A top-level statement with no loop bound to a thread axis."""
 
-    def __init__(self, number: int, func: PrimFunc, node: Stmt):
-        super().__init__(
-            "build",
-            "",
-            f"statement {number} of {func.name} binds no loop to a GPU thread axis",
-            detail="on the cuda target each top-level statement is one kernel launch; an "
-            "unbound statement would run on a single thread (did you forget to bind?)",
-            suggestion='sch.bind(outer_loop, "blockIdx.x"); sch.bind(inner_loop, "threadIdx.x")',
-            func=func,
-            node=node,
-        )
+    fields = ("kernel",)
+    name_field = ""
+    message = "statement {kernel} of {func_name} binds no loop to a GPU thread axis"
+    why = ("on the cuda target each top-level statement is one kernel launch; an unbound "
+           "statement would run on a single thread (did you forget to bind?)")
+    suggestion = 'sch.bind(outer_loop, "blockIdx.x"); sch.bind(inner_loop, "threadIdx.x")'
 
 
 class ParallelOnGpuError(GpuVerifyError):
     """A ``parallel`` loop (CPU threads) in a function built for CUDA."""
 
-    def __init__(self, loop: For, func: PrimFunc):
-        name = loop.loop_var.name
-        super().__init__(
-            "build",
-            name,
-            f"loop {name!r} is parallel, a CPU-only annotation",
-            detail="the cuda target runs loops on GPU threads through bind(); a parallel loop "
-            "would mean CPU threads inside a GPU thread",
-            suggestion=f'bind loop {name!r} to "blockIdx.x" (or a threadIdx axis) instead',
-            func=func,
-            node=loop,
-        )
+    fields = ("loop",)
+    named_fields = ("loop",)
+    node_field = "loop"
+    message = "loop {loop!r} is parallel, a CPU-only annotation"
+    why = ("the cuda target runs loops on GPU threads through bind(); a parallel loop would "
+           "mean CPU threads inside a GPU thread")
+    suggestion = 'bind loop {loop!r} to "blockIdx.x" (or a threadIdx axis) instead'
 
 
 class SharedMemoryExceededError(GpuVerifyError):
     """A kernel's static shared memory over the device's per-block limit."""
 
-    def __init__(self, number: int, used: int, limit: int, func: PrimFunc, node: Stmt):
-        super().__init__(
-            "build",
-            "",
-            f"kernel {number} uses {used} bytes of shared memory per block, more than the "
-            f"device's {limit}",
-            detail="every shared buffer of a kernel lives for the whole block",
-            suggestion="make the shared tiles smaller (split factors) or keep one in local scope",
-            func=func,
-            node=node,
-        )
-        self.used = used
-        self.limit = limit
+    fields = ("kernel", "used", "limit")
+    name_field = ""
+    message = ("kernel {kernel} uses {used} bytes of shared memory per block, more than the "
+               "device's {limit}")
+    why = "every shared buffer of a kernel lives for the whole block"
+    suggestion = "make the shared tiles smaller (split factors) or keep one in local scope"
 
 
 class ScopeAcrossKernelsError(GpuVerifyError):
-    """A shared or local buffer used by two kernels (its contents die with the kernel)."""
+    """A shared or local buffer used by two kernels (its contents die with the kernel);
+    ``blocks`` says which blocks use it where (``" ('A_shared' in kernel 0, ...)"``)."""
 
-    def __init__(self, buffer: str, scope: str, kernels: list[int], func: PrimFunc,
-                 blocks: str = ""):
-        super().__init__(
-            "build",
-            buffer,
-            f"{scope} buffer {buffer!r} is used by kernels {kernels}{blocks}",
-            detail=f"{scope} memory lives only while one kernel runs",
-            suggestion=f"compute_at its producer under the consumer's loops, or set_scope "
-            f'{buffer!r} to "global"',
-            func=func,
-        )
+    fields = ("buffer", "scope", "kernels", "blocks")
+    message = "{scope} buffer {buffer!r} is used by kernels {kernels}{blocks}"
+    why = "{scope} memory lives only while one kernel runs"
+    suggestion = ('compute_at its producer under the consumer\'s loops, or set_scope '
+                  '{buffer!r} to "global"')
 
 
 def verify_stages_within_kernels(func: PrimFunc) -> None:
@@ -129,7 +111,8 @@ def verify_stages_within_kernels(func: PrimFunc) -> None:
         kernels = sorted({kernel_of[b] for b in users if b in kernel_of})
         if len(kernels) > 1:
             where = ", ".join(f"{b!r} in kernel {kernel_of[b]}" for b in dict.fromkeys(users))
-            raise ScopeAcrossKernelsError(buf.name, buf.scope, kernels, func, f" ({where})")
+            raise ScopeAcrossKernelsError("build", buf.name, buf.scope, kernels, f" ({where})",
+                                          func)
 
 
 def verify_gpu(
@@ -142,12 +125,12 @@ def verify_gpu(
     """
     for loop in collect(func.root_block.body, lambda n: isinstance(n, For)):
         if loop.kind is ForKind.PARALLEL:
-            raise ParallelOnGpuError(loop, func)
+            raise ParallelOnGpuError("build", loop, func)
     all_extents = []
     for number, stmt in enumerate(kernels):
         extents = thread_extents(stmt, "build", func)
         if not extents:
-            raise UnboundKernelError(number, func, stmt)
+            raise UnboundKernelError("build", number, func, stmt)
         threads = threads_per_block(extents)
         if threads > max_threads:
             first = next(loop for _, loop in extents.values())
@@ -167,7 +150,7 @@ def verify_gpu(
         )
         if used > device.shared_memory_per_block:
             raise SharedMemoryExceededError(
-                number, used, device.shared_memory_per_block, func, stmt
+                "build", number, used, device.shared_memory_per_block, func, stmt
             )
         _warn_unbound_shared_copies(stmt, number)
         all_extents.append(extents)

@@ -158,7 +158,7 @@ def hoist_kernel_allocations(func: PrimFunc, target: Target) -> PrimFunc:
     for buf in orphans:
         users = [n for n, stmt in enumerate(kernels) if _uses(stmt, buf.name)]
         if len(users) > 1:
-            raise ScopeAcrossKernelsError(buf.name, buf.scope, users, func)
+            raise ScopeAcrossKernelsError("build", buf.name, buf.scope, users, "", func)
     body = seq(*new_kernels)
     for alloc in reversed(workspace):
         body = Allocate(alloc.buffer, body)

@@ -39,9 +39,11 @@ from workbench.ir import (
     BlockRealize,
     Buffer,
     BufferRegion,
+    Evaluate,
     FloorDiv,
     FloorMod,
     For,
+    ForKind,
     IntImm,
     IRMapper,
     PrimExpr,
@@ -488,11 +490,91 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
         return False
     if not _overlap(first, second, loop):
         return False
+    if not _overlap_through_guarded_sums(first, second, loop):
+        return False
     ranges = _ranges(first.loops + second.loops)
-    flat1, flat2 = _flattened(first, ranges), _flattened(second, ranges)
+    # one-iteration loops pinned first: a guard ``f0 * 90 + f1 * 15 + f2 < 60`` with ``f0``
+    # in [0, 0] bounds the ``f1 * 15 + f2`` of the indices
+    flat1 = _flattened(_fix_unit_loops(first, ranges), ranges)
+    flat2 = _flattened(_fix_unit_loops(second, ranges), ranges)
     if flat1 is None or flat2 is None or len(first.region) == 1:
         return True
-    return _overlap(flat1, flat2, loop)
+    return _overlap(flat1, flat2, loop) and _overlap_through_guarded_sums(flat1, flat2, loop)
+
+
+# ---------------------------------------------------------------------------------------
+# A T.where-bounded sum holding l, read as one digit
+# ---------------------------------------------------------------------------------------
+
+
+def _overlap_through_guarded_sums(first: Access, second: Access, loop: For) -> bool:
+    """False when a ``T.where`` conjunct ``S < bound`` shared by both accesses, with
+    ``S = c * l + inner`` (``c > 0``), proves the iterations disjoint in two steps:
+
+    1. with ``S`` read as a variable ``w`` of the guarded range (a loop of its own in
+       ``l``'s place), two instances with different ``w`` never touch one element;
+    2. two iterations of ``l`` never give one value of ``S``.
+
+    So one element means one ``w`` means one ``l``. This is the non-dividing split of a
+    fused loop moved outside its sibling (``f0 * 3 + (l * 2 + r)`` under ``l * 2 + r < 3``):
+    the guarded sum is a digit of radix 3 although ``l``'s own coefficient, 2, is not.
+    Conservative: True whenever a step cannot be shown."""
+    l_var = loop.loop_var
+    ranges = _ranges(first.loops + second.loops)
+    for cond in first.predicate:
+        if cond not in second.predicate or not isinstance(cond, (LT, LE)):
+            continue
+        bound = const_value(cond.b)
+        if not isinstance(bound, int):
+            continue
+        total = simplify(cond.a, ranges)
+        try:
+            coeff, _ = _split_l(total, l_var)
+        except Unreadable:
+            continue
+        lo, hi = int_bounds(total, ranges)
+        top = bound - 1 if isinstance(cond, LT) else bound
+        hi = top if hi is None else min(hi, top)
+        if coeff <= 0 or lo is None or hi < lo:
+            continue
+        digit = Var("guarded_sum", total.dtype)
+        digit_loop = For(digit, IntImm(lo, total.dtype), IntImm(hi - lo + 1, total.dtype),
+                         ForKind.SERIAL, Evaluate(IntImm(0, total.dtype)))
+        by_digit = [_as_digit_access(a, loop, total, digit, digit_loop, ranges)
+                    for a in (first, second)]
+        if None in by_digit or _overlap(by_digit[0], by_digit[1], digit_loop):
+            continue
+        one_value = dataclasses.replace(first, region=((total, IntImm(1, total.dtype)),))
+        if not _overlap(one_value, one_value, loop):
+            return False
+    return True
+
+
+def _as_digit_access(access: Access, loop: For, total: PrimExpr, digit: Var, digit_loop: For,
+                     ranges) -> Access | None:
+    """``access`` with every multiple of ``total`` replaced by ``digit`` and ``loop`` by
+    ``digit_loop``; ``None`` when ``loop``'s variable is left anywhere in the region.
+    Conjuncts that use ``loop``'s variable are dropped (fewer guards: conservative)."""
+    l_var = loop.loop_var
+    replace = _NarrowInside({total: digit}, ranges)
+    region = []
+    for start, extent in access.region:
+        if l_var in _vars(extent):
+            return None
+        start = simplify(replace.visit(start), ranges)
+        form = _substitute_sum(linear_form(start, start.dtype), total, digit, ranges)
+        rebuilt = IntImm(form.const, start.dtype)
+        for term, coeff in form.terms.items():
+            rebuilt = rebuilt + (term if coeff == 1 else term * IntImm(coeff, start.dtype))
+        if l_var in _vars(rebuilt):
+            return None
+        region.append((rebuilt, extent))
+    if any(lp is loop for lp in access.loops):
+        loops = tuple(digit_loop if lp is loop else lp for lp in access.loops)
+    else:
+        return None
+    predicate = tuple(c for c in access.predicate if l_var not in _vars(c))
+    return dataclasses.replace(access, region=tuple(region), loops=loops, predicate=predicate)
 
 
 def _overlap(first: Access, second: Access, loop: For) -> bool:
