@@ -13,6 +13,7 @@ from workbench.script.errors import DSLError
 from workbench import ops
 from workbench.schedule import Schedule
 from workbench.schedule.errors_compute_location import ParallelRecomputeError
+from workbench.schedule.errors_reindex import ReindexAccumulatorWithoutInitError
 
 
 def assert_script_parses_back(sch: Schedule) -> None:
@@ -329,3 +330,80 @@ def test_vectorized_inner_part_of_a_split_with_a_one_iteration_outer_loop():
     assert "for i_j_fused_2 in T.vectorized(15)" in script
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)
+
+
+def test_reindex_of_the_update_block_after_decompose_reduction_is_refused():
+    """Found by a 2000-example parse-back fuzz run (mixed primitives): after
+    ``decompose_reduction`` the update block accumulates into its output with no init; a write
+    ``reindex`` redirected the sums to a fresh ``*_reindex`` buffer that nobody initialised
+    (the init block still wrote the output): wrong numbers, and the parser refused the script."""
+    func = ops.matmul(8, 12, 6)
+    sch = Schedule(func)
+    block = sch.get_block("C")
+    sch.decompose_reduction(block, sch.get_loops(block)[0])
+    update = sch.get_block("C")
+    error = raises_unchanged(sch, ReindexAccumulatorWithoutInitError, sch.reindex, update,
+                             buffer=("write", 0))
+    assert error.block == "C" and error.buffer == "C"
+
+
+def test_reindex_of_a_reduction_block_with_its_init_still_computes_the_reference():
+    func = ops.matmul(8, 12, 6)
+    sch = Schedule(func)
+    sch.reindex(sch.get_block("C"), buffer=("write", 0))
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def test_vectorized_split_of_a_column_major_fused_loop():
+    """Found by a parse-back fuzz run (loop primitives): ``reorder(j, i)`` + ``fuse`` +
+    ``split`` by 2 gives ``vi = f % 6, vj = f // 6``: distinct in column-major order only.
+    The parser refused ``T.vectorized(2)`` (a false race)."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    i, j = sch.get_loops(sch.get_block("T_add"))
+    sch.reorder(j, i)
+    fused = sch.fuse(j, i)
+    sch.vectorize(fused)
+    sch.split(fused, factors=[None, 2])
+    assert "for j_i_fused_1 in T.vectorized(2)" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def test_parallel_digit_below_an_inner_loop_of_the_same_fused_index():
+    """seed 64 (loop primitives, 400 examples, local run): ``split`` by ``[None, 3, 12]``,
+    ``reorder`` to ``(f2, f1, f0)``, ``split(f2, [6, 2])``: the index
+    ``f0 * 36 + f1 * 12 + f2_0 * 2 + f2_1`` with ``f2_0`` parallel outermost; ``f2_0 * 2 +
+    f2_1`` is a digit of radix 12 (its span 11 stays below the other coefficients' gcd)."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("T_add")))
+    f0, f1, f2 = sch.split(fused, factors=[None, 3, 12])
+    sch.reorder(f2, f1, f0)
+    sch.parallel(f2)
+    sch.split(f2, factors=[6, 2])
+    assert "for i_j_fused_2_0 in T.parallel(6)" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+@pytest.mark.parametrize(("terms", "forced"), [
+    ({"l": (2, 5), "r": (1, 1), "f1": (12, 2), "f0": (36, 1)}, True),
+    ({"l": (2, 5), "r": (1, 2), "f1": (12, 2)}, False),  # 2 * 1 - 1 * 2 == 0
+    ({"l": (3, 1), "f": (3, 4)}, False),  # 3 * l == -3 * f
+    ({"l": (1, 3), "f": (4, 9)}, True),
+])
+def test_only_zero_decides_small_linear_equations(terms, forced):
+    """The mixed-radix rule behind the point-access check, against enumeration."""
+    import itertools
+
+    from workbench.schedule.scope_access import _only_zero
+
+    names = list(terms)
+    boxes = [range(-span, span + 1) for _, span in terms.values()]
+    solutions = [x for x in itertools.product(*boxes)
+                 if sum(terms[n][0] * v for n, v in zip(names, x, strict=True)) == 0]
+    truly_forced = all(x[names.index("l")] == 0 for x in solutions)
+    assert truly_forced == forced
+    assert _only_zero(terms, {"l"}) == forced

@@ -6,6 +6,7 @@ from __future__ import annotations
 from workbench.schedule.errors import ScheduleError
 
 __all__ = [
+    "ReindexAccumulatorWithoutInitError",
     "ReindexNoAccessError",
     "ReindexNonUniqueAccessError",
     "ReindexNotLeafBlockError",
@@ -67,3 +68,16 @@ class ReindexReadOfWrittenBufferError(_ReindexError):
     message = "block {block!r} also writes {buffer!r}: cannot reindex a read"
     why = "every access of the block is redirected; its writes would land in the copy"
     suggestion = 'reindex ("write", i) of {buffer!r} instead'
+
+
+class ReindexAccumulatorWithoutInitError(_ReindexError):
+    """A write reindex of a buffer the block accumulates into with no ``T.init`` of its own
+    (the update block ``decompose_reduction`` leaves): the copy would start uninitialised."""
+
+    fields = ("block", "buffer")
+    message = "block {block!r} accumulates into {buffer!r} but has no init: cannot reindex it"
+    why = ("the block reads the value {buffer!r} held before it ran (the init block "
+           "decompose_reduction made writes {buffer!r}); redirected to a fresh copy, the sums "
+           "would start from garbage")
+    suggestion = "reindex before decompose_reduction (the init then moves with the block)"
+

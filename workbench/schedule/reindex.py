@@ -34,6 +34,7 @@ from workbench.ir import (
 from workbench.ir.functor import IRMapper
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_reindex import (
+    ReindexAccumulatorWithoutInitError,
     ReindexNoAccessError,
     ReindexNonUniqueAccessError,
     ReindexNotLeafBlockError,
@@ -160,7 +161,7 @@ def reindex(func: PrimFunc, block: str, buffer: object) -> tuple[PrimFunc, str]:
     BufferIndexError, BufferNotFoundError, InvalidArgumentError
         A bad ``buffer`` argument.
     ReindexNoAccessError, ReindexNonUniqueAccessError, ReindexNotLeafBlockError,
-    ReindexNotLoopChainError, ReindexReadOfWrittenBufferError
+    ReindexNotLoopChainError, ReindexReadOfWrittenBufferError, ReindexAccumulatorWithoutInitError
     """
     node, ancestors = find_block(func, block, "reindex")
     kind, buf = resolve_buffer(func, node, buffer)
@@ -168,6 +169,8 @@ def reindex(func: PrimFunc, block: str, buffer: object) -> tuple[PrimFunc, str]:
         raise ReindexNotLeafBlockError("reindex", node, buf.name, func)
     if kind == "read" and any(w.buffer == buf for w in node.writes):
         raise ReindexReadOfWrittenBufferError("reindex", node, buf.name, func)
+    if kind == "write" and node.init is None and any(r.buffer == buf for r in node.reads):
+        raise ReindexAccumulatorWithoutInitError("reindex", node, buf.name, func)
     if node is func.root_block or func.root_block not in ancestors:
         raise ReindexNotLoopChainError("reindex", node, buf.name, func)
     try:

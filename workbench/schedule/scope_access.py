@@ -27,6 +27,7 @@ non-linear use of ``l``) counts as a possible conflict: it is conservative, neve
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 from workbench.ir import (
@@ -187,6 +188,9 @@ class Form:
     const: int
     rest: Bounds
     step: int = 0
+    inner: dict[PrimExpr, int] = dataclasses.field(default_factory=dict)
+    """The rest term by term (``exact``: nothing else is in ``rest``)."""
+    exact: bool = True
 
 
 def _vars(expr: PrimExpr) -> set[Var]:
@@ -264,12 +268,14 @@ def read_index(
             else:
                 result.rest = _add(result.rest, _scale(int_bounds(term, ranges), coeff))
                 result.step = math.gcd(result.step, coeff)
+                result.inner[term] = result.inner.get(term, 0) + coeff
             continue
         for key, c, rest in _digit_terms(term, l_var, ranges):
             result.digits[key] = result.digits.get(key, 0) + c * coeff
             result.rest = _add(result.rest, _scale(rest, coeff))
             if rest != (0, 0):
                 result.step = math.gcd(result.step, coeff)
+                result.exact = False
     return result
 
 
@@ -458,17 +464,20 @@ class _NarrowInside(IRMapper):
         return super().visit(node)
 
 
-def _flattened(access: Access, ranges) -> Access | None:
-    """A point access to a constant-shape buffer, proven in bounds, as one row-major index
-    (``x // 12, x % 12`` becomes ``x``), or ``None``."""
+def _flattened(access: Access, ranges, order: tuple[int, ...] | None = None) -> Access | None:
+    """A point access to a constant-shape buffer, proven in bounds, as one index with the
+    dimensions in ``order`` (outermost first; default row-major: ``x // 12, x % 12``
+    becomes ``x``; ``(1, 0)``: column-major, for a fused loop of swapped axes), or ``None``."""
     shape = [dim if isinstance(dim, int) else const_value(dim) for dim in access.buffer.shape]
     if not shape or not all(isinstance(n, int) for n in shape):
         return None
     # the T.where guards bound the executed iterations (a split that does not divide)
     mapping, extra = _narrowed(access, Var("no_loop", "int32"), ranges)
     guarded = {**ranges, **extra}
+    order = tuple(range(len(shape))) if order is None else order
+    dims = [(access.region[d], shape[d]) for d in order]
     flat, stride = None, 1
-    for (start, extent), size in zip(reversed(access.region), reversed(shape), strict=True):
+    for (start, extent), size in reversed(dims):
         if const_value(extent) != 1:
             return None
         lo, hi = int_bounds(_NarrowInside(mapping, ranges).visit(start) if mapping else start,
@@ -493,13 +502,28 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
     if not _overlap_through_guarded_sums(first, second, loop):
         return False
     ranges = _ranges(first.loops + second.loops)
+    if len(first.region) == 1:
+        return True
     # one-iteration loops pinned first: a guard ``f0 * 90 + f1 * 15 + f2 < 60`` with ``f0``
     # in [0, 0] bounds the ``f1 * 15 + f2`` of the indices
-    flat1 = _flattened(_fix_unit_loops(first, ranges), ranges)
-    flat2 = _flattened(_fix_unit_loops(second, ranges), ranges)
-    if flat1 is None or flat2 is None or len(first.region) == 1:
-        return True
-    return _overlap(flat1, flat2, loop) and _overlap_through_guarded_sums(flat1, flat2, loop)
+    pinned1, pinned2 = _fix_unit_loops(first, ranges), _fix_unit_loops(second, ranges)
+    for order in _dimension_orders(len(first.region)):
+        flat1, flat2 = _flattened(pinned1, ranges, order), _flattened(pinned2, ranges, order)
+        if flat1 is None or flat2 is None:
+            return True  # not point accesses in bounds: no order helps
+        if not (_overlap(flat1, flat2, loop)
+                and _overlap_through_guarded_sums(flat1, flat2, loop)):
+            return False
+    return True
+
+
+def _dimension_orders(ndim: int) -> list[tuple[int, ...]]:
+    """Row-major first, then column-major, then (up to 3 dimensions) every other order."""
+    row, column = tuple(range(ndim)), tuple(reversed(range(ndim)))
+    orders = [row, column] if ndim > 1 else [row]
+    if ndim <= 3:
+        orders += [p for p in itertools.permutations(row) if p not in orders]
+    return orders
 
 
 # ---------------------------------------------------------------------------------------
@@ -631,6 +655,8 @@ def _overlap(first: Access, second: Access, loop: For) -> bool:
         window_lo = None if noise[1] is None else -(w1 - 1) - noise[1]
         window_hi = None if noise[0] is None else (w2 - 1) - noise[0]
         window = (window_lo, window_hi)
+        if w1 == w2 == 1 and _same_point_forces_digits(f1, f2, c1, c2, spans, ranges):
+            return False
         if w1 == w2 == 1:
             window = _modular_window(f1, f2, c1, c2, spans, window)
             if window is None:
@@ -648,6 +674,56 @@ def _overlap(first: Access, second: Access, loop: For) -> bool:
                 free -= forced
                 changed = True
     return bool(free)
+
+
+def _same_point_forces_digits(f1: Form, f2: Form, c1, c2, spans, ranges) -> bool:
+    """For one index expression in both accesses (``e(l, inner) == e(l', inner')``):
+    ``sum(c_k * delta_k) + sum(a_t * delta_t) == 0`` with every ``|delta| <= span``; True
+    when every solution has all the digit differences ``delta_k`` of ``l`` zero."""
+    if not (f1.exact and f2.exact) or (f1.inner, f1.outer, f1.const, c1) != (
+            f2.inner, f2.outer, f2.const, c2):
+        return False
+    terms: dict[object, tuple[int, int]] = {}
+    for k, span in enumerate(spans):
+        if span is None or (span and not c1.get(k)):
+            return False  # a digit the index does not use (or unbounded) stays free
+        if span:
+            terms[("digit", k)] = (c1[k], span)
+    for term, coeff in f1.inner.items():
+        lo, hi = int_bounds(term, ranges)
+        if lo is None or hi is None:
+            return False
+        terms[term] = (coeff, hi - lo)
+    targets = {key for key in terms if isinstance(key, tuple) and key[:1] == ("digit",)}
+    return _only_zero(terms, targets)
+
+
+def _only_zero(terms: dict[object, tuple[int, int]], targets: set) -> bool:
+    """Whether ``sum(a * x) == 0`` with ``|x| <= span`` per term forces ``x == 0`` for every
+    term in ``targets``: a term whose coefficient outweighs all the others is 0; a group of
+    the smallest terms that cannot reach the gcd of the other coefficients sums to 0 on its
+    own (mixed-radix digits: ``36 * f0 + 12 * f1 + 2 * l + r`` splits into ``2 * l + r`` and
+    ``6 * (6 * f0 + 2 * f1)``). Conservative: False when neither rule settles it."""
+    terms = {key: (a, span) for key, (a, span) in terms.items() if a and span}
+    if not targets & terms.keys():
+        return True
+    reach = sum(abs(a) * span for a, span in terms.values())
+    for key, (a, span) in terms.items():
+        if abs(a) > reach - abs(a) * span:  # outweighs the rest: x == 0
+            rest = {k: v for k, v in terms.items() if k != key}
+            return _only_zero(rest, targets)
+    ordered = sorted(terms, key=lambda key: abs(terms[key][0]))
+    partial = 0
+    for position in range(len(ordered) - 1):
+        a, span = terms[ordered[position]]
+        partial += abs(a) * span
+        big = ordered[position + 1:]
+        g = math.gcd(*(terms[key][0] for key in big))
+        if partial < g:
+            small = {key: terms[key] for key in ordered[:position + 1]}
+            scaled = {key: (terms[key][0] // g, terms[key][1]) for key in big}
+            return _only_zero(small, targets) and _only_zero(scaled, targets)
+    return False
 
 
 def _guarded_to_one(access: Access, l_var: Var, lo) -> bool:
