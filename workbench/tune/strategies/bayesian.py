@@ -3,6 +3,11 @@
 Each free knob is a categorical parameter over the indices of its domain; ``propose`` asks
 the study for trials, ``observe`` tells it the log latency (a failed candidate is a failed
 trial, which TPE leaves out of its model). Pinned knobs are not parameters.
+
+Warm start: where the cost model can rank before any measurement (a space with an analytic
+prior, ``workbench.tune.prior``), the ``n_startup`` trials TPE would draw at random are
+instead the best of ``init_population`` sampled candidates by the prior, enqueued into the
+study (``study.enqueue_trial``); TPE then models from measurements that are already good.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ class BayesianSearch(Strategy):
 
     name = "bayesian"
 
-    def __init__(self, seed: int = 0, n_startup: int = 8):
+    def __init__(self, seed: int = 0, n_startup: int = 8, init_population: int = 64):
         super().__init__(seed)
         self.n_startup = n_startup
+        self.init_population = init_population
+        self._warm = False
         self._study = None
         self._pending: dict[str, object] = {}
 
@@ -43,9 +50,22 @@ class BayesianSearch(Strategy):
                 config[knob] = _jsonable(values[index])
         return trial, config
 
+    def _warm_start(self, seen: set[str]) -> None:
+        """Enqueue the prior's best sampled candidates as the startup trials."""
+        self._warm = True
+        if self.history or not self.can_rank():
+            return
+        best = self.ranked(self.initial_population(self.init_population, seen))
+        for config in best[: self.n_startup]:
+            params = {k: self.space.index_of(k, config[k])
+                      for k, values in self.space.domains.items() if len(values) > 1}
+            self._study.enqueue_trial(params)
+
     def propose(self, n: int, seen: set[str]) -> list[dict]:
         import optuna
 
+        if not self._warm:
+            self._warm_start(seen)
         out: list[dict] = []
         keys = set(seen)
         for _ in range(20 * n):
