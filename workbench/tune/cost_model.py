@@ -10,9 +10,10 @@ Where the space has an analytic prior (``workbench.tune.prior``: spaces of the `
 ``numpy`` targets), the model starts from it: before any measurement ``predict`` returns
 the prior's estimate, and the trees learn the *residual* ``log(measured) - log(prior)``
 (what the roofline misses: LLVM's choices, the machine's real bandwidths), so a handful
-of measurements corrects the prior instead of replacing it with a model of six points. ``pairs()`` lists predicted against measured for
-every candidate predicted before it was measured, and ``rank_correlation()`` sums it up
-(Spearman's rho).
+of measurements corrects the prior instead of replacing it with a model of six points.
+
+``pairs()`` lists predicted against measured for every candidate predicted before it was
+measured, and ``rank_correlation()`` sums it up (Spearman's rho).
 """
 
 from __future__ import annotations

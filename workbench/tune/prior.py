@@ -48,7 +48,6 @@ import math
 import os
 from functools import lru_cache
 
-
 MEMORY_ACCUMULATORS = 0.3  # share of the peak with the tile in memory: a load and a store per FMA
 
 

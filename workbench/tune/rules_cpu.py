@@ -53,10 +53,10 @@ import os
 from workbench.schedule import Schedule
 from workbench.tune.rules_common import (
     Decisions,
-    divisors,
     attempt,
     block_loops,
     blocks,
+    divisors,
     has_reuse,
     inline_producers,
     is_reduction,

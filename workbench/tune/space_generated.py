@@ -29,8 +29,8 @@ fetch and double buffering on ``cuda``.
 from __future__ import annotations
 
 from workbench.schedule import Schedule, Trace
-from workbench.tune.database import _jsonable
 from workbench.schedule.sampling import with_decision
+from workbench.tune.database import _jsonable
 from workbench.tune.rules_common import Decisions
 from workbench.tune.space import SearchSpace
 
