@@ -61,7 +61,9 @@ def tune_curve(n: int, strategy: str, budget: float, seed: int, folder: Path,
 
     # small batches (the budget is checked between batches) and a short measuring limit:
     # on a loaded 2-core machine a bad candidate (serial, scalar) takes seconds per call
-    runner = wb.tune.LocalRunner(measure_timeout_s=measure_timeout_s)
+    # a fresh kernel cache per run: no strategy gets another's (or an earlier run's) builds
+    runner = wb.tune.LocalRunner(measure_timeout_s=measure_timeout_s,
+                                 cache_dir=folder / f"kernels-{strategy}")
     try:
         result = wb.tune(func, target="cpu", trials=100000, db=folder / f"{strategy}.jsonl",
                          space="generated", strategy=strategy, seed=seed,
@@ -134,15 +136,19 @@ def main() -> None:
         result, curve = results[strategy], curves[strategy]
         t171 = time_to(curve, METASCHEDULE_GFLOPS)
         failed = sum(not r.ok for r in result.records)
+        rho = result.cost_model.rank_correlation() if result.cost_model else float("nan")
         curve_rows.append([
             strategy, str(len(result.records)), str(failed),
+            f"{curve[0][0]:.1f} s" if curve else "",
             f"{max((g for _, g in curve), default=0):.1f}",
-            "not reached" if t171 is None else f"{t171:.0f} s",
+            "not reached" if t171 is None else f"{t171:.1f} s",
+            f"{rho:.2f}",
             "; ".join(f"{t:.0f}s:{g:.0f}" for t, g in curve[:: max(1, len(curve) // 8)]),
         ])
     curve_table = markdown_table(
-        ["strategy", "trials", "failed", "best GFLOP/s while tuning",
-         f"time to {METASCHEDULE_GFLOPS:.0f} GFLOP/s", "best-so-far (wall s: GFLOP/s)"],
+        ["strategy", "trials", "failed", "first record", "best GFLOP/s while tuning",
+         f"time to {METASCHEDULE_GFLOPS:.0f} GFLOP/s", "predicted vs measured (Spearman)",
+         "best-so-far (wall s: GFLOP/s)"],
         curve_rows)
     body = "\n".join([
         f"## auto-tuning matmul {n} float32, CPU, generated space",

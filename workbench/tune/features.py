@@ -140,14 +140,16 @@ def _vars(expr) -> set[str]:
 
 
 def register_tile(chain: tuple[For, ...]) -> tuple[int, int, bool]:
-    """(output elements updated below the innermost reduction loop, that loop's extent,
-    whether they can stay in registers) for the accumulating store of the innermost body
+    """(output elements updated below the innermost reduction loop, the reduction steps
+    the tile stays in place for, whether it can stay in registers) for the accumulating store of the innermost body
     of ``chain``; (0, 0, False) if the body accumulates nothing (no store reads its own
     buffer) or no loop of extent > 1 reduces.
 
     The innermost reduction loop is the innermost loop of extent > 1 whose variable the
     store's indices do not use; the loops below it whose variables they use span the tile
-    that has to stay in registers across the reduction (a matmul ``i3 x j3``). It can when
+    that has to stay in registers across the reduction (a matmul ``i3 x j3``), for the
+    product of the extents of the reduction loops directly around it (a conv2d's ``rc, ry,
+    rx`` in a row: 64 x 3 x 3 steps, not the 3 of ``rx`` alone). It can when
     at most one loop besides the vectorized one spans it (unrolled loops do not count):
     LLVM fully unrolls that loop and keeps the accumulators in registers; a deeper tile it
     leaves in memory, a load and a store per FMA.
@@ -169,7 +171,12 @@ def register_tile(chain: tuple[For, ...]) -> tuple[int, int, bool]:
             below = [lp for lp in chain[level + 1:] if lp.loop_var.name in used]
             rolled = [lp for lp in below if _extent(lp) > 1
                       and lp.kind not in (ForKind.VECTORIZED, ForKind.UNROLLED)]
-            return math.prod(_extent(lp) for lp in below), _extent(loop), len(rolled) <= 1
+            steps = 1
+            for outer in reversed(chain[:level + 1]):  # reduction loops right above it
+                if outer.loop_var.name in used and _extent(outer) > 1:
+                    break
+                steps *= _extent(outer)
+            return math.prod(_extent(lp) for lp in below), steps, len(rolled) <= 1
     return 0, 0, False
 
 
