@@ -61,8 +61,9 @@ def _deepest(sch):
 
 def test_register_tile_and_operand_loads_of_a_matmul_tile():
     chain = _deepest(_matmul_schedule(ti=4, tj=64, tk=32))
-    tile, reduce_inner, in_registers = register_tile(chain)
-    assert (tile, reduce_inner, in_registers) == (4 * 64, 32, True)
+    tile, steps, in_registers = register_tile(chain)
+    # k_0 and k_1 are adjacent reduction loops: the tile stays for all 256 steps of k
+    assert (tile, steps, in_registers) == (4 * 64, 256, True)
     # per k step: 64 elements of the B panel along the vectorized j, 4 broadcasts of A
     assert operand_loads(chain) == (64.0, 4.0)
 
@@ -74,8 +75,19 @@ def test_a_tile_spanned_by_two_rolled_loops_stays_in_memory():
     i0, i1, i2 = sch.split(i, factors=[None, 4, 4])
     sch.reorder(i0, k, i1, i2, j)
     sch.vectorize(j)
-    tile, reduce_inner, in_registers = register_tile(_deepest(sch))
-    assert (tile, reduce_inner, in_registers) == (4 * 4 * 64, 64, False)
+    tile, steps, in_registers = register_tile(_deepest(sch))
+    assert (tile, steps, in_registers) == (4 * 4 * 64, 64, False)
+
+
+def test_reduction_steps_stop_at_a_spatial_loop():
+    sch = wb.Schedule(ops.matmul(64, 64, 64))
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, factors=[None, 4])
+    k0, k1 = sch.split(k, factors=[None, 8])
+    sch.reorder(k0, i0, k1, i1, j)  # i_0 between the two k loops
+    sch.vectorize(j)
+    assert register_tile(_deepest(sch)) == (4 * 64, 8, True)
 
 
 def test_no_register_tile_without_an_accumulation():

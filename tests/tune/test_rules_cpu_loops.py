@@ -115,3 +115,18 @@ def test_a_short_tuning_run_of_conv2d_finds_a_correct_vectorized_kernel(tmp_path
     got[2][...] = np.nan
     result.build()(*got)
     np.testing.assert_allclose(got[2], expected[2], rtol=1e-4, atol=1e-4)
+
+
+def test_row_reductions_rfactor_into_a_cache_line_of_partials():
+    from workbench.backends.cpu_facts import reduction_lanes
+
+    space = GeneratedSpace(ops.softmax(4, 64))
+    config = dict(space.default_config(), **{"rfactor:T_softmax_maxelem": 1,
+                                             "rfactor:T_softmax_expsum": 1})
+    text = str(space.schedule(config).trace)
+    width = reduction_lanes("float32")
+    assert text.count(f"factors=[None, {width}]") == 2 and text.count("sch.rfactor(") == 2
+    args, expected = _reference(space.func)
+    got = [a.copy() for a in args]
+    wb.build(space.schedule(config), target="numpy")(*got)
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-5, atol=1e-6)

@@ -149,7 +149,8 @@ def register_tile(chain: tuple[For, ...]) -> tuple[int, int, bool]:
     store's indices do not use; the loops below it whose variables they use span the tile
     that has to stay in registers across the reduction (a matmul ``i3 x j3``), for the
     product of the extents of the reduction loops directly around it (a conv2d's ``rc, ry,
-    rx`` in a row: 64 x 3 x 3 steps, not the 3 of ``rx`` alone). It can when
+    rx`` in a row: 64 x 3 x 3 steps, not the 3 of ``rx`` alone; the reduction loops are
+    those the init's guard names, else the innermost one alone). It can when
     at most one loop besides the vectorized one spans it (unrolled loops do not count):
     LLVM fully unrolls that loop and keeps the accumulators in registers; a deeper tile it
     leaves in memory, a load and a store per FMA.
@@ -171,13 +172,28 @@ def register_tile(chain: tuple[For, ...]) -> tuple[int, int, bool]:
             below = [lp for lp in chain[level + 1:] if lp.loop_var.name in used]
             rolled = [lp for lp in below if _extent(lp) > 1
                       and lp.kind not in (ForKind.VECTORIZED, ForKind.UNROLLED)]
+            reducing = _init_guard_vars(chain[-1].body) or {loop.loop_var.name}
             steps = 1
             for outer in reversed(chain[:level + 1]):  # reduction loops right above it
-                if outer.loop_var.name in used and _extent(outer) > 1:
+                if _extent(outer) == 1:
+                    continue
+                if outer.loop_var.name not in reducing:
                     break
                 steps *= _extent(outer)
-            return math.prod(_extent(lp) for lp in below), steps, len(rolled) <= 1
+            return math.prod(_extent(lp) for lp in below), max(steps, 1), len(rolled) <= 1
     return 0, 0, False
+
+
+def _init_guard_vars(body) -> set[str]:
+    """The variables of the guard of a reduction's init (``if k_0 * 32 + k_1 == 0: C = 0``):
+    the reduction loops of the block; empty when the body has no such guard."""
+    from workbench.ir.stmt import IfThenElse
+
+    out: set[str] = set()
+    for node in collect(body, lambda n: isinstance(n, IfThenElse)):
+        if collect(node.then_case, lambda n: isinstance(n, BufferStore)):
+            out |= _vars(node.condition)
+    return out
 
 
 def operand_loads(chain: tuple[For, ...]) -> tuple[float, float]:

@@ -33,8 +33,10 @@
    intermediate buffer: 0 at the root, 1 at its consumer's outermost loop with its
    buffer ``local`` (a softmax's row statistics computed per row), last producer first;
 5. **rfactor** (``rfactor:<block>``) of a row reduction whose extent is a multiple of the
-   reduction lanes: 1 splits the reduction by ``lanes``, ``rfactor``s the inner part into
-   ``lanes`` local partial results updated by vector instructions (decomposed inits);
+   reduction lanes (``cpu_facts.reduction_lanes``: a vector register and at least a cache
+   line of partials, 16 float32, since LLVM turns an 8-lane unrolled ``max`` back into
+   scalar code): 1 splits the reduction by them, ``rfactor``s the inner part into as many
+   local partial results updated by vector instructions (decomposed inits);
 6. **annotations**: the outermost loop of each root loop nest ``parallel``
    (``parallel:<block>``: 1 parallel, 0 serial), the innermost spatial tile (``S3`` of the
    last spatial iterator, or the inner part of a ``tile:<block>:<loop>`` split of a
@@ -50,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from workbench.backends.cpu_facts import reduction_lanes
 from workbench.schedule import Schedule
 from workbench.tune.rules_common import (
     Decisions,
@@ -97,6 +100,7 @@ class _Plan:
     pack_read: tuple | None = None
     compute_at: int = 0
     rfactor: int = 0
+    reduction_lanes: int = 0
     moved: bool = False
     outer: object = None
     vector: object = None
@@ -170,7 +174,8 @@ def _sample_simple(sch: Schedule, plan: _Plan, d: Decisions, lanes: int, params:
         plan.compute_at = d.categorical(sch, COMPUTE_AT_CHOICES, f"compute_at:{name}")
     if len(plan.reduce_) == 1 and kinds[-1] == "R":
         extent = int(sch.get(plan.reduce_[0]).extent.value)
-        if extent % lanes == 0 and extent > lanes:
+        plan.reduction_lanes = reduction_lanes(str(node.writes[0].buffer.dtype))
+        if extent % plan.reduction_lanes == 0 and extent > plan.reduction_lanes:
             plan.rfactor = d.categorical(sch, RFACTOR_CHOICES, f"rfactor:{name}")
     if plan.spatial:
         plan.parallel = d.categorical(sch, PARALLEL_CHOICES, f"parallel:{name}",
@@ -259,7 +264,7 @@ def _apply_rfactor(sch: Schedule, plan: _Plan, lanes: int) -> None:
 
 def _apply_simple(sch: Schedule, plan: _Plan, lanes: int) -> None:
     if plan.rfactor:
-        _apply_rfactor(sch, plan, lanes)
+        _apply_rfactor(sch, plan, plan.reduction_lanes)
     for loop, tile in plan.tiles.items():
         _, inner = sch.split(loop, factors=tile)
         if tile[-1] > 1:
