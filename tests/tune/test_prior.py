@@ -211,3 +211,22 @@ def test_rank_puts_illegal_configs_last():
     broken = {k: v for k, v in good.items() if k != "unroll:C"}  # does not schedule
     assert rank(space, [broken, good]) == [good, broken]
     assert prior_of(space, broken) == math.inf
+
+
+def test_bayesian_measures_only_the_models_best_of_what_tpe_asks():
+    import optuna
+
+    space = GeneratedSpace(ops.matmul(64, 64, 64))
+    strategy = get_strategy("bayesian", seed=5)
+    strategy.init_population = 12
+    strategy.setup(space, CostModel())
+    seen: set[str] = set()
+    for _ in range(2):
+        configs = strategy.propose(3, seen)
+        assert len(configs) == 3
+        seen.update(str(c) for c in configs)
+        strategy.observe(configs, [prior_of(space, c) for c in configs])
+    states = [t.state for t in strategy._study.trials]
+    complete = states.count(optuna.trial.TrialState.COMPLETE)
+    pruned = states.count(optuna.trial.TrialState.PRUNED)
+    assert complete == 6 and pruned >= 2 * (strategy.filter - 1) * 3
