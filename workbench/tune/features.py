@@ -141,9 +141,9 @@ def _vars(expr) -> set[str]:
 
 def register_tile(chain: tuple[For, ...]) -> tuple[int, int, bool]:
     """(output elements updated below the innermost reduction loop, the reduction steps
-    the tile stays in place for, whether it can stay in registers) for the accumulating store of the innermost body
-    of ``chain``; (0, 0, False) if the body accumulates nothing (no store reads its own
-    buffer) or no loop of extent > 1 reduces.
+    the tile stays in place for, whether it can stay in registers) for the accumulating
+    store of the innermost body of ``chain``; (0, 0, False) if the body accumulates
+    nothing (no store reads its own buffer) or no loop of extent > 1 reduces.
 
     The innermost reduction loop is the innermost loop of extent > 1 whose variable the
     store's indices do not use; the loops below it whose variables they use span the tile

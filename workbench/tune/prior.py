@@ -12,8 +12,9 @@ the threads of that nest's parallel loop:
     vectorized one at ``width / (lanes * ceil(width / lanes))`` (a partial last vector);
   - the register tile of a reduction (``features.register_tile``): with fewer independent
     vector accumulators than ``fma_units * fma_latency`` the FMAs wait on each other; with
-    more than the vector registers they spill, and a tile spanned by more than one rolled
-    loop besides the vectorized one stays in memory (``MEMORY_ACCUMULATORS``);
+    more than the vector registers they spill, down to a tile kept in memory (L1: a load
+    and a store per FMA, ``MEMORY_ACCUMULATORS`` of the peak), which is also where a tile
+    spanned by more than one rolled loop besides the vectorized one stays;
     a short innermost reduction loop reloads and stores the tile every few steps; and each
     step's operand loads (a vector per ``lanes`` elements along the vectorized loop, one
     broadcast per other element: ``features.operand_loads``) compete for as many load
@@ -48,7 +49,8 @@ import math
 import os
 from functools import lru_cache
 
-MEMORY_ACCUMULATORS = 0.3  # share of the peak with the tile in memory: a load and a store per FMA
+MEMORY_ACCUMULATORS = 0.5  # share of the peak with the tile in memory (L1): a store per FMA,
+# one store port for two FMA units
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +102,8 @@ def compute_efficiency(facts: dict, model: CpuModel) -> float:
     accumulators = math.ceil(tile / lanes) if width else tile
     in_flight = min(1.0, accumulators / (model.fma_units * model.fma_latency))
     free = model.vector_registers
-    spill = 1.0 if accumulators <= free else (free / accumulators) ** 1.5
+    spill = 1.0 if accumulators <= free else max(MEMORY_ACCUMULATORS,
+                                                   (free / accumulators) ** 1.5)
     if not facts.get("tile_in_registers", 1.0):
         spill = min(spill, MEMORY_ACCUMULATORS)
     steps = facts["reduce_inner"]
