@@ -77,7 +77,8 @@ def tune_curve(func, strategy: str, budget: float, seed: int, folder: Path):
         curve.append((time.perf_counter() - start, best[0], record.latency_s if record.ok
                       else None))
 
-    runner = wb.tune.LocalRunner(measure_timeout_s=60.0)
+    runner = wb.tune.LocalRunner(measure_timeout_s=60.0,
+                                 cache_dir=folder / f"kernels-{func.name}-{strategy}")
     try:
         result = wb.tune(func, target="cpu", trials=100000,
                          db=folder / f"{func.name}-{strategy}.jsonl", space="generated",

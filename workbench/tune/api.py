@@ -1,7 +1,8 @@
 """``wb.tune`` and ``wb.load_best``: the tuning loop and the reuse of what it found.
 
-The loop (one batch at a time): the strategy proposes configurations not yet in the
-records; the space turns each into a schedule and its trace; the cost model predicts their
+The loop (one batch at a time; the runner's workers start and warm up in a thread while
+the strategy ranks its first candidates): the strategy proposes configurations not yet in
+the records; the space turns each into a schedule and its trace; the cost model predicts their
 latency; the runner builds them in parallel and measures them one by one, isolated; each
 outcome becomes a record appended to the database at once; the strategy and the cost model
 learn from the batch.
@@ -14,6 +15,8 @@ killed ``wb.tune(...)`` call with the same arguments finishes the same run.
 from __future__ import annotations
 
 import dataclasses
+import math
+import threading
 import time
 from collections.abc import Callable
 
@@ -235,6 +238,10 @@ def tune(
     runner = runner or LocalRunner()
     bar = Progress(todo, func.name, progress, callbacks)
     trial = len(earlier)
+    warming = None
+    if todo > 0 and hasattr(runner, "warm_up"):  # workers start while the strategy ranks
+        warming = threading.Thread(target=_quietly, args=(runner.warm_up, task), daemon=True)
+        warming.start()
     try:
         while todo > 0:
             if time_budget_s is not None and time.perf_counter() - start > time_budget_s:
@@ -250,7 +257,8 @@ def tune(
                 record = Record(workload, target, config, space=space.name, func_name=func.name,
                                 seed=seed, strategy=search.name, machine=machine,
                                 software=software,
-                                predicted_s=None if guess is None or guess != guess else guess)
+                                predicted_s=guess if guess is not None and math.isfinite(guess)
+                                else None)
                 try:
                     record.trace = space.schedule(config).trace.to_json()
                     candidates.append(Candidate(config, record.trace))
@@ -279,9 +287,19 @@ def tune(
             todo -= len(batch)
     finally:
         bar.close()
+        if warming is not None:
+            warming.join()
         if own_runner:
             runner.close()
     return TuneResult(func, target, records, space, model, time.perf_counter() - start)
+
+
+def _quietly(fn, *args) -> None:
+    """``fn(*args)``, ignoring failures (a warm-up that fails leaves the work to ``run``)."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def load_best(db, func, target: str = "cpu"):

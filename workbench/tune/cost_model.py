@@ -4,9 +4,16 @@
 left out) and refits a scikit-learn gradient-boosted tree ensemble on their features
 (``workbench.tune.features``) against log latency; ``predict`` returns predicted latencies
 in seconds. A tree ensemble ranks well with few samples and needs no feature scaling
-(TVM's XGBoost model is the same idea). ``pairs()`` lists predicted against measured for
-every candidate predicted before it was measured, and ``rank_correlation()`` sums it up
-(Spearman's rho).
+(TVM's XGBoost model is the same idea).
+
+Where the space has an analytic prior (``workbench.tune.prior``: spaces of the ``cpu`` and
+``numpy`` targets), the model starts from it: before any measurement ``predict`` returns
+the prior's estimate, and the trees learn the *residual* ``log(measured) - log(prior)``
+(what the roofline misses: LLVM's choices, the machine's real bandwidths), so a handful
+of measurements corrects the prior instead of replacing it with a model of six points.
+
+``pairs()`` lists predicted against measured for every candidate predicted before it was
+measured, and ``rank_correlation()`` sums it up (Spearman's rho).
 """
 
 from __future__ import annotations
@@ -16,7 +23,15 @@ import math
 import numpy as np
 
 from workbench.tune.database import config_key
-from workbench.tune.features import candidate_features
+from workbench.tune.features import IR_FEATURES, candidate_features
+
+PRIOR_TARGETS = ("cpu", "numpy")  # the targets whose candidates the analytic prior models
+
+
+def has_prior(space) -> bool:
+    """Whether ``space``'s candidates get the analytic prior (a CPU target, a real function)."""
+    return getattr(space, "func", None) is not None and \
+        getattr(space, "target", "cpu") in PRIOR_TARGETS
 
 
 class CostModel:
@@ -36,6 +51,20 @@ class CostModel:
     def trained(self) -> bool:
         return self._model is not None
 
+    def ranks(self, space) -> bool:
+        """Whether ``predict`` gives numbers for ``space`` now (trained, or a prior)."""
+        return self.trained or has_prior(space)
+
+    def prior_log(self, space, config: dict) -> float | None:
+        """log of the analytic prior's estimate (seconds), None without a prior."""
+        if not has_prior(space):
+            return None
+        numbers = self.features(space, config)
+        index = len(numbers) - len(IR_FEATURES) + IR_FEATURES.index("log2_prior")
+        if index < 0 or not numbers[index]:
+            return None
+        return numbers[index] * math.log(2) - math.log(1e9)
+
     def features(self, space, config: dict) -> list[float]:
         key = config_key(config)
         if key not in self._features:
@@ -52,7 +81,7 @@ class CostModel:
             if latency is None or latency <= 0:
                 continue
             self._x.append(self.features(space, config))
-            self._y.append(math.log(latency))
+            self._y.append(math.log(latency) - (self.prior_log(space, config) or 0.0))
             self.measured[config_key(config)] = latency
         if len(self._y) < self.min_samples:
             return
@@ -64,13 +93,27 @@ class CostModel:
         self._model = model
 
     def predict(self, space, configs: list[dict]) -> list[float]:
-        """Predicted latencies (seconds); NaN while the model is untrained."""
+        """Predicted latencies (seconds): the prior corrected by the trees; NaN while the
+        model is untrained and the space has no prior; inf for a config that does not
+        schedule."""
         if not configs:
             return []
-        if self._model is None:
+        use_prior = has_prior(space)
+        if self._model is None and not use_prior:
             return [math.nan] * len(configs)
-        x = np.array([self.features(space, c) for c in configs])
-        values = [float(math.exp(v)) for v in self._model.predict(x)]
+        priors = [self.prior_log(space, c) for c in configs]
+        if self._model is None:  # the prior, calibrated by the mean residual measured so far
+            offset = float(np.mean(self._y)) if self._y else 0.0
+            learned = [offset] * len(configs)
+        else:
+            learned = list(self._model.predict(np.array([self.features(space, c)
+                                                         for c in configs])))
+        values = []
+        for guess, prior in zip(learned, priors, strict=True):
+            if use_prior and prior is None:  # does not schedule: last
+                values.append(math.inf)
+            else:
+                values.append(float(math.exp(guess + (prior or 0.0))))
         for config, value in zip(configs, values, strict=True):
             self.predicted.setdefault(config_key(config), value)
         return values

@@ -14,7 +14,17 @@ log2, a categorical knob's index).
   indices use, times the element size), and at which depth that first fits L1, L2 and the
   last-level cache (as fractions of the depth);
 * analytic work: log2 FLOPs, log2 minimum bytes and their ratio (same for every candidate of
-  one workload; they make records of several workloads comparable).
+  one workload; they make records of several workloads comparable);
+* register tile (``nest_facts``): in the deepest nest, the innermost reduction loop of the
+  accumulating store (a loop of extent > 1 whose variable the store's indices do not use)
+  and the output elements the loops below it update (``register_tile``: what stays in
+  registers across the reduction), and that loop's extent;
+* cache traffic (``nest_facts``): per cache level, the bytes moved into it, estimated as
+  the line-granular footprint of the outermost loop body that fits the cache times the
+  times that body runs (a strided operand whose rows all map to the same cache sets counts
+  as not fitting L1 past the cache's associativity);
+* ``log2_prior``: the analytic estimate of ``workbench.tune.prior`` (log2 seconds), so the
+  learned model starts from it and learns what it misses.
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ from workbench.ir.stmt import BufferStore, For, ForKind
 IR_FEATURES = (
     "n_loops", "depth", "log2_inner_extent", "log2_parallel", "n_parallel", "vector_width",
     "log2_unroll", "log2_footprint_inner", "fit_l1", "fit_l2", "fit_llc", "log2_flops",
-    "log2_bytes", "intensity",
+    "log2_bytes", "intensity", "log2_register_tile", "log2_reduce_inner", "log2_traffic_l1",
+    "log2_traffic_l2", "log2_traffic_llc", "log2_prior",
 )
 
 
@@ -124,6 +135,260 @@ def _footprints(chain: tuple[For, ...]) -> list[float]:
     return out
 
 
+def _vars(expr) -> set[str]:
+    return {v.name for v in collect(expr, lambda n: isinstance(n, Var))}
+
+
+def register_tile(chain: tuple[For, ...]) -> tuple[int, int, bool]:
+    """(output elements updated below the innermost reduction loop, the reduction steps
+    the tile stays in place for, whether it can stay in registers) for the accumulating
+    store of the innermost body of ``chain``; (0, 0, False) if the body accumulates
+    nothing (no store reads its own buffer) or no loop of extent > 1 reduces.
+
+    The innermost reduction loop is the innermost loop of extent > 1 whose variable the
+    store's indices do not use; the loops below it whose variables they use span the tile
+    that has to stay in registers across the reduction (a matmul ``i3 x j3``), for the
+    product of the extents of the reduction loops directly around it (a conv2d's ``rc, ry,
+    rx`` in a row: 64 x 3 x 3 steps, not the 3 of ``rx`` alone; the reduction loops are
+    those the init's guard names, else the innermost one alone). It can when
+    at most one loop besides the vectorized one spans it (unrolled loops do not count):
+    LLVM fully unrolls that loop and keeps the accumulators in registers; a deeper tile it
+    leaves in memory, a load and a store per FMA.
+    """
+    if not chain:
+        return 0, 0, False
+    stores = collect(chain[-1].body, lambda n: isinstance(n, BufferStore))
+    used: set[str] = set()
+    for store in stores:
+        loads = collect(store.value, lambda n: isinstance(n, BufferLoad))
+        if any(load.buffer.name == store.buffer.name for load in loads):
+            for index in store.indices:
+                used |= _vars(index)
+    if not used:
+        return 0, 0, False
+    for level in range(len(chain) - 1, -1, -1):
+        loop = chain[level]
+        if _extent(loop) > 1 and loop.loop_var.name not in used:
+            below = [lp for lp in chain[level + 1:] if lp.loop_var.name in used]
+            rolled = [lp for lp in below if _extent(lp) > 1
+                      and lp.kind not in (ForKind.VECTORIZED, ForKind.UNROLLED)]
+            reducing = _init_guard_vars(chain[-1].body) or {loop.loop_var.name}
+            steps = 1
+            for outer in reversed(chain[:level + 1]):  # reduction loops right above it
+                if _extent(outer) == 1:
+                    continue
+                if outer.loop_var.name not in reducing:
+                    break
+                steps *= _extent(outer)
+            return math.prod(_extent(lp) for lp in below), max(steps, 1), len(rolled) <= 1
+    return 0, 0, False
+
+
+def _init_guard_vars(body) -> set[str]:
+    """The variables of the guard of a reduction's init (``if k_0 * 32 + k_1 == 0: C = 0``):
+    the reduction loops of the block; empty when the body has no such guard."""
+    from workbench.ir.stmt import IfThenElse
+
+    out: set[str] = set()
+    for node in collect(body, lambda n: isinstance(n, IfThenElse)):
+        if collect(node.then_case, lambda n: isinstance(n, BufferStore)):
+            out |= _vars(node.condition)
+    return out
+
+
+def operand_loads(chain: tuple[For, ...]) -> tuple[float, float]:
+    """Elements the innermost body's operands (loads of buffers it does not store to) read
+    per step of the innermost reduction loop: (along the vectorized loop's variable in
+    their last index: vector loads, ``/ lanes`` of them; the others: one load each, a
+    broadcast). A 4 x 64 matmul tile reads 64 of ``B`` (vector) and 4 of ``A`` (scalar)
+    per ``k``; (0, 0) if nothing reduces."""
+    tile, _, _ = register_tile(chain)
+    if not tile:
+        return 0.0, 0.0
+    stores = collect(chain[-1].body, lambda n: isinstance(n, BufferStore))
+    stored = {store.buffer.name for store in stores}
+    used = set().union(*(_vars(i) for st in stores for i in st.indices))
+    level = max(i for i, lp in enumerate(chain)
+                if _extent(lp) > 1 and lp.loop_var.name not in used)
+    below = chain[level + 1:]
+    vector = {lp.loop_var.name for lp in below if lp.kind == ForKind.VECTORIZED}
+    seen: dict[tuple, tuple[float, bool]] = {}
+    for load in collect(chain[-1].body, lambda n: isinstance(n, BufferLoad)):
+        if load.buffer.name in stored:
+            continue
+        names = set().union(*(_vars(i) for i in load.indices)) if load.indices else set()
+        elements = math.prod(_extent(lp) for lp in below if lp.loop_var.name in names)
+        along = bool(load.indices) and bool(_vars(load.indices[-1]) & vector)
+        seen[(load.buffer.name, str(load.indices))] = (float(elements), along)
+    vector_elements = sum(e for e, along in seen.values() if along)
+    scalar_elements = sum(e for e, along in seen.values() if not along)
+    return vector_elements, scalar_elements
+
+
+def _access_dims(chain: tuple[For, ...]) -> dict[str, tuple]:
+    """Per buffer of the innermost body: (per dimension the variables its indices use,
+    element size, shape)."""
+    accesses = collect(chain[-1].body, lambda n: isinstance(n, (BufferLoad, BufferStore)))
+    out: dict[str, tuple] = {}
+    for access in accesses:
+        dims = [_vars(index) for index in access.indices]
+        name = access.buffer.name
+        if name in out and len(out[name][0]) == len(dims):
+            dims = [a | b for a, b in zip(out[name][0], dims, strict=True)]
+        out[name] = (dims, access.buffer.itemsize, tuple(int(d) for d in access.buffer.shape))
+    return out
+
+
+def _regions(chain: tuple[For, ...], level: int, shapes: dict) -> list[tuple[int, int, int]]:
+    """Per buffer, what the body of ``chain[level]`` touches: (contiguous run in bytes,
+    number of runs, bytes between runs). Trailing dimensions covered whole merge into one
+    run (a packed panel ``[p, k, 16]`` read for all ``k`` is one run)."""
+    below = chain[level:]
+    out = []
+    for dims, size, shape in shapes.values():
+        spans = [min(shape[d] if d < len(shape) else 1,
+                     math.prod(_extent(lp) for lp in below if lp.loop_var.name in names))
+                 for d, names in enumerate(dims)]
+        run, d = size, len(spans) - 1
+        while d >= 0:
+            run *= spans[d]
+            if d < len(shape) and spans[d] < shape[d]:
+                break
+            d -= 1
+        rows = math.prod(spans[:d]) if d > 0 else 1
+        stride = size * math.prod(shape[d:]) if 0 < d <= len(shape) else 0
+        out.append((run, rows, stride))
+    return out
+
+
+STRIDED_RUN = 1024  # bytes: shorter runs a stride apart stream slower (prefetch, TLB)
+STRIDED_COST = 8.0  # their bytes count this many times in the traffic
+
+
+def line_footprints(chain: tuple[For, ...], line: int = 64, set_span: int = 4096,
+                    ways: int = 8) -> tuple[list[float], list[float], list[float]]:
+    """Per loop of ``chain`` (outermost first), the bytes its body touches counted in whole
+    cache lines; the same for L1 with set conflicts (an operand whose runs are a multiple
+    of ``set_span``, L1 size / ways, apart and shorter than it lands in the same sets, so
+    only ``ways`` of its runs fit: a matmul's ``B`` read in place, 64-float pieces 4 KiB
+    apart); and the cost-weighted bytes (runs shorter than ``STRIDED_RUN`` a stride apart
+    count ``STRIDED_COST`` times)."""
+    shapes = _access_dims(chain) if chain else {}
+    plain, l1, weighted = [], [], []
+    for level in range(len(chain)):
+        total = total_l1 = total_w = 0.0
+        for run, rows, stride in _regions(chain, level, shapes):
+            nbytes = rows * math.ceil(run / line) * line
+            total += nbytes
+            conflict = stride and stride % set_span == 0 and run < set_span
+            total_l1 += nbytes * max(1.0, rows / ways) if conflict else nbytes
+            total_w += nbytes * (STRIDED_COST if rows > 1 and run < STRIDED_RUN else 1.0)
+        plain.append(total)
+        l1.append(total_l1)
+        weighted.append(total_w)
+    return plain, l1, weighted
+
+
+def traffic(chain: tuple[For, ...], footprints: list[float], capacity: float,
+            fitting: list[float] | None = None) -> float:
+    """Bytes moved into a cache of ``capacity``: the footprint of the innermost loop whose
+    body does not fit it, times the number of times that loop runs (its lines are loaded
+    once per run: the reuse inside one iteration and between neighbouring iterations is
+    kept, the reuse across its runs is not); the whole nest's footprint if it all fits.
+    ``fitting`` (default ``footprints``) decides what fits: the L1 footprints with set
+    conflicts."""
+    if not chain:
+        return 0.0
+    fitting = footprints if fitting is None else fitting
+    over = [i for i, f in enumerate(fitting) if f > capacity]
+    if not over:
+        return footprints[0]
+    level = over[-1]
+    return footprints[level] * math.prod(_extent(lp) for lp in chain[:level])
+
+
+@lru_cache(maxsize=1)
+def l1_geometry() -> tuple[int, int]:
+    """(line bytes, ways) of the L1 data cache, from /sys; (64, 8) where it is missing."""
+    from pathlib import Path
+
+    base = Path("/sys/devices/system/cpu/cpu0/cache/index0")
+    try:
+        return (int((base / "coherency_line_size").read_text()),
+                int((base / "ways_of_associativity").read_text()))
+    except (OSError, ValueError):
+        return 64, 8
+
+
+def leaf_chains(stmt) -> list[tuple[For, ...]]:
+    """Every chain of loops from the root to a loop with no loop inside (one per nest)."""
+    out: list[tuple[For, ...]] = []
+
+    def walk(node, stack):
+        if isinstance(node, For):
+            stack = stack + (node,)
+            inner = collect(node.body, lambda n: isinstance(n, For))
+            if not inner:
+                out.append(stack)
+                return
+            walk(node.body, stack)
+            return
+        for child in _children(node):
+            walk(child, stack)
+
+    walk(stmt, ())
+    return out
+
+
+def chain_facts(chain: tuple[For, ...], flops: float = 0.0) -> dict[str, float]:
+    """What the analytic prior reads from one loop nest (``chain``: root to leaf): its
+    work, parallel extent, vector width, register tile, operand loads per reduction step,
+    memory accesses and the cache traffic at each level (bytes)."""
+    l1, l2, llc = cache_sizes()
+    line, ways = l1_geometry()
+    plain, conflicted, weighted = line_footprints(chain, line, l1 // max(1, ways), ways)
+    parallel = [(i, lp) for i, lp in enumerate(chain) if lp.kind == ForKind.PARALLEL]
+    vectorized = [lp for lp in chain if lp.kind == ForKind.VECTORIZED]
+    tile, reduce_inner, in_registers = register_tile(chain)
+    vector_loads, scalar_loads = operand_loads(chain)
+    launches = math.prod(_extent(lp) for lp in chain[:parallel[0][0]]) if parallel else 0
+    accesses = collect(chain[-1].body, lambda n: isinstance(n, (BufferLoad, BufferStore)))
+    return {
+        "flops": float(flops),
+        "iterations": float(math.prod(_extent(lp) for lp in chain)),
+        "accesses": float(len(accesses)),
+        "parallel_extent": float(_extent(parallel[0][1])) if parallel else 1.0,
+        "parallel_launches": float(launches),
+        "vector_width": float(_extent(vectorized[-1])) if vectorized else 0.0,
+        "inner_vectorized": float(bool(chain) and chain[-1].kind == ForKind.VECTORIZED),
+        "register_tile": float(tile),
+        "reduce_inner": float(reduce_inner),
+        "tile_in_registers": float(in_registers),
+        "load_vector_elements": vector_loads,
+        "load_scalar_elements": scalar_loads,
+        "traffic_l1": traffic(chain, weighted, l1, conflicted),
+        "traffic_l2": traffic(chain, weighted, l2, plain),
+        "traffic_llc": traffic(chain, plain, llc),
+    }
+
+
+def nest_facts(lowered) -> dict[str, float]:
+    """``chain_facts`` of the deepest loop nest of a lowered function (its FLOPs: the
+    whole function's), with ``"nests"``: the facts of every nest (``leaf_chains``), each
+    with the FLOPs of the blocks inside it, which the prior adds up."""
+    from workbench.ir import analysis
+    from workbench.ir.stmt import Block
+
+    per_block = analysis.block_flops(lowered)
+    nests = []
+    for chain in leaf_chains(lowered.body):
+        names = {b.name for b in collect(chain[-1].body, lambda n: isinstance(n, Block))}
+        nests.append(chain_facts(chain, sum(per_block.get(n, 0) for n in names)))
+    facts = chain_facts(_deepest_chain(lowered.body), analysis.flops(lowered))
+    facts["nests"] = nests
+    return facts
+
+
 def ir_features(lowered) -> dict[str, float]:
     """Features of a lowered PrimFunc (see the module docstring)."""
     from workbench.ir import analysis
@@ -145,6 +410,9 @@ def ir_features(lowered) -> dict[str, float]:
 
     flops = analysis.flops(lowered)
     nbytes = analysis.min_bytes(lowered)
+    facts = nest_facts(lowered)
+    from workbench.tune.prior import estimate_seconds
+
     return {
         "n_loops": float(len(loops)),
         "depth": float(len(chain)),
@@ -160,6 +428,12 @@ def ir_features(lowered) -> dict[str, float]:
         "log2_flops": _log2(flops),
         "log2_bytes": _log2(nbytes),
         "intensity": flops / nbytes if nbytes else 0.0,
+        "log2_register_tile": _log2(facts["register_tile"]),
+        "log2_reduce_inner": _log2(facts["reduce_inner"]),
+        "log2_traffic_l1": _log2(facts["traffic_l1"]),
+        "log2_traffic_l2": _log2(facts["traffic_l2"]),
+        "log2_traffic_llc": _log2(facts["traffic_llc"]),
+        "log2_prior": _log2(estimate_seconds(facts, lowered) * 1e9),
     }
 
 

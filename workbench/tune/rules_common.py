@@ -34,14 +34,17 @@ def divisors(n: int) -> list[int]:
     return sorted(out)
 
 
-def tiles(extent: int, n: int, max_innermost: int | None = None) -> list[list[int]]:
+def tiles(extent: int, n: int, max_innermost: int | None = None,
+          min_innermost: int = 1) -> list[list[int]]:
     """Every ``n``-factor perfect tiling of ``extent`` (outermost first), innermost
-    ascending, the innermost at most ``max_innermost``.
+    ascending, the innermost at least ``min_innermost`` and at most ``max_innermost``.
 
     Example
     -------
     >>> tiles(4, 2)
     [[4, 1], [2, 2], [1, 4]]
+    >>> tiles(4, 2, min_innermost=2)
+    [[2, 2], [1, 4]]
     """
     if n == 1:
         return [[extent]]
@@ -49,6 +52,8 @@ def tiles(extent: int, n: int, max_innermost: int | None = None) -> list[list[in
     for inner in divisors(extent):
         if max_innermost and inner > max_innermost:
             break
+        if inner < min_innermost:
+            continue
         for rest in tiles(extent // inner, n - 1):
             out.append(rest + [inner])
     return out
@@ -70,18 +75,25 @@ class Decisions:
         self.config = config
         self.domains: dict[str, list] = {}
         self.chosen: dict[str, object] = {}
+        self.weights: dict[str, list[float]] = {}
 
     @property
     def order(self) -> list[str]:
         return list(self.domains)
 
     def tile(self, sch: Schedule, loop, n: int, name: str, max_innermost: int | None = 64,
-             prefer: Callable[[list[int]], float] = spread) -> list[int]:
+             prefer: Callable[[list[int]], float] = spread,
+             weight: Callable[[list[int]], float] | None = None,
+             min_innermost: int = 1) -> list[int]:
         """A perfect tile of ``loop`` in ``n`` factors: ``sample_perfect_tile`` with the
-        decision (the default: the tiling ``prefer`` scores lowest)."""
+        decision (the default: the tiling ``prefer`` scores lowest). ``weight`` gives each
+        tiling's relative probability when the space draws a random candidate (default:
+        all equal); ``min_innermost`` bounds the innermost factor from below."""
         extent = int(sch.get(loop).extent.value)
-        values = tiles(extent, n, max_innermost)
+        values = tiles(extent, n, max_innermost, min_innermost)
         self.domains[name] = values
+        if weight is not None:
+            self.weights[name] = [float(weight(v)) for v in values]
         if self.config is None:
             decision = min(values, key=prefer)
         else:
@@ -93,12 +105,17 @@ class Decisions:
         return tile
 
     def categorical(self, sch: Schedule, candidates: list[int], name: str,
-                    default: int = 0) -> int:
-        """One of ``candidates`` (their index is the knob's value): ``sample_categorical``."""
+                    default: int = 0, weights: list[float] | None = None) -> int:
+        """One of ``candidates`` (their index is the knob's value): ``sample_categorical``
+        with probabilities ``weights`` normalised (default: all equal), which random
+        draws of the space follow."""
         self.domains[name] = list(range(len(candidates)))
         index = default if self.config is None else self.config[name]
         self.chosen[name] = index
-        probs = [1.0 / len(candidates)] * len(candidates)
+        weights = weights or [1.0] * len(candidates)
+        probs = [w / sum(weights) for w in weights]
+        if len(set(probs)) > 1:
+            self.weights[name] = list(weights)
         return sch.sample_categorical(list(candidates), probs, decision=index)
 
 

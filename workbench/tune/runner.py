@@ -174,6 +174,21 @@ def prepare_task(task: Task) -> int:
     return outputs
 
 
+def warm_builder(task: Task) -> None:
+    """Import the backend and compile the task's function once (build worker): Numba's
+    and LLVM's start-up, which the first candidate would otherwise pay."""
+    from workbench.backends import build
+    from workbench.backends.numba_cpu import clear_memory_cache
+
+    build(task.func, target=task.target, **task.options)
+    clear_memory_cache()
+
+
+def ready() -> bool:
+    """Nothing (a call that only makes a worker run its ``prepare`` step)."""
+    return True
+
+
 def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
     """Load, check against the reference, and time one candidate (measure worker)."""
     from workbench.backends import build
@@ -291,6 +306,22 @@ class LocalRunner:
             return worker.call(build_candidate, (task, candidate.trace), self.build_timeout_s)
         finally:
             self._builders.put(worker)
+
+    def warm_up(self, task: Task) -> None:
+        """Start every worker and prepare it for ``task`` (imports, the first compile,
+        the measuring worker's reference), in parallel. ``wb.tune`` runs this in a thread
+        while the strategy ranks its first candidates; ``run`` waits for it."""
+        def warm(worker):
+            worker.call(warm_builder, (task,), self.build_timeout_s)
+
+        with self._lock:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            with ThreadPoolExecutor(self.n_build + 1) as pool:
+                jobs = [pool.submit(warm, w) for w in self._all_builders]
+                jobs.append(pool.submit(self._measurer.call, ready, (), self.measure_timeout_s,
+                                        (id(task), prepare_task, (task,))))
+                for job in jobs:
+                    job.result()
 
     def run(self, task: Task, candidates: list[Candidate]) -> list[Outcome]:
         """Build all candidates in parallel, then measure the built ones one by one."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from workbench.schedule import Schedule, Trace
 from workbench.schedule.sampling import with_decision
+from workbench.tune.database import _jsonable
 from workbench.tune.rules_common import Decisions
 from workbench.tune.space import SearchSpace
 
@@ -80,6 +81,17 @@ class GeneratedSpace(SearchSpace):
         _, decisions = apply_rules(func, None, self.target)
         self._domains = decisions.domains
         self._defaults = decisions.chosen
+        self._weights = decisions.weights
+
+    def random_config(self, rng) -> dict:
+        """A random candidate drawn with the rules' weights (e.g. a vectorized loop's
+        innermost tile a multiple of the vector lanes more often); pins kept."""
+        config = {}
+        for knob, values in self.domains.items():
+            weights = self._weights.get(knob) if knob not in self.pinned else None
+            choice = rng.choices(values, weights)[0] if weights else rng.choice(values)
+            config[knob] = _jsonable(choice)
+        return config
 
     def default_config(self) -> dict:
         """The rules' defaults (middling tilings, parallel, no unrolling); pins kept."""

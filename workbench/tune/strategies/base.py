@@ -3,7 +3,10 @@
 The tuner loop asks ``propose(n, seen)`` for up to ``n`` configurations not in ``seen`` (config
 keys already measured, this run or an earlier one in the records), measures them, and tells
 the strategy with ``observe(configs, latencies)`` (None for a failed candidate). A strategy
-may use ``self.cost_model`` (``workbench.tune.cost_model``) to choose what to measure.
+may use ``self.cost_model`` (``workbench.tune.cost_model``) to choose what to measure:
+``ranked(configs)`` orders candidates by its prediction (the analytic prior before any
+measurement, on spaces that have one), ``initial_population(n, seen)`` draws the sampled
+candidates a search starts from (the space's defaults first, then random draws).
 """
 
 from __future__ import annotations
@@ -34,6 +37,26 @@ class Strategy:
 
     def observe(self, configs: list[dict], latencies: list[float | None]) -> None:
         self.history.extend(zip(configs, latencies, strict=True))
+
+    def can_rank(self) -> bool:
+        """Whether the cost model can order candidates now (trained, or a prior)."""
+        return self.cost_model is not None and self.cost_model.ranks(self.space)
+
+    def ranked(self, configs: list[dict]) -> list[dict]:
+        """``configs`` ordered by predicted latency, fastest first (as given when the cost
+        model cannot rank yet)."""
+        if not configs or not self.can_rank():
+            return list(configs)
+        scores = self.cost_model.predict(self.space, configs)
+        order = sorted(range(len(configs)), key=lambda i: scores[i])
+        return [configs[i] for i in order]
+
+    def initial_population(self, n: int, seen: set[str]) -> list[dict]:
+        """Up to ``n`` distinct configurations not in ``seen``: the space's default, then
+        random draws (the space's sampling distribution)."""
+        draws = [self.space.default_config()]
+        draws += [self.space.random_config(self.rng) for _ in range(4 * n)]
+        return self._fresh(draws, n, seen)
 
     def _fresh(self, configs, n: int, seen: set[str]) -> list[dict]:
         """The first ``n`` of ``configs`` whose key is neither in ``seen`` nor repeated."""

@@ -1,10 +1,17 @@
 """Evolutionary search, seeded and ranked by the cost model (MetaSchedule's search, small).
 
-Each round: parents are the best measured configurations (plus random ones while few are
-measured); children come from mutating one or two knobs (a tile split moved to a neighbouring
-value of its domain, another order, another annotation) and from crossover of two parents;
-the cost model ranks the children and the best ``n`` are proposed, except a share
-``epsilon`` drawn at random so the model sees unexplored regions.
+The first batch, before anything is measured: ``init_population`` sampled candidates
+(the space's default and random draws) ranked by the cost model, which on a space with
+an analytic prior (``workbench.tune.prior``) is the prior itself; the best ``n`` are
+measured (random ones when nothing can rank them).
+
+Each round after: parents are the best measured configurations (plus random ones while few
+are measured); children come from mutating one or two knobs (a tile split moved to a
+neighbouring value of its domain, another order, another annotation) and from crossover of
+two parents; the cost model (the prior corrected by the measurements) ranks the children
+and the best ``n`` are proposed, except a share ``epsilon`` of fresh random draws so the
+model sees unexplored regions (where the model can rank, the better half of ``2 x`` as
+many draws: a hopeless random candidate costs seconds to measure).
 """
 
 from __future__ import annotations
@@ -15,14 +22,15 @@ from workbench.tune.strategies.base import Strategy
 
 class EvolutionarySearch(Strategy):
     """Parameters: ``population`` children per proposal, ``epsilon`` random share,
-    ``elite`` parents kept."""
+    ``elite`` parents kept, ``init_population`` candidates ranked for the first batch."""
 
     name = "evolutionary"
 
     def __init__(self, seed: int = 0, population: int = 64, epsilon: float = 0.25,
-                 elite: int = 8):
+                 elite: int = 8, init_population: int = 64):
         super().__init__(seed)
         self.population = population
+        self.init_population = init_population
         self.epsilon = epsilon
         self.elite = elite
 
@@ -55,6 +63,8 @@ class EvolutionarySearch(Strategy):
         return parents
 
     def propose(self, n: int, seen: set[str]) -> list[dict]:
+        if not self.history and self.can_rank():  # the first batch: the best sampled ones
+            return self.ranked(self.initial_population(self.init_population, seen))[:n]
         parents = self._parents()
         children = []
         for _ in range(self.population):
@@ -66,17 +76,21 @@ class EvolutionarySearch(Strategy):
             children.append(child)
         children = self._fresh(children, len(children), seen)
         n_random = max(1, int(round(n * self.epsilon))) if n > 1 else 0
-        if self.cost_model is not None and self.cost_model.trained:
-            scores = self.cost_model.predict(self.space, children)
-            children = [c for _, c in sorted(zip(scores, children, strict=True),
-                                             key=lambda p: p[0])]
+        if self.can_rank():
+            children = self.ranked(children)
         else:
             self.rng.shuffle(children)
         picked = children[: n - n_random]
         if not self.history:  # the first batch: the space's default, then its mutants
             picked = self._fresh([self.space.default_config()] + picked, n - n_random, seen)
-        randoms = (self.space.random_config(self.rng) for _ in range(50 * n))
-        picked += self._fresh(randoms, n - len(picked), seen | _keys(picked))
+        taken = seen | _keys(picked)
+        randoms = self._fresh((self.space.random_config(self.rng) for _ in range(50 * n)),
+                              2 * (n - len(picked)) if self.can_rank() else n - len(picked),
+                              taken)
+        if self.can_rank():
+            randoms = self.ranked(randoms)[: max(1, len(randoms) // 2)]
+            self.rng.shuffle(randoms)
+        picked += randoms[: n - len(picked)]
         return picked
 
 
