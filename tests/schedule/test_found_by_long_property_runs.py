@@ -9,11 +9,11 @@ import pytest
 from schedule_checks import assert_computes_reference, raises_unchanged
 
 import workbench as wb
-from workbench.script.errors import DSLError
 from workbench import ops
 from workbench.schedule import Schedule
 from workbench.schedule.errors_compute_location import ParallelRecomputeError
 from workbench.schedule.errors_reindex import ReindexAccumulatorWithoutInitError
+from workbench.script.errors import DSLError
 
 
 def assert_script_parses_back(sch: Schedule) -> None:
@@ -407,3 +407,36 @@ def test_only_zero_decides_small_linear_equations(terms, forced):
     truly_forced = all(x[names.index("l")] == 0 for x in solutions)
     assert truly_forced == forced
     assert _only_zero(terms, {"l"}) == forced
+
+
+def test_parallel_loop_inside_a_guard_of_outer_loops_only():
+    """Found by a 6000-example parse-back fuzz run (loop primitives, device): ``split(j, [3,
+    2, 2])`` then ``split(j_0, [None, 2])`` leaves ``T.where(j_0_0 * 2 + j_0_1 < 3)`` over the
+    loops around the parallel ``j_1``; the guarded sum is the same in both iterations."""
+    func = ops.matmul(16, 12, 8)
+    sch = Schedule(func)
+    i, j, _ = sch.get_loops(sch.get_block("C"))
+    j0, j1, _ = sch.split(j, factors=[3, 2, 2])
+    sch.parallel(i)
+    sch.parallel(j1)
+    sch.split(j0, factors=[None, 2])
+    script = sch.mod.script()
+    assert "T.where(j_0_0 * 2 + j_0_1 < 3)" in script and "for j_1 in T.parallel(2)" in script
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+
+
+def test_vectorized_loop_under_a_guard_that_bounds_the_row_index_whole():
+    """Found by a 6000-example parse-back fuzz run (loop primitives, device): ``split`` of a
+    fused loop of 60 by ``[None, 20, 2]``: ``vi = f0 * 4 + (f1 * 2 + f2) // 10`` is below 6
+    only through the guard ``f0 * 40 + f1 * 2 + f2 < 60`` on the whole flat index."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("T_add")))
+    sch.vectorize(fused)
+    sch.split(fused, factors=[None, 20, 2])
+    script = sch.mod.script()
+    assert "T.where(i_j_fused_0 * 40 + i_j_fused_1 * 2 + i_j_fused_2 < 60)" in script
+    assert "for i_j_fused_2 in T.vectorized(2)" in script
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)

@@ -145,6 +145,8 @@ class _Replace(IRMapper):
 def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], dict]:
     """Sub-expressions the ``T.where`` bounds (``f0 * 3 + f1 < 20``), each replaced by a
     fresh variable of the narrower range, so ``(f0 * 3 + f1) // 10`` is known to be 0 or 1."""
+    from workbench.script.printer_expr import expr_text
+
     mapping: dict[PrimExpr, Var] = {}
     extra: dict[Var, tuple[int, int]] = {}
     for cond in access.predicate:
@@ -164,7 +166,8 @@ def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], 
             lo = bound if lo is None else max(lo, bound)
         if lo is None or hi is None:
             continue
-        var = mapping[expr] if expr in mapping else Var(f"where_{len(mapping)}", expr.dtype)
+        # named by the sum itself: one sum is one variable in both accesses, never two
+        var = mapping[expr] if expr in mapping else Var(f"where({expr_text(expr)})", expr.dtype)
         mapping[expr], extra[var] = var, (lo, hi)
     return mapping, extra
 
@@ -476,19 +479,39 @@ def _flattened(access: Access, ranges, order: tuple[int, ...] | None = None) -> 
     guarded = {**ranges, **extra}
     order = tuple(range(len(shape))) if order is None else order
     dims = [(access.region[d], shape[d]) for d in order]
-    flat, stride = None, 1
-    for (start, extent), size in reversed(dims):
+    flat, stride, outermost_unproven = None, 1, False
+    for position, ((start, extent), size) in enumerate(reversed(dims)):
         if const_value(extent) != 1:
             return None
         lo, hi = int_bounds(_NarrowInside(mapping, ranges).visit(start) if mapping else start,
                             guarded)
         if lo is None or hi is None or lo < 0 or hi >= size:
-            return None
+            if position != len(dims) - 1:
+                return None
+            outermost_unproven = True  # proven below through the whole flat index
         term = start if stride == 1 else start * IntImm(stride, start.dtype)
         flat = term if flat is None else term + flat
         stride *= size
+    flat = simplify(flat, ranges)
+    # the inner dimensions in bounds and the flat index in [0, size): the outermost one is
+    # in bounds too (a guard ``f0 * 40 + f1 * 2 + f2 < 60`` bounds the flat index whole)
+    if outermost_unproven and not _in_range(flat, mapping, guarded, ranges, stride):
+        return None
     one = IntImm(1, flat.dtype)
-    return dataclasses.replace(access, region=((simplify(flat, ranges), one),))
+    return dataclasses.replace(access, region=((flat, one),))
+
+
+def _in_range(expr: PrimExpr, mapping, guarded, ranges, size: int) -> bool:
+    """Whether ``0 <= expr < size``, with the ``T.where``-bounded sums of ``mapping`` read as
+    their narrowed variables."""
+    form = linear_form(expr, expr.dtype)
+    for bounded, var in mapping.items():
+        form = _substitute_sum(form, bounded, var, ranges)
+    rebuilt = IntImm(form.const, expr.dtype)
+    for term, coeff in form.terms.items():
+        rebuilt = rebuilt + (term if coeff == 1 else term * IntImm(coeff, expr.dtype))
+    lo, hi = int_bounds(rebuilt, guarded)
+    return lo is not None and hi is not None and lo >= 0 and hi < size
 
 
 def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
@@ -618,6 +641,8 @@ def _overlap(first: Access, second: Access, loop: For) -> bool:
     first, second = _fix_unit_loops(first, ranges), _fix_unit_loops(second, ranges)
     map1, extra1 = _narrowed(first, l_var, ranges)
     map2, extra2 = _narrowed(second, l_var, ranges)
+    # a guarded sum of outer variables only is itself the same in both iterations
+    outer |= {var for bounded, var in (*map1.items(), *map2.items()) if _vars(bounded) <= outer}
     ranges1, ranges2 = {**ranges, **extra1}, {**ranges, **extra2}
     try:
         dims = []
@@ -655,7 +680,8 @@ def _overlap(first: Access, second: Access, loop: For) -> bool:
         window_lo = None if noise[1] is None else -(w1 - 1) - noise[1]
         window_hi = None if noise[0] is None else (w2 - 1) - noise[0]
         window = (window_lo, window_hi)
-        if w1 == w2 == 1 and _same_point_forces_digits(f1, f2, c1, c2, spans, ranges):
+        if w1 == w2 == 1 and _same_point_forces_digits(
+                f1, f2, c1, c2, spans, ranges1 if extra1 == extra2 else ranges):
             return False
         if w1 == w2 == 1:
             window = _modular_window(f1, f2, c1, c2, spans, window)
