@@ -440,3 +440,22 @@ def test_vectorized_loop_under_a_guard_that_bounds_the_row_index_whole():
     assert "for i_j_fused_2 in T.vectorized(2)" in script
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)
+
+
+def test_parallel_fused_loop_with_a_guard_on_a_lone_inner_loop():
+    """Found by a 3000-example parse-back fuzz run (loop primitives, local): splits by 1 and
+    2 of a fused loop leave ``T.where(f1_1_1 * 2 + f1_2 < 1 and f1_1_1 < 1)``; the bound on
+    the lone ``f1_1_1`` replaced that variable and hid the sum around it, and a column-major
+    order that could not be flattened ended the search before the row-major one was used."""
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("T_add")))
+    f0, f1 = sch.split(fused, factors=[None, 1])
+    sch.parallel(f0)
+    a, b, _ = sch.split(f1, factors=[None, 1, 2])
+    sch.fuse(f0, a)
+    sch.split(b, factors=[None, 2])
+    script = sch.mod.script()
+    assert "T.parallel(60)" in script and "T.where(" in script
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)

@@ -144,7 +144,9 @@ class _Replace(IRMapper):
 
 def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], dict]:
     """Sub-expressions the ``T.where`` bounds (``f0 * 3 + f1 < 20``), each replaced by a
-    fresh variable of the narrower range, so ``(f0 * 3 + f1) // 10`` is known to be 0 or 1."""
+    fresh variable of the narrower range, so ``(f0 * 3 + f1) // 10`` is known to be 0 or 1;
+    a bound on a lone loop variable (``f0 < 1``) narrows that variable's range instead
+    (replacing it would hide the sums it is part of)."""
     from workbench.script.printer_expr import expr_text
 
     mapping: dict[PrimExpr, Var] = {}
@@ -155,7 +157,10 @@ def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], 
         expr, bound = cond.a, const_value(cond.b)
         if not isinstance(bound, int) or l_var in _vars(expr) or not _vars(expr):
             continue
-        lo, hi = extra[mapping[expr]] if expr in mapping else int_bounds(expr, ranges)
+        if isinstance(expr, Var):  # a bound on one loop variable narrows its own range
+            lo, hi = extra.get(expr, ranges.get(expr, (None, None)))
+        else:
+            lo, hi = extra[mapping[expr]] if expr in mapping else int_bounds(expr, ranges)
         if isinstance(cond, LT):
             hi = bound - 1 if hi is None else min(hi, bound - 1)
         elif isinstance(cond, LE):
@@ -165,6 +170,9 @@ def _narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], 
         else:
             lo = bound if lo is None else max(lo, bound)
         if lo is None or hi is None:
+            continue
+        if isinstance(expr, Var):
+            extra[expr] = (lo, hi)
             continue
         # named by the sum itself: one sum is one variable in both accesses, never two
         var = mapping[expr] if expr in mapping else Var(f"where({expr_text(expr)})", expr.dtype)
@@ -533,7 +541,7 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
     for order in _dimension_orders(len(first.region)):
         flat1, flat2 = _flattened(pinned1, ranges, order), _flattened(pinned2, ranges, order)
         if flat1 is None or flat2 is None:
-            return True  # not point accesses in bounds: no order helps
+            continue  # not proven in bounds in this order
         if not (_overlap(flat1, flat2, loop)
                 and _overlap_through_guarded_sums(flat1, flat2, loop)):
             return False
