@@ -56,7 +56,7 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.arith import int_bounds, simplify
-from workbench.ir.arith.linear import as_digit, linear_form
+from workbench.ir.arith.linear import as_digit, from_linear, linear_form
 
 Bounds = tuple[int | None, int | None]
 
@@ -452,6 +452,15 @@ def _modular_window(f1: Form, f2: Form, c1, c2, spans, window: Bounds) -> Bounds
     return (0, 0)
 
 
+def _sums_replaced(expr: PrimExpr, mapping: dict[PrimExpr, Var], ranges) -> PrimExpr:
+    """``expr`` with every multiple of a bounded sum of ``mapping`` replaced by ``k`` times
+    the sum's variable (``_substitute_sum`` on its linear form, rebuilt)."""
+    form = linear_form(expr, expr.dtype)
+    for bounded, var in mapping.items():
+        form = _substitute_sum(form, bounded, var, ranges)
+    return from_linear(form, expr.dtype)
+
+
 class _NarrowInside(IRMapper):
     """Each floordiv/floormod operand with a multiple of a ``T.where``-bounded sum replaced
     by the sum's variable (``(f0 * 8 + f1 * 4 + f2) // 10`` with ``f0 * 2 + f1 < 15`` reads
@@ -465,13 +474,7 @@ class _NarrowInside(IRMapper):
             return self.mapping[node]
         if isinstance(node, (FloorDiv, FloorMod)):
             operand = simplify(self.visit(node.a), self.ranges)
-            form = linear_form(operand, operand.dtype)
-            for bounded, var in self.mapping.items():
-                form = _substitute_sum(form, bounded, var, self.ranges)
-            rebuilt = IntImm(form.const, operand.dtype)
-            for term, coeff in form.terms.items():
-                rebuilt = rebuilt + (term if coeff == 1 else term * IntImm(coeff, operand.dtype))
-            return type(node)(rebuilt, node.b)
+            return type(node)(_sums_replaced(operand, self.mapping, self.ranges), node.b)
         return super().visit(node)
 
 
@@ -512,13 +515,7 @@ def _flattened(access: Access, ranges, order: tuple[int, ...] | None = None) -> 
 def _in_range(expr: PrimExpr, mapping, guarded, ranges, size: int) -> bool:
     """Whether ``0 <= expr < size``, with the ``T.where``-bounded sums of ``mapping`` read as
     their narrowed variables."""
-    form = linear_form(expr, expr.dtype)
-    for bounded, var in mapping.items():
-        form = _substitute_sum(form, bounded, var, ranges)
-    rebuilt = IntImm(form.const, expr.dtype)
-    for term, coeff in form.terms.items():
-        rebuilt = rebuilt + (term if coeff == 1 else term * IntImm(coeff, expr.dtype))
-    lo, hi = int_bounds(rebuilt, guarded)
+    lo, hi = int_bounds(_sums_replaced(expr, mapping, ranges), guarded)
     return lo is not None and hi is not None and lo >= 0 and hi < size
 
 
@@ -616,11 +613,7 @@ def _as_digit_access(access: Access, loop: For, total: PrimExpr, digit: Var, dig
     for start, extent in access.region:
         if l_var in _vars(extent):
             return None
-        start = simplify(replace.visit(start), ranges)
-        form = _substitute_sum(linear_form(start, start.dtype), total, digit, ranges)
-        rebuilt = IntImm(form.const, start.dtype)
-        for term, coeff in form.terms.items():
-            rebuilt = rebuilt + (term if coeff == 1 else term * IntImm(coeff, start.dtype))
+        rebuilt = _sums_replaced(simplify(replace.visit(start), ranges), {total: digit}, ranges)
         if l_var in _vars(rebuilt):
             return None
         region.append((rebuilt, extent))
