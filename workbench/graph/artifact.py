@@ -72,8 +72,9 @@ def graph_from_dict(data: dict, weights: dict[int, np.ndarray]) -> Graph:
 def save(compiled, folder) -> None:
     """Write ``compiled`` (a ``CompiledModel`` built for the ``cpu`` target) to ``folder``."""
     folder = Path(folder)
-    if compiled.target != "cpu":
-        raise ValueError("only cpu-target models are saved (their Numba cache is the point)")
+    if compiled.target_info.kind.artifact_format is None:
+        raise ValueError(f"only models of a target with an artifact format (cpu) are saved "
+                         f"(their Numba cache is the point), not {compiled.target!r}")
     (folder / "weights").mkdir(parents=True, exist_ok=True)
     kernel_dir = folder / "kernels"
     (kernel_dir / "__pycache__").mkdir(parents=True, exist_ok=True)

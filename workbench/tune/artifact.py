@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.backends.target import resolve_target
+
 MANIFEST = "manifest.json"
 
 
@@ -51,9 +53,12 @@ def export_artifact(result_or_schedule, folder, target: str = "cpu", func=None,
         if func is None:
             raise TypeError("export_artifact(schedule, folder, func=...) needs the unscheduled "
                             "function the schedule's trace replays on")
-    if target != "cpu":
-        raise ValueError(f"artifacts hold Numba CPU kernels; target {target!r} is not supported")
-    kernel = build(sch, target=target, **options)
+    resolved = resolve_target(target, "export_artifact")
+    if resolved.kind.artifact_format is None:
+        raise ValueError(f"artifacts hold Numba CPU kernels; target {resolved.name!r} is "
+                         "not supported")
+    target = resolved.name
+    kernel = build(sch, target=resolved, **options)
     compiled = kernel._compiled  # the CompiledKernel: its module file and function name
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

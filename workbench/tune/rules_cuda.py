@@ -314,3 +314,9 @@ def apply_cuda(sch: Schedule, d: Decisions, max_threads: int = 1024) -> None:
             _apply_tiled(sch, plan)
         else:
             _apply_simple(sch, plan)
+
+
+def cuda_rules(sch: Schedule, d: Decisions, target) -> None:
+    """The ``cuda`` kind's ``tuning_rules``: ``apply_cuda`` within ``target``'s device's
+    thread limit."""
+    apply_cuda(sch, d, target.device.max_threads_per_block)
