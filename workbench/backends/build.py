@@ -11,6 +11,7 @@ from workbench.ir import BufferStore, PrimFunc
 from workbench.ir.functor import collect
 from workbench.ir.verify import verify
 
+
 def __getattr__(name: str):
     if name == "TARGETS":  # one list: the target registry's (built in and registered)
         from workbench.backends.target import target_names

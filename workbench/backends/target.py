@@ -312,6 +312,16 @@ def resolve_target(target: str | Target, where: str = "target", **options) -> Ta
         raise ValueError(f"{where}: {err}") from None
 
 
+def artifact_target(name) -> Target | None:
+    """The target an artifact's manifest names, when it is a known target whose kind has an
+    artifact format; None otherwise (an unknown or a non-exportable name: the caller
+    reports it). Never imports anything but the built-in targets' modules."""
+    if not isinstance(name, str) or name not in target_names():
+        return None
+    target = Target(name)
+    return target if target.kind.artifact_format is not None else None
+
+
 def target_name(target: str | Target) -> str:
     """The name of ``target`` (a ``Target`` or a name), for records and messages."""
     return target.name if isinstance(target, Target) else str(target)
