@@ -12,15 +12,30 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.graph.errors import GraphError
 from workbench.graph.ir import Graph
 from workbench.graph.lower import LoweredKernel, lower_graph
 from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
 from workbench.graph.passes.pipeline import Pipeline
+
+
+class ModelInputError(GraphError, ValueError):
+    """An input passed to a compiled model does not match the model's: its count, shape or
+    dtype. Inputs are never reshaped or cast (a same-size array of another shape would be
+    read in the wrong order, a float64 array silently rounded).
+
+    Example
+    -------
+    ``input 'x' of the model: expected float32 array of shape (2, 3, 8, 8), got float64
+    array of shape (2, 3, 8, 8)``
+    """
 
 
 class KernelRunner:
@@ -82,7 +97,75 @@ def import_graph(model, example_inputs) -> Graph:
         return from_onnx(model)
     from workbench.graph.frontends.torch_fx import from_torch
 
-    return from_torch(model, example_inputs)
+    with _modes_kept(model):
+        return from_torch(model, example_inputs)
+
+
+@contextlib.contextmanager
+def _modes_kept(model):
+    """Trace in eval mode (as ``torch.onnx.export`` does by default) and give every
+    submodule its own ``training`` flag back afterwards: ``wb.compile`` never changes the
+    user's model (docs/decisions.md)."""
+    modules = list(model.modules()) if hasattr(model, "modules") else []
+    flags = [m.training for m in modules]
+    try:
+        yield
+    finally:
+        for module, flag in zip(modules, flags, strict=True):
+            module.training = flag
+
+
+def output_structure(model, example_inputs, count: int):
+    """How a torch ``model`` nests its outputs, as JSON-able data (leaves: indices into the
+    graph's flat outputs): ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": [[key,
+    ...], ...]}`` or an index. None for other models, or when the nesting does not have
+    ``count`` tensor leaves (the outputs are then returned flat)."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return None
+    with _modes_kept(model), torch.no_grad():
+        model.eval()
+        result = model(*example_inputs)
+    leaves = []
+
+    def encode(value):
+        if isinstance(value, torch.Tensor):
+            leaves.append(value)
+            return len(leaves) - 1
+        if isinstance(value, dict):
+            return {"dict": [[key, encode(v)] for key, v in value.items()]}
+        if isinstance(value, list):
+            return {"list": [encode(v) for v in value]}
+        if isinstance(value, tuple):
+            return {"tuple": [encode(v) for v in value]}
+        raise TypeError(type(value).__name__)
+
+    try:
+        tree = encode(result)
+    except TypeError:
+        return None
+    if len(leaves) != count or isinstance(tree, int):
+        return None
+    return tree
+
+
+def _unflatten(tree, outputs: list):
+    if isinstance(tree, int):
+        return outputs[tree]
+    (kind, items), = tree.items()
+    if kind == "dict":
+        return {key: _unflatten(sub, outputs) for key, sub in items}
+    values = [_unflatten(sub, outputs) for sub in items]
+    return tuple(values) if kind == "tuple" else values
+
+
+def _check_records_path(schedules) -> None:
+    if schedules in ("default", "none", None) or not isinstance(schedules, str | os.PathLike):
+        return
+    if not os.path.exists(schedules):
+        raise FileNotFoundError(f"wb.compile(schedules={str(schedules)!r}): no such tuning "
+                                "records file")
 
 
 def _schedule_for(kernel: LoweredKernel, target: str, schedules, parallel: bool):
@@ -133,7 +216,11 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     """
     from workbench.backends import build
 
+    _check_records_path(schedules)
     graph = import_graph(model, example_inputs)
+    structure = None
+    if not isinstance(model, Graph | str) and type(model).__name__ != "ModelProto":
+        structure = output_structure(model, example_inputs, len(graph.outputs))
     graph = (pipeline or Pipeline())(graph)
     kernels = []
     for lowered in lower_graph(graph, fold_layout=fold_layout):
@@ -143,7 +230,8 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
                                       kernel, lowered.shapes, lowered.func))
-    return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target)
+    return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target,
+                         fold_layout=fold_layout, plan=plan, output_structure=structure)
 
 
 class CompiledModel:
@@ -160,8 +248,11 @@ class CompiledModel:
     """
 
     def __init__(self, graph: Graph, kernels: list[CompiledKernel], memory: MemoryPlan,
-                 target: str = "cpu"):
+                 target: str = "cpu", *, fold_layout: bool = False, plan: bool = True,
+                 output_structure=None):
         self.graph, self.kernels, self.memory, self.target = graph, kernels, memory, target
+        self.fold_layout, self.plan = bool(fold_layout), bool(plan)
+        self.output_structure = output_structure
         self._arena = [np.empty(size, np.uint8) for size in memory.buffers]
         self._values: dict[str, np.ndarray] = dict(graph.constants)
         for node in graph.nodes:
@@ -181,13 +272,23 @@ class CompiledModel:
     # ---- running -------------------------------------------------------------------------
 
     def _bind(self, inputs) -> dict[str, np.ndarray]:
+        """The inputs checked (count, shape, dtype: never reshaped or cast) and bound."""
         if len(inputs) != len(self.graph.inputs):
-            raise TypeError(f"the model takes {len(self.graph.inputs)} input(s), "
-                            f"got {len(inputs)}")
+            names = ", ".join(self.graph.inputs)
+            raise ModelInputError(f"the model takes {len(self.graph.inputs)} input(s) "
+                                  f"({names}), got {len(inputs)}")
         values = dict(self._values)
         for (name, ty), x in zip(self.graph.inputs.items(), inputs, strict=True):
-            array = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
-            values[name] = np.ascontiguousarray(array, dtype=ty.dtype)
+            array = x.detach().cpu().numpy() if hasattr(x, "detach") else x
+            expected = f"{ty.dtype} array of shape {tuple(ty.shape)}"
+            if not isinstance(array, np.ndarray):
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {type(x).__name__}")
+            if array.dtype != np.dtype(ty.dtype) or tuple(array.shape) != tuple(ty.shape):
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {array.dtype} array of shape "
+                                      f"{tuple(array.shape)}")
+            values[name] = np.ascontiguousarray(array)
         return values
 
     def _run(self, values: dict, timings: list | None = None) -> None:
@@ -216,6 +317,8 @@ class CompiledModel:
         values = self._bind(inputs)
         self._run(values)
         outputs = [np.array(values[name]) for name in self.graph.outputs]
+        if self.output_structure is not None:
+            return _unflatten(self.output_structure, outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
     def latency_report(self, *inputs, repeat: int = 20):
