@@ -182,6 +182,8 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     Parameters
     ----------
     model : torch.nn.Module, onnx.ModelProto, path to an .onnx file, or Graph
+        A torch module is traced in eval mode (as ``torch.onnx.export`` does by default)
+        and left as it was: every submodule's ``training`` flag is restored afterwards.
     example_inputs : tuple
         Example inputs (torch tensors or numpy arrays): they fix the shapes.
     target : str
@@ -191,7 +193,8 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     schedules : "default", "none" or a tuning-records path
         The rule-based schedules of ``workbench.graph.schedules`` for ``target`` (recipes on
         cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
-        kernel.
+        kernel (the default schedule for kernels the records do not hold; a path that does
+        not exist raises ``FileNotFoundError``).
     pipeline : Pipeline, optional
         The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
         folding, DCE, fusion).
@@ -295,7 +298,11 @@ class CompiledModel:
             pending = next(views, None)
 
     def __call__(self, *inputs):
-        """The model's output(s) as numpy arrays (copies: the buffers are reused)."""
+        """The model's output(s) as numpy arrays (copies: the buffers are reused), nested as
+        the torch model returns them (a tuple, list or dict); one array for one output.
+
+        Raises ``ModelInputError`` for an input of another count, shape or dtype than the
+        model was compiled for: inputs are never reshaped or cast."""
         values = self._bind(inputs)
         self._run(values)
         outputs = [np.array(values[name]) for name in self.graph.outputs]
