@@ -30,6 +30,7 @@ import numpy as np
 
 from workbench.backends.allocation import Allocate, place_allocations
 from workbench.backends.arguments import KernelArgumentError, check_arguments
+from workbench.backends.cuda_device import is_device_array, to_device, to_host
 from workbench.backends.cuda_launch import LeanLauncher
 from workbench.backends.cuda_memory import MEMORY_PASSES
 from workbench.backends.cuda_reduction import lower_cross_thread_reductions
@@ -268,11 +269,7 @@ def clear_memory_cache() -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _on_device(value) -> bool:
-    """A device array: ``__cuda_array_interface__`` (numba, CuPy, torch) or the simulator's."""
-    if isinstance(value, np.ndarray):
-        return False
-    return hasattr(value, "__cuda_array_interface__") or type(value).__name__ == "FakeCUDAArray"
+_on_device = is_device_array
 
 
 class CudaKernel(Kernel):
@@ -289,6 +286,8 @@ class CudaKernel(Kernel):
     device_func : PrimFunc
         The function after the CUDA passes (``Allocate`` and ``SyncThreads`` included).
     """
+
+    device_resident = True  # compiled models and the tuner keep arrays on the device
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -322,13 +321,11 @@ class CudaKernel(Kernel):
             self._lean.remember(arrays)
             return
         check_arguments(self.func, arrays, self._written, self._read)
-        from numba import cuda
-
-        device = [cuda.to_device(a) for a in arrays]
+        device = [to_device(a) for a in arrays]
         self._runner(*device, *self.workspace)
         for param, host, dev in zip(self.func.params, arrays, device, strict=True):
             if param.name in self._written:
-                dev.copy_to_host(host)
+                to_host(dev, host)
 
     def _check_device_arguments(self, arrays) -> None:
         """Shape and dtype of device arrays, against the parameters (kept cheap: this runs

@@ -79,6 +79,14 @@ class CompiledKernel:
         self.runner(*arrays)
 
 
+def _device_resident(target) -> bool:
+    """Whether ``target``'s kernels run on a device that keeps the model's buffers."""
+    from workbench.backends.target import Target
+
+    kind = target.kind if isinstance(target, Target) else Target(target).kind
+    return bool(getattr(kind.kernel_class, "device_resident", False))
+
+
 def import_graph(model, example_inputs) -> Graph:
     """A ``Graph`` from a torch module, an ONNX model (or path), or a ``Graph``."""
     if isinstance(model, Graph):
@@ -182,16 +190,20 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     Parameters
     ----------
     model : torch.nn.Module, onnx.ModelProto, path to an .onnx file, or Graph
+        A torch module is traced in eval mode (as ``torch.onnx.export`` does by default)
+        and left as it was: every submodule's ``training`` flag is restored afterwards.
     example_inputs : tuple
         Example inputs (torch tensors or numpy arrays): they fix the shapes.
     target : str
-        ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; host arrays in and out, so each
-        kernel copies its operands to the device and back) or ``"numpy"`` (the reference
-        executor of every kernel).
+        ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; weights and intermediates stay
+        on the device, device inputs such as torch CUDA tensors are used in place and give
+        device outputs, host inputs are copied in and the output out: see
+        ``workbench.graph.compiled_cuda``) or ``"numpy"`` (the reference executor).
     schedules : "default", "none" or a tuning-records path
         The rule-based schedules of ``workbench.graph.schedules`` for ``target`` (recipes on
         cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
-        kernel.
+        kernel (the default schedule for kernels the records do not hold; a path that does
+        not exist raises ``FileNotFoundError``).
     pipeline : Pipeline, optional
         The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
         folding, DCE, fusion).
@@ -254,6 +266,11 @@ class CompiledModel:
             self._values[node.name] = raw.view(ty.dtype).reshape(ty.shape)
         self._views = [n for n in graph.nodes if n.op in VIEW_OPS]
         self._by_node = {k.node: k for k in kernels}
+        self.runtime = None  # device-resident targets: buffers and launches on the device
+        if _device_resident(target):
+            from workbench.graph.compiled_cuda import DeviceRuntime
+
+            self.runtime = DeviceRuntime(self)
 
     # ---- running -------------------------------------------------------------------------
 
@@ -295,7 +312,19 @@ class CompiledModel:
             pending = next(views, None)
 
     def __call__(self, *inputs):
-        """The model's output(s) as numpy arrays (copies: the buffers are reused)."""
+        """The model's output(s) as numpy arrays (copies: the buffers are reused), nested as
+        the torch model returns them (a tuple, list or dict); one array for one output. On a
+        device-resident target (``cuda``) device inputs give device outputs, no host copy
+        (``workbench.graph.compiled_cuda``).
+
+        Raises ``ModelInputError`` for an input of another count, shape or dtype than the
+        model was compiled for: inputs are never reshaped or cast."""
+        if self.runtime is not None:
+            result = self.runtime(*inputs)
+            if self.output_structure is None:
+                return result
+            flat = [result] if len(self.graph.outputs) == 1 else list(result)
+            return _unflatten(self.output_structure, flat)
         values = self._bind(inputs)
         self._run(values)
         outputs = [np.array(values[name]) for name in self.graph.outputs]
@@ -400,6 +429,8 @@ class CompiledModel:
             self._check_kernel(node, built)
         kernel.schedule, kernel.kernel = sch, built
         kernel.runner = _runner_of(built, self.target)
+        if self.runtime is not None:
+            self.runtime.invalidate()  # its launches and graphs hold the old kernel
         kernel.trace_json, kernel.source = sch.trace.to_json(), built.source
 
     def _as_schedule(self, node: str, schedule):

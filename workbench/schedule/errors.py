@@ -505,7 +505,7 @@ class NonAffineBindingError(ScheduleError):
 
     @property
     def value_text(self) -> str:
-        from workbench.script.printer_expr import expr_text  # a short expression only
+        from workbench.ir.expr_text import expr_text  # a short expression only
 
         return expr_text(self.value)
 

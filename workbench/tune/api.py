@@ -220,7 +220,8 @@ def tune(
     search.setup(space, model)
     workload = workload_key(func, target)
     task = Task(func, target, dict(options or {}), seed=seed, repeats=repeats,
-                min_repeat_s=min_repeat_s, kernel_hook=kernel_hook, key=workload)
+                min_repeat_s=min_repeat_s, kernel_hook=kernel_hook, key=workload,
+                warm_trace=_warm_trace(space))
     flops = analysis.flops(func)
     machine, software = machine_fingerprint(), software_fingerprint()
 
@@ -300,6 +301,15 @@ def tune(
         if own_runner:
             runner.close()
     return TuneResult(func, target, records, space, model, time.perf_counter() - start)
+
+
+def _warm_trace(space) -> str:
+    """The trace of the space's default candidate: what the workers build to warm up
+    (the unscheduled function may not build at all, e.g. on ``cuda``)."""
+    try:
+        return space.schedule(space.default_config()).trace.to_json()
+    except Exception:  # noqa: BLE001 - no warm-up schedule: the workers warm on the function
+        return ""
 
 
 def _quietly(fn, *args) -> None:

@@ -50,9 +50,11 @@ def apply_rules(func, config: dict | None, target="cpu") -> tuple[Schedule, Deci
     sch = Schedule(func)
     if _target_name(target) == "cuda":
         from workbench.backends.numba_cuda import device_facts
-        from workbench.tune.rules_cuda import apply_cuda
+        from workbench.tune.rules_cuda import Limits, apply_cuda
 
-        apply_cuda(sch, d, device_facts().max_threads_per_block)
+        facts = device_facts()
+        limits = Limits(shared_memory_per_block=facts.shared_memory_per_block)
+        apply_cuda(sch, d, facts.max_threads_per_block, limits)
     else:
         from workbench.backends.cpu_facts import vector_lanes
         from workbench.tune.rules_cpu import apply_cpu
@@ -82,16 +84,30 @@ class GeneratedSpace(SearchSpace):
         self._domains = decisions.domains
         self._defaults = decisions.chosen
         self._weights = decisions.weights
+        self._decisions = decisions
 
-    def random_config(self, rng) -> dict:
+    def violation(self, config: dict) -> str | None:
+        """Why ``config`` is no candidate of this space (None: it is one): a constraint
+        between knobs the rules recorded, e.g. on ``cuda`` the threads of a tiled block
+        over the block limit, or its shared stages over the shared memory."""
+        return self._decisions.violation(config)
+
+    def valid(self, config: dict) -> bool:
+        return self.violation(config) is None
+
+    def random_config(self, rng, tries: int = 1000) -> dict:
         """A random candidate drawn with the rules' weights (e.g. a vectorized loop's
-        innermost tile a multiple of the vector lanes more often); pins kept."""
-        config = {}
-        for knob, values in self.domains.items():
-            weights = self._weights.get(knob) if knob not in self.pinned else None
-            choice = rng.choices(values, weights)[0] if weights else rng.choice(values)
-            config[knob] = _jsonable(choice)
-        return config
+        innermost tile a multiple of the vector lanes more often); pins kept. Draws that
+        break a constraint between knobs (``violation``) are drawn again."""
+        for _ in range(tries):
+            config = {}
+            for knob, values in self.domains.items():
+                weights = self._weights.get(knob) if knob not in self.pinned else None
+                choice = rng.choices(values, weights)[0] if weights else rng.choice(values)
+                config[knob] = _jsonable(choice)
+            if self.valid(config):
+                return config
+        return self.default_config()
 
     def default_config(self) -> dict:
         """The rules' defaults (middling tilings, parallel, no unrolling); pins kept."""
