@@ -31,6 +31,9 @@ from workbench.tune.database import Record
 
 SEARCH = "search"
 PNG_DPI = 72
+_MATPLOTLIB = threading.RLock()
+"""Held while a figure is made or rendered: Matplotlib's text layout (mathtext's parser) is
+not thread-safe, and the drawing thread may run beside a caller's ``figure()``."""
 
 
 class TuningDashboard:
@@ -95,6 +98,10 @@ class TuningDashboard:
 
     def figure(self):
         """The three plots as one Matplotlib figure."""
+        with _MATPLOTLIB:
+            return self._figure()
+
+    def _figure(self):
         from workbench.viz.figures import new_figure
 
         fig, (curve, scatter, model) = new_figure((12, 3.2), ncols=3)
@@ -129,7 +136,8 @@ class TuningDashboard:
         import io
 
         buffer = io.BytesIO()
-        self.figure().savefig(buffer, format="png", dpi=PNG_DPI)
+        with _MATPLOTLIB:
+            self.figure().savefig(buffer, format="png", dpi=PNG_DPI)
         return buffer.getvalue()
 
     def _build(self):
