@@ -37,7 +37,6 @@ import dataclasses
 import os
 import queue
 import statistics
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -259,21 +258,20 @@ def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
 
 
 def default_cache_dir() -> Path:
-    """The tuner's own kernel cache folder (pruned), apart from the interactive one."""
-    return Path(tempfile.gettempdir()) / f"workbench-tune-kernels-{os.getuid()}"
+    """The tuner's own kernel cache folder (pruned), apart from the interactive one: under
+    the user's private cache folder (``kernel_cache.cache_root``), never a shared ``/tmp``
+    name another user could create first."""
+    from workbench.backends.kernel_cache import cache_root, private_dir
+
+    return private_dir(cache_root() / "tune-kernels")
 
 
 def prune_kernel_cache(directory: Path, max_entries: int) -> int:
-    """Keep the ``max_entries`` newest generated kernels (and their Numba cache files)."""
-    modules = sorted(directory.glob("workbench_kernel_*.py"), key=lambda p: p.stat().st_mtime)
-    removed = 0
-    for path in modules[: max(0, len(modules) - max_entries)]:
-        stem = path.stem
-        for cached in (directory / "__pycache__").glob(f"{stem}.*"):
-            cached.unlink(missing_ok=True)
-        path.unlink(missing_ok=True)
-        removed += 1
-    return removed
+    """Keep the ``max_entries`` most recently used generated kernels (and their Numba cache
+    files); see ``kernel_cache.prune_disk_cache``."""
+    from workbench.backends.kernel_cache import prune_disk_cache
+
+    return prune_disk_cache(directory, max_entries=max_entries)
 
 
 class LocalRunner:
