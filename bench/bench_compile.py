@@ -13,7 +13,7 @@ The steps (each a complete schedule, built from scratch):
 8. the best loop-only schedule of ``bench_matmul_cpu.py`` (4x64 tile, K split by 128).
 
 Every repeat builds every step with both kernel caches missed: the in-memory cache is
-cleared (``workbench.backends.numba_cpu.clear_memory_cache``) and ``WORKBENCH_CACHE_DIR``
+cleared (``workbench.backends.cpu.numba_cpu.clear_memory_cache``) and ``WORKBENCH_CACHE_DIR``
 points at a new empty directory, so Numba compiles and never loads from disk. A first,
 untimed parallel build pays Numba's one-time start-up (its threading layer, its
 parfors machinery), reported on its own. Time = the wall time of ``wb.build`` (lowering,
@@ -31,7 +31,7 @@ from benchlib import command_line, machine_lines, markdown_table, median, parser
 
 import workbench as wb
 from workbench import ops
-from workbench.backends.numba_cpu import clear_memory_cache
+from workbench.backends.cpu.numba_cpu import clear_memory_cache
 from workbench.ir import PrimFunc
 
 TARGET_S = 1.5  # the budget for a parallel matmul 512 build

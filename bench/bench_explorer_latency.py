@@ -30,7 +30,7 @@ from benchlib import command_line, machine_lines, markdown_table, median, parser
 
 import workbench as wb
 from workbench import ops
-from workbench.backends.numba_cpu import clear_memory_cache
+from workbench.backends.cpu.numba_cpu import clear_memory_cache
 from workbench.measure import MachinePeaks
 
 PEAKS = MachinePeaks(gflops=400.0, gbps=30.0)

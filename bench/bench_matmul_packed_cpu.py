@@ -48,7 +48,7 @@ from benchlib import (
 
 import workbench as wb
 from workbench import ops, recipes
-from workbench.backends.asm_loops import fma_loops
+from workbench.backends.cpu.asm_loops import fma_loops
 
 SEED = 0
 TARGET = 0.50

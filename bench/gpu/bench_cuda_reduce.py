@@ -37,8 +37,8 @@ import torch  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench import ops, recipes  # noqa: E402
-from workbench.backends import cuda_recipes  # noqa: E402
-from workbench.backends.cuda_launch import _DriverLaunch  # noqa: E402
+from workbench.backends.cuda import cuda_recipes  # noqa: E402
+from workbench.backends.cuda.cuda_launch import _DriverLaunch  # noqa: E402
 
 DEVICE = "cpu" if DRY else "cuda"
 RESULTS: list[dict] = []

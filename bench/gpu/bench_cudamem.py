@@ -33,7 +33,7 @@ from numba import cuda  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench import ops, recipes  # noqa: E402
-from workbench.backends import cuda_recipes as old_recipes  # noqa: E402
+from workbench.backends.cuda import cuda_recipes as old_recipes  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False

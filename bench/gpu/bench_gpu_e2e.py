@@ -86,7 +86,7 @@ def part_model(args, out: dict) -> None:
 
     import workbench as wb
     from tests.graph.graph_models import Block
-    from workbench.backends import cuda_device
+    from workbench.backends.cuda import cuda_device
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

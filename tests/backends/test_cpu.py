@@ -94,7 +94,7 @@ def test_row_max_and_imperfect_unrolled_split(rng):
 def test_fast_exp_accuracy():
     import numba
 
-    from workbench.backends.runtime import fast_exp_f32
+    from workbench.backends.cpu.runtime import fast_exp_f32
 
     @numba.njit(fastmath=True)
     def apply(x, y):

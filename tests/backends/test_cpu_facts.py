@@ -1,10 +1,10 @@
-"""The host's vector width as LLVM's vectorizers use it (``backends/cpu_facts.py``)."""
+"""The host's vector width as LLVM's vectorizers use it (``backends/cpu/cpu_facts.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from workbench.backends import cpu_facts
+from workbench.backends.cpu import cpu_facts
 
 
 @pytest.mark.parametrize(("features", "cpu", "bits"), [

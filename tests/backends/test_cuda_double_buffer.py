@@ -10,8 +10,8 @@ import pytest
 
 from workbench import ops
 from workbench.backends import build
-from workbench.backends.cuda_double_buffer import DoubleBufferError
-from workbench.backends.cuda_sync import SyncThreads
+from workbench.backends.cuda.cuda_double_buffer import DoubleBufferError
+from workbench.backends.cuda.cuda_sync import SyncThreads
 from workbench.ir import For, IfThenElse
 from workbench.ir.functor import collect
 

@@ -1,4 +1,4 @@
-"""The lean call path of CUDA kernels (workbench/backends/cuda_launch.py): a plan per shape
+"""The lean call path of CUDA kernels (workbench/backends/cuda/cuda_launch.py): a plan per shape
 signature after the first checked call; wrong arguments still raise the full path's errors."""
 
 import os
@@ -9,8 +9,8 @@ from numba import cuda
 
 from workbench import ops
 from workbench.backends import KernelArgumentError, build
-from workbench.backends import cuda_recipes as recipes
-from workbench.backends.cuda_launch import _contiguous_strides, _interface_pointer, signature
+from workbench.backends.cuda import cuda_recipes as recipes
+from workbench.backends.cuda.cuda_launch import _contiguous_strides, _interface_pointer, signature
 
 pytestmark = pytest.mark.cuda
 
@@ -88,7 +88,7 @@ def test_non_contiguous_arrays_never_take_the_lean_path():
 
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", reason="needs a real GPU")
 def test_driver_plan_on_a_real_gpu(rng):
-    from workbench.backends.cuda_launch import _DriverLaunch
+    from workbench.backends.cuda.cuda_launch import _DriverLaunch
 
     kernel, a, b = _kernel_and_args(rng)
     da, db, dc = cuda.to_device(a), cuda.to_device(b), cuda.to_device(np.zeros((8, 8), np.float32))

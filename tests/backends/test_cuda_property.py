@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from workbench import ops
 from workbench.backends import build
-from workbench.backends import cuda_recipes as recipes
+from workbench.backends.cuda import cuda_recipes as recipes
 from workbench.schedule import ScheduleError
 
 pytestmark = pytest.mark.cuda

@@ -1,4 +1,4 @@
-"""Cross-thread reductions on the ``cuda`` target (workbench/backends/cuda_reduction.py),
+"""Cross-thread reductions on the ``cuda`` target (workbench/backends/cuda/cuda_reduction.py),
 under Numba's CUDA simulator: a reduction loop bound to threadIdx.x becomes per-thread
 partials + a warp-shuffle allreduce (+ shared memory across warps). Numbers against numpy on
 random inputs; row lengths that are not multiples of the thread count (guards)."""
@@ -9,7 +9,7 @@ from numba import cuda  # the simulator swaps a module-level ``cuda`` (tests/con
 
 from workbench import ops
 from workbench.backends import build
-from workbench.backends.cuda_reduction import CrossThreadReductionError
+from workbench.backends.cuda.cuda_reduction import CrossThreadReductionError
 from workbench.schedule import Schedule
 
 pytestmark = pytest.mark.cuda
@@ -136,7 +136,7 @@ def test_reduction_on_threadidx_y_is_refused_at_build():
 
 def test_simulator_shuffles_follow_the_hardware(rng):
     """The simulator fallback (cuda_shuffle): xor, down (own value past the end), broadcast."""
-    from workbench.backends.cuda_shuffle import install_simulator_shuffles
+    from workbench.backends.cuda.cuda_shuffle import install_simulator_shuffles
 
     install_simulator_shuffles()
 

@@ -7,8 +7,8 @@ import pytest
 
 from workbench import ops
 from workbench.backends import build
-from workbench.backends import cuda_recipes as recipes
-from workbench.backends.cuda_sync import SyncThreads
+from workbench.backends.cuda import cuda_recipes as recipes
+from workbench.backends.cuda.cuda_sync import SyncThreads
 from workbench.ir.functor import collect
 
 pytestmark = pytest.mark.cuda

@@ -7,7 +7,7 @@ import pytest
 
 from workbench import T, ops
 from workbench.backends import build
-from workbench.backends.cuda_vector import (
+from workbench.backends.cuda.cuda_vector import (
     CodeComment,
     WideLoad,
     WideStore,
@@ -69,7 +69,7 @@ def test_elementwise_chain_wide_loads_and_stores(rng):
     args.append(np.full((4, 32), np.nan, np.float32))
     kernel = _run(_rows_v4(func, threads=4), args)
     src = kernel.source
-    assert "from workbench.backends.cuda_vector_ops import SHARED_ALIGN, load4, store4" in src
+    assert "from workbench.backends.cuda.cuda_vector_ops import SHARED_ALIGN, load4, store4" in src
     assert src.count("= load4(") == 3 and src.count("store4(T_gelu, ") == 1
     assert "load4(A, (i2, j2_0 * 16 + j2_1 * 4))" in src
     assert len(collect(kernel.device_func.body, lambda n: isinstance(n, WideLoad))) == 3

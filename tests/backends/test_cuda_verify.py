@@ -4,18 +4,18 @@ import pytest
 
 from workbench import ops
 from workbench.backends import build
-from workbench.backends import cuda_recipes as recipes
-from workbench.backends.cuda_sync import SyncThreads
-from workbench.backends.cuda_verify import (
+from workbench.backends.common.lower import lower
+from workbench.backends.common.target import CUDA_FACTS, Target
+from workbench.backends.cuda import cuda_recipes as recipes
+from workbench.backends.cuda.cuda_sync import SyncThreads
+from workbench.backends.cuda.cuda_verify import (
     GpuPerformanceWarning,
     ParallelOnGpuError,
     SharedMemoryExceededError,
     UnboundKernelError,
     verify_gpu,
 )
-from workbench.backends.lower import lower
-from workbench.backends.numba_cuda import generate_cuda_source, prepare, split_kernels
-from workbench.backends.target import CUDA_FACTS, Target
+from workbench.backends.cuda.numba_cuda import generate_cuda_source, prepare, split_kernels
 from workbench.ir.functor import collect
 from workbench.schedule import (
     Schedule,
@@ -97,7 +97,7 @@ def test_shared_stage_across_kernels_is_refused_naming_the_blocks():
     """A shared cache stage left at the root: its copy is one kernel and the matmul another,
     and shared memory dies between them. The check reads the stage's writers and readers from
     the dependence analysis (``BlockScope``) before lowering; nothing is built."""
-    from workbench.backends.cuda_verify import ScopeAcrossKernelsError
+    from workbench.backends.cuda.cuda_verify import ScopeAcrossKernelsError
 
     sch = Schedule(ops.matmul(8, 8, 8))
     c = sch.get_block("C")

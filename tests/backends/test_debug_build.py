@@ -5,7 +5,7 @@ import pytest
 
 import workbench as wb
 from workbench.backends import KernelBoundsError
-from workbench.backends.bounds_checks import add_bounds_checks
+from workbench.backends.common.bounds_checks import add_bounds_checks
 
 GATHER = '''
 @T.prim_func

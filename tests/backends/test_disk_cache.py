@@ -52,7 +52,7 @@ def test_clear_memory_cache_forces_a_fresh_compile(tmp_path, monkeypatch):
     sys.path.insert(0, str(TESTS))
     import ir_examples
     from workbench.backends import build
-    from workbench.backends.numba_cpu import clear_memory_cache
+    from workbench.backends.cpu.numba_cpu import clear_memory_cache
 
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "first"))
     func = ir_examples.add_relu(16)

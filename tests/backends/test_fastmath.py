@@ -5,7 +5,7 @@ import re
 import numpy as np
 
 import workbench as wb
-from workbench.backends import runtime
+from workbench.backends.cpu import runtime
 from workbench.ops.softmax_online import online_softmax_lanes
 
 

@@ -6,7 +6,7 @@ import pytest
 import workbench as wb
 from workbench import T, ops
 from workbench.backends import build, lower
-from workbench.backends.numpy_ref import ReferenceProgram
+from workbench.backends.numpy.numpy_ref import ReferenceProgram
 
 
 def _run(func, inputs, target, **options):

@@ -17,7 +17,7 @@ import pytest
 
 import ir_examples
 from workbench.backends import build, numba_cpu
-from workbench.backends.kernel_cache import (
+from workbench.backends.common.kernel_cache import (
     CacheFolderError,
     kernel_cache_dir,
     private_dir,

@@ -5,9 +5,9 @@ import scheduled_examples as se
 
 import ir_examples
 from workbench.backends import lower
-from workbench.backends.allocation import TOP, allocation_sites
-from workbench.backends.lower import init_condition, is_opaque_block
-from workbench.backends.unroll import unroll_small_loops
+from workbench.backends.common.allocation import TOP, allocation_sites
+from workbench.backends.common.lower import init_condition, is_opaque_block
+from workbench.backends.cpu.unroll import unroll_small_loops
 from workbench.ir import (
     EQ,
     LT,

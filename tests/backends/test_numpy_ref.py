@@ -8,7 +8,7 @@ import scheduled_examples as se
 
 import ir_examples
 from workbench.backends import build
-from workbench.backends.numpy_ref import ReferenceProgram
+from workbench.backends.numpy.numpy_ref import ReferenceProgram
 from workbench.ir import (
     TRUE,
     Block,

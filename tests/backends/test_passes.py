@@ -4,8 +4,8 @@ import scheduled_examples as se
 
 import ir_examples
 from workbench.backends import lower, lower_to_numba_source
-from workbench.backends.unsigned import use_unsigned_indices
-from workbench.backends.unswitch import unswitch_innermost_loops
+from workbench.backends.common.unsigned import use_unsigned_indices
+from workbench.backends.cpu.unswitch import unswitch_innermost_loops
 from workbench.ir import (
     EQ,
     TRUE,

@@ -1,4 +1,4 @@
-"""Accumulator promotion and first-iteration peeling (``workbench.backends.promote``)."""
+"""Accumulator promotion and first-iteration peeling (``workbench.backends.cpu.promote``)."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,8 @@ import scheduled_examples as se
 
 import ir_examples
 from workbench.backends import build, lower, lower_to_numba_source
-from workbench.backends.codegen_python import _names_in
-from workbench.backends.promote import promote_accumulators
+from workbench.backends.common.codegen_python import _names_in
+from workbench.backends.cpu.promote import promote_accumulators
 from workbench.ir import ForKind
 from workbench.ops.linalg import matmul
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from workbench.backends import build, codegen_python, lower_to_numba_source
-from workbench.backends.asm_loops import fma_loops
-from workbench.backends.cpu_facts import vector_lanes
-from workbench.backends.runtime import stack_allocator
+from workbench.backends.cpu.asm_loops import fma_loops
+from workbench.backends.cpu.cpu_facts import vector_lanes
+from workbench.backends.cpu.runtime import stack_allocator
 from workbench.ops.linalg import matmul
 from workbench.schedule import Schedule
 

@@ -7,12 +7,12 @@ import pytest
 import workbench as wb
 from workbench import ops
 from workbench.backends import build
-from workbench.backends.allocation import Allocate, place_allocations, workspace_buffers
-from workbench.backends.codegen_python import CpuPrinter, PythonPrinter, generate_source
-from workbench.backends.kernel_cache import LRUCache
-from workbench.backends.lower import lower
-from workbench.backends.numba_cpu_kernel import CpuKernel
-from workbench.backends.target import Target, TargetKind, register_target
+from workbench.backends.common.allocation import Allocate, place_allocations, workspace_buffers
+from workbench.backends.common.codegen_python import CpuPrinter, PythonPrinter, generate_source
+from workbench.backends.common.kernel_cache import LRUCache
+from workbench.backends.common.lower import lower
+from workbench.backends.common.target import Target, TargetKind, register_target
+from workbench.backends.cpu.numba_cpu_kernel import CpuKernel
 from workbench.ir.functor import collect
 
 

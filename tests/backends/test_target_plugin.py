@@ -11,7 +11,7 @@ import pytest
 import workbench as wb
 from tests.targets.cpu_serial import NAME
 from workbench import ops, recipes
-from workbench.backends.target import Target, resolve_target, target_names
+from workbench.backends.common.target import Target, resolve_target, target_names
 from workbench.tune.artifact import export_artifact, load_artifact
 
 

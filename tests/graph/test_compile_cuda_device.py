@@ -18,8 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
-from workbench.backends import cuda_device  # noqa: E402
-from workbench.backends.numba_cuda import simulator_enabled  # noqa: E402
+from workbench.backends.cuda import cuda_device  # noqa: E402
+from workbench.backends.cuda.numba_cuda import simulator_enabled  # noqa: E402
 
 pytestmark = pytest.mark.cuda
 

@@ -225,7 +225,7 @@ def test_real_measurement_is_plausible(tmp_path):
 
 
 def test_cpu_facts_lanes_are_the_backends_vector_width():
-    from workbench.backends.cpu_facts import vector_bits_of, vector_lanes
+    from workbench.backends.cpu.cpu_facts import vector_bits_of, vector_lanes
 
     for flags, lanes in (("fpu sse2 avx512f fma", 16), ("fpu sse2 avx", 8),
                          ("fp asimd", 4), ("fpu sse2", 4), ("fpu", 1)):

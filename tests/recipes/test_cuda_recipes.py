@@ -6,7 +6,7 @@ import pytest
 
 from workbench import ops, recipes
 from workbench.backends import build
-from workbench.backends.cuda_sync import SyncThreads
+from workbench.backends.cuda.cuda_sync import SyncThreads
 from workbench.ir.functor import collect
 
 pytestmark = pytest.mark.cuda

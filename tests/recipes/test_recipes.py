@@ -6,7 +6,7 @@ import pytest
 
 import workbench as wb
 from workbench import ops, recipes
-from workbench.backends.cpu_facts import (
+from workbench.backends.cpu.cpu_facts import (
     cache_line_bytes,
     reduction_lanes,
     vector_bits,
@@ -115,8 +115,8 @@ def narrow_and_wide_targets(monkeypatch):
     (AVX-512) vectors, both with 64-byte cache lines."""
     import dataclasses
 
-    from workbench.backends import target as target_module
-    from workbench.backends.target import CPU_FACTS, get_target_kind
+    from workbench.backends.common import target as target_module
+    from workbench.backends.common.target import CPU_FACTS, get_target_kind
 
     cpu = get_target_kind("cpu")
     for name, vector_bytes in (("cpu_sse_test", 16), ("cpu_avx512_test", 64)):

@@ -8,7 +8,7 @@ import pytest
 
 import workbench as wb
 from workbench import ops, recipes
-from workbench.backends.cpu_facts import reduction_lanes
+from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.ir import ForKind
 from workbench.ir.analysis import find_blocks
 from workbench.ir.functor import collect

@@ -70,7 +70,7 @@ def test_every_schedule_error_is_declared_with_the_template():
     """Issue 7: the schedule package's and the CUDA verifier's error classes all use the
     template (no hand-written ``__init__`` beyond the base class and ``NothingToUndoError``'s
     fixed primitive)."""
-    import workbench.backends.cuda_verify as cuda_verify
+    import workbench.backends.cuda.cuda_verify as cuda_verify
     import workbench.schedule as schedule
     from workbench.schedule.errors import NothingToUndoError, _template_init
 

@@ -109,7 +109,7 @@ def test_bind_not_cross_thread_reduction():
 def test_bind_cross_thread_reduction():
     """test_tir_schedule_for_kind.py::test_bind_cross_thread_reduction: as TVM, a reduction
     loop of a reduction block may be bound to threadIdx (the cuda target lowers it to a
-    warp-shuffle allreduce, workbench/backends/cuda_reduction.py)."""
+    warp-shuffle allreduce, workbench/backends/cuda/cuda_reduction.py)."""
     sch = Schedule(rowsum)
     _, k = sch.get_loops(sch.get_block("B"))
     sch.bind(k, "threadIdx.x")

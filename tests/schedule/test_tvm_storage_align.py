@@ -7,8 +7,8 @@ import pytest
 from schedule_checks import assert_computes_same, make_golden, raises_unchanged
 
 from workbench import T
-from workbench.backends.lower import lower
-from workbench.backends.storage_align import aligned_strides
+from workbench.backends.common.lower import lower
+from workbench.backends.common.storage_align import aligned_strides
 from workbench.ir import Buffer
 from workbench.schedule import (
     BufferIndexError,

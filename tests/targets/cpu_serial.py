@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from workbench.backends.target import Target, get_target_kind, register_target
+from workbench.backends.common.target import Target, get_target_kind, register_target
 from workbench.ir import PrimFunc
 from workbench.ir.functor import IRMapper
 from workbench.ir.stmt import ForKind

@@ -19,7 +19,7 @@ import pytest
 
 import workbench as wb
 from workbench import ops
-from workbench.backends.arguments import KernelArgumentAliasError, KernelArgumentError
+from workbench.backends.common.arguments import KernelArgumentAliasError, KernelArgumentError
 from workbench.recipes.matmul import packed_cpu
 from workbench.tune.artifact import export_artifact, load_artifact
 from workbench.tune.runner import random_arguments

@@ -12,9 +12,9 @@ import random
 import pytest
 
 from workbench import ops
-from workbench.backends.lower import lower
-from workbench.backends.numba_cuda import prepare
-from workbench.backends.target import Target
+from workbench.backends.common.lower import lower
+from workbench.backends.common.target import Target
+from workbench.backends.cuda.numba_cuda import prepare
 from workbench.tune.space_generated import GeneratedSpace
 from workbench.tune.strategies.evolutionary import EvolutionarySearch
 

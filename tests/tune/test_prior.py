@@ -12,7 +12,7 @@ import pytest
 import workbench as wb
 from workbench import ops
 from workbench.backends import lower
-from workbench.backends.cpu_facts import vector_lanes
+from workbench.backends.cpu.cpu_facts import vector_lanes
 from workbench.tune.cost_model import CostModel
 from workbench.tune.features import (
     IR_FEATURES,

@@ -222,7 +222,7 @@ def test_cuda_too_many_threads_is_a_schedule_error():
 ])
 def test_cuda_candidates_compute_the_reference_in_the_simulator(make):
     pytest.importorskip("numba.cuda")
-    from workbench.backends.numba_cuda import simulator_enabled
+    from workbench.backends.cuda.numba_cuda import simulator_enabled
 
     if not simulator_enabled():
         pytest.skip("CUDA tests run in the simulator (NUMBA_ENABLE_CUDASIM=1)")
@@ -237,7 +237,7 @@ def test_cuda_candidates_compute_the_reference_in_the_simulator(make):
 
 
 def test_cuda_mutation_replays_in_the_simulator():
-    from workbench.backends.numba_cuda import simulator_enabled
+    from workbench.backends.cuda.numba_cuda import simulator_enabled
 
     if not simulator_enabled():
         pytest.skip("CUDA tests run in the simulator (NUMBA_ENABLE_CUDASIM=1)")

@@ -13,7 +13,7 @@ import pytest
 import workbench as wb
 from workbench import ops
 from workbench.backends import lower
-from workbench.backends.cpu_facts import vector_lanes
+from workbench.backends.cpu.cpu_facts import vector_lanes
 from workbench.tune.features import nest_facts
 from workbench.tune.rules_common import tiles
 from workbench.tune.rules_cpu import JOBS_PER_CORE, VECTOR_BIAS, _vector_min, host_cores
@@ -118,7 +118,7 @@ def test_a_short_tuning_run_of_conv2d_finds_a_correct_vectorized_kernel(tmp_path
 
 
 def test_row_reductions_rfactor_into_a_cache_line_of_partials():
-    from workbench.backends.cpu_facts import reduction_lanes
+    from workbench.backends.cpu.cpu_facts import reduction_lanes
 
     space = GeneratedSpace(ops.softmax(4, 64))
     config = dict(space.default_config(), **{"rfactor:T_softmax_maxelem": 1,

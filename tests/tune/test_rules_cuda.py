@@ -26,7 +26,7 @@ STAGING = ["shared:C", "vector:C", "double_buffer:C", "fragment:C", "unroll:C", 
 @pytest.fixture(autouse=True)
 def _simulator():
     pytest.importorskip("numba.cuda")
-    from workbench.backends.numba_cuda import simulator_enabled
+    from workbench.backends.cuda.numba_cuda import simulator_enabled
 
     if not simulator_enabled():
         pytest.skip("CUDA tests run in the simulator (NUMBA_ENABLE_CUDASIM=1)")
@@ -87,8 +87,8 @@ def test_the_default_at_4096_is_the_register_blocked_recipe_structure():
     config = space.default_config()
     assert config["tile:C:i"] == [32, 16, 8] and config["tile:C:j"] == [32, 16, 8]
     assert config["tile:C:k"] == [512, 8]
-    from workbench.backends.lower import lower
-    from workbench.backends.numba_cuda import generate_cuda_source
+    from workbench.backends.common.lower import lower
+    from workbench.backends.cuda.numba_cuda import generate_cuda_source
 
     src = generate_cuda_source(lower(space.schedule(config).mod))
     assert "A_shared = cuda.shared.array((2, 8, 128)" in src

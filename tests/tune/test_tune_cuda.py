@@ -19,7 +19,7 @@ pytestmark = pytest.mark.cuda
 @pytest.fixture(autouse=True)
 def _simulator():
     pytest.importorskip("numba.cuda")
-    from workbench.backends.numba_cuda import simulator_enabled
+    from workbench.backends.cuda.numba_cuda import simulator_enabled
 
     if not simulator_enabled():
         pytest.skip("these run under the simulator (NUMBA_ENABLE_CUDASIM=1)")

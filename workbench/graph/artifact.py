@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.backends.target import artifact_target
+from workbench.backends.common.target import artifact_target
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.integrity import ArtifactIntegrityError, verify_folder, write_manifest
 

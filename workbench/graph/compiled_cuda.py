@@ -13,7 +13,7 @@ copies:
   arena (the arena is reused by the next call);
 * **host inputs** (numpy arrays, CPU tensors) are copied into device input buffers, and
   the output comes back as a numpy array: the only host copies, counted in
-  ``workbench.backends.cuda_device.COPIES``.
+  ``workbench.backends.cuda.cuda_device.COPIES``.
 
 Streams: the kernels run on the caller's stream (torch's current stream when torch has
 initialised CUDA, else the default stream), so a torch program needs no synchronisation
@@ -22,7 +22,7 @@ around the call.
 Launch paths (``mode``): the first call runs every kernel through ``CudaKernel`` (Numba
 compiles each kernel then); after it, ``"graph"`` (the default off the simulator's
 defaults) replays the whole kernel sequence as one CUDA graph, captured once per input
-address (``workbench.backends.cuda_graph``); ``"lean"`` launches each kernel with its
+address (``workbench.backends.cuda.cuda_graph``); ``"lean"`` launches each kernel with its
 arguments packed once (one driver call per kernel); ``"kernels"`` keeps calling the
 ``CudaKernel`` objects (checks and Numba's dispatch every time; for comparison).
 """
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.backends.cuda_device import (
+from workbench.backends.cuda.cuda_device import (
     caller_stream_handle,
     device_empty,
     is_device_array,
@@ -161,8 +161,8 @@ class DeviceRuntime:
 
     def _make_sequence(self, named: dict):
         """The launches of every kernel with packed arguments, and where inputs go."""
-        from workbench.backends.cuda_graph import LaunchSequence, PackedLaunch, SimulatedLaunch
-        from workbench.backends.numba_cuda import simulator_enabled
+        from workbench.backends.cuda.cuda_graph import LaunchSequence, PackedLaunch, SimulatedLaunch
+        from workbench.backends.cuda.numba_cuda import simulator_enabled
 
         simulated = simulator_enabled()
         make = SimulatedLaunch if simulated else PackedLaunch

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.backends.target import resolve_target
+from workbench.backends.common.target import resolve_target
 from workbench.graph.errors import GraphError
 from workbench.graph.ir import Graph
 from workbench.graph.lower import LoweredKernel, lower_graph

@@ -1,7 +1,7 @@
 """Default schedules by rule, per target, for the kernels of a lowered graph.
 
 ``default_schedule(func, target)`` asks the target's kind (its ``graph_schedule`` hook,
-``workbench.backends.target``):
+``workbench.backends.common.target``):
 
 - ``cuda``: thread binding rules (``workbench.graph.schedules_cuda.cuda_schedule``);
 - ``cpu``: a kernel whose head is a library operator with a recipe (packed matmul,
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 
-from workbench.backends.target import resolve_target
+from workbench.backends.common.target import resolve_target
 from workbench.ir.analysis import find_blocks
 from workbench.ir.stmt import IterKind
 from workbench.schedule import Schedule, ScheduleError

@@ -14,7 +14,7 @@ its own nest; nothing is moved with ``compute_at``, so intermediates are global 
 The elementwise epilogue ``out`` of a group is first inlined into a purely spatial head
 (``reverse_compute_inline``), saving a launch; after a reduction it stays a launch of its
 own. This is the simple, always-legal baseline (no shared memory, no register tiles): the
-recipes of ``workbench.backends.cuda_recipes`` are the tuned forms for single operators.
+recipes of ``workbench.backends.cuda.cuda_recipes`` are the tuned forms for single operators.
 
 Example
 -------

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from workbench.backends.cpu_facts import cache_line_bytes, reduction_lanes, vector_lanes
+from workbench.backends.cpu.cpu_facts import cache_line_bytes, reduction_lanes, vector_lanes
 from workbench.ir.analysis import find_blocks
 from workbench.schedule import Schedule, ScheduleError
 

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.backends.cpu_facts import vector_bits_of, vector_lanes
+from workbench.backends.cpu.cpu_facts import vector_bits_of, vector_lanes
 from workbench.measure.rotation import llc_bytes
 
 STREAM_BYTES_PER_ELEMENT = 24  # triad: read b, read c, write a (float64)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench import T
-from workbench.backends.cpu_facts import reduction_lanes
+from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.ir.function import PrimFunc
 
 LOWEST_FLOAT32 = float(np.finfo(np.float32).min)
@@ -88,7 +88,7 @@ def online_softmax_lanes(M: int = 32, N: int = 64, lanes: int | None = None,
         Rows and row length; ``N`` must be a multiple of ``lanes``.
     lanes : int, optional
         Independent online reductions per row; default
-        ``workbench.backends.cpu_facts.reduction_lanes(dtype)`` (a vector register, at least
+        ``workbench.backends.cpu.cpu_facts.reduction_lanes(dtype)`` (a vector register, at least
         a cache line).
     dtype : str
         Element type.

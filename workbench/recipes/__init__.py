@@ -4,7 +4,7 @@ The operator library (``workbench.ops``) says *what* is computed; a recipe says 
 one target: ``recipes.matmul.packed_cpu(func)`` packs B into panels and keeps a register
 tile, ``recipes.softmax.fused_cpu(func)`` fuses the three softmax passes into one. The
 notebooks, the benches and the tuner's hand baselines import them from here. Vector loops
-and register tiles are sized from the machine (``workbench.backends.cpu_facts``).
+and register tiles are sized from the machine (``workbench.backends.cpu.cpu_facts``).
 
 Example
 -------

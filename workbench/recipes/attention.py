@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from workbench.backends.cpu_facts import reduction_lanes
+from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
 from workbench.ir.expr import BufferLoad

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.backends.cpu_facts import target_vector_lanes
-from workbench.backends.target import Target
+from workbench.backends.common.target import Target
+from workbench.backends.cpu.cpu_facts import target_vector_lanes
 from workbench.ir import PrimFunc
 from workbench.recipes.registry import register
 from workbench.recipes.softmax import fuse_rows, vectorize_row_reduction

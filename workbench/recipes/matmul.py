@@ -9,8 +9,8 @@ register tile ``ti x tj`` then fills 16 registers. Every recipe takes ``target=`
 
 from __future__ import annotations
 
-from workbench.backends.cpu_facts import target_vector_lanes
-from workbench.backends.target import Target
+from workbench.backends.common.target import Target
+from workbench.backends.cpu.cpu_facts import target_vector_lanes
 from workbench.ir import PrimFunc
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule

@@ -4,7 +4,7 @@ A recipe is a function ``recipe(func, **options) -> Schedule`` that schedules on
 of the library (``ops.matmul(...)``, ``ops.softmax(...)``...) for one target. Recipes are
 the baselines the notebooks, the benches and the tuner compare against. They take
 ``target=`` (a ``Target`` or its name, default ``"cpu"``, the host) and read its vector
-width from ``target.device`` (``workbench.backends.cpu_facts.target_vector_lanes``)
+width from ``target.device`` (``workbench.backends.cpu.cpu_facts.target_vector_lanes``)
 instead of hard-coding it.
 """
 
@@ -59,7 +59,7 @@ def get(op: str, name: str, target="cpu") -> Recipe:
     >>> from workbench import ops, recipes
     >>> sch = recipes.get("matmul", "packed", "cpu")(ops.matmul(64, 64, 64))
     """
-    from workbench.backends.target import resolve_target, target_names
+    from workbench.backends.common.target import resolve_target, target_names
 
     if isinstance(target, str) and target not in target_names():
         target_key = target  # not a target: reported as an unknown recipe below

@@ -10,7 +10,7 @@ max, sum of exp, normalise; ``ops.layernorm``: sum, sum of squared deviations, n
 * every reduction is computed at ``i`` (``compute_at``), its reduce loop split the same way
   with the inner part bound to ``threadIdx.x``: a cross-thread reduction, lowered by the
   ``cuda`` target to per-thread partials and a warp-shuffle allreduce
-  (``workbench.backends.cuda_reduction``); its result is ``local`` (every thread holds it);
+  (``workbench.backends.cuda.cuda_reduction``); its result is ``local`` (every thread holds it);
 * ``stage="shared"`` also copies the row into shared memory once (``cache_read`` at ``i``,
   the copy loop split and bound to the same threads): the three passes then read the input
   from global memory once instead of three times (``N * 4`` bytes of shared memory per
@@ -73,14 +73,14 @@ def rfactor_shuffle(func: PrimFunc, threads: int = 512) -> Schedule:
     buffer) leaves the final combine as a loop over the ``threads`` partials that every
     thread runs alone. Binding that loop to ``threadIdx.x`` makes it a cross-thread
     reduction: each thread takes one partial and the ``cuda`` target combines them with
-    ``shfl_xor_sync`` butterflies (``workbench.backends.cuda_reduction``).
+    ``shfl_xor_sync`` butterflies (``workbench.backends.cuda.cuda_reduction``).
 
     Example
     -------
     >>> from workbench import ops
     >>> sch = rfactor_shuffle(ops.softmax(4, 100), threads=32)
     """
-    from workbench.backends.cuda_recipes import row_reduction_rfactor
+    from workbench.backends.cuda.cuda_recipes import row_reduction_rfactor
 
     sch = row_reduction_rfactor(func, threads=threads)
     names = [sch.get(b).name for b in sch.get_child_blocks(sch.get_block("root"))]

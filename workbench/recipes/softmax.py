@@ -13,8 +13,8 @@ dtype)`` (one vector register and at least one cache line of partials of the tar
 
 from __future__ import annotations
 
-from workbench.backends.cpu_facts import target_reduction_lanes
-from workbench.backends.target import Target
+from workbench.backends.common.target import Target
+from workbench.backends.cpu.cpu_facts import target_reduction_lanes
 from workbench.ir import Block, PrimFunc
 from workbench.ir.analysis import find_blocks
 from workbench.recipes.registry import register

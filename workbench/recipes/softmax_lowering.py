@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.backends.cpu_facts import target_reduction_lanes
-from workbench.backends.target import Target
+from workbench.backends.common.target import Target
+from workbench.backends.cpu.cpu_facts import target_reduction_lanes
 from workbench.ir.function import PrimFunc
 from workbench.ops.nn import softmax as ops_softmax
 from workbench.ops.softmax_online import online_softmax, online_softmax_lanes

@@ -3,7 +3,7 @@
 TVM lets ``bind(k, "threadIdx.x")`` bind a loop that carries a reduction variable when the
 blocks under it are reduction blocks: the CUDA backend then lowers the block to a
 cross-thread allreduce (TVM's ``LowerCrossThreadReduction``; here
-``workbench.backends.cuda_reduction``): each thread reduces its own slice into a register,
+``workbench.backends.cuda.cuda_reduction``): each thread reduces its own slice into a register,
 the threads combine their partials with warp shuffles (and shared memory across warps),
 and every thread gets the result. On the CPU targets the bound loop stays a serial loop.
 

@@ -37,7 +37,7 @@ the rendered IR when the caller passes no ``node``::
     raise NotAConsumerError("cache_read", block_node, buffer, func)   # err.buffer == "A"
 
 Every error class of the schedule package and of the CUDA verifier
-(``workbench.backends.cuda_verify``) is declared this way. A class that defines its own
+(``workbench.backends.cuda.cuda_verify``) is declared this way. A class that defines its own
 ``__init__`` calling ``super().__init__(primitive, name, message, detail=...,
 suggestion=..., func=..., node=...)`` still works.
 

@@ -3,7 +3,7 @@
 The primitive only records the request, as TVM does, in the annotation
 ``buffer_dim_align`` of the block that writes the buffer: a tuple of
 ``(buffer_index, axis, factor, offset)`` tuples. The backends honour it when they
-allocate the buffer (``workbench.backends.storage_align``): the stride of ``axis`` is
+allocate the buffer (``workbench.backends.common.storage_align``): the stride of ``axis`` is
 padded up to ``k * factor + offset`` and the buffer is stored flat with those strides.
 The result does not change; only the addresses do (to avoid bank conflicts on GPUs, or
 cache-set conflicts on CPUs).

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from workbench.backends.target import resolve_target
+from workbench.backends.common.target import resolve_target
 from workbench.tune.database import (
     Database,
     Record,

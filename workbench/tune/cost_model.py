@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from workbench.backends.target import resolve_target
+from workbench.backends.common.target import resolve_target
 from workbench.tune.database import config_key
 from workbench.tune.features import IR_FEATURES, candidate_features
 

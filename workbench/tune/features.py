@@ -3,7 +3,7 @@
 ``config_features(space, config)``: each knob's value as numbers (a split's factors as
 log2, a categorical knob's index).
 
-``ir_features(func)`` of the lowered scheduled function (``workbench.backends.lower``):
+``ir_features(func)`` of the lowered scheduled function (``workbench.backends.common.lower``):
 
 * loop structure: number of loops, nest depth, log2 of the innermost loop's extent;
 * parallelism: log2 of the extent of the outermost parallel loop, number of parallel loops;

@@ -19,8 +19,8 @@ from workbench.tune.isolation import CandidateError
 def measure_on_device(call, task, args: list[np.ndarray], expected: dict) -> list[float]:
     """Check ``call`` (a built kernel, perhaps wrapped by the task's hook) against
     ``expected`` and time it with events; seconds per call, ``task.repeats`` of them."""
-    from workbench.backends.cuda_device import EventTimer, to_device, to_host
-    from workbench.backends.numba_cuda import clear_memory_cache
+    from workbench.backends.cuda.cuda_device import EventTimer, to_device, to_host
+    from workbench.backends.cuda.numba_cuda import clear_memory_cache
 
     host = [a.copy() for a in args]
     for index in expected:

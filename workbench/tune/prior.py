@@ -77,7 +77,7 @@ class CpuModel:
 
 @lru_cache(maxsize=8)
 def _host_model(dtype: str) -> CpuModel:
-    from workbench.backends.cpu_facts import _cpuinfo_flags, _llvm_features, vector_lanes
+    from workbench.backends.cpu.cpu_facts import _cpuinfo_flags, _llvm_features, vector_lanes
     from workbench.tune.features import cache_sizes
 
     flags = _llvm_features() or _cpuinfo_flags()

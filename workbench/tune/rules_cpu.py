@@ -52,7 +52,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from workbench.backends.cpu_facts import reduction_lanes
+from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.schedule import Schedule
 from workbench.tune.rules_common import (
     Decisions,
@@ -319,6 +319,6 @@ def _annotate(sch: Schedule, plan: _Plan) -> None:
 def cpu_rules(sch: Schedule, d: Decisions, target) -> None:
     """The ``cpu`` kind's ``tuning_rules``: ``apply_cpu`` with ``target``'s vector lanes for
     the output's dtype."""
-    from workbench.backends.cpu_facts import target_vector_lanes
+    from workbench.backends.cpu.cpu_facts import target_vector_lanes
 
     apply_cpu(sch, d, target_vector_lanes(target, sch.mod.params[-1].dtype))

@@ -113,7 +113,7 @@ def _schedule_of(task: Task, trace_json: str):
 def build_candidate(task: Task, trace_json: str) -> dict:
     """Replay, lower and compile one candidate into the disk kernel cache (build worker)."""
     from workbench.backends import build
-    from workbench.backends.numba_cpu import clear_memory_cache
+    from workbench.backends.cpu.numba_cpu import clear_memory_cache
     from workbench.schedule import ScheduleError
 
     start = time.perf_counter()
@@ -177,7 +177,7 @@ def _warm_build(task: Task) -> None:
     failure here is no candidate's: on ``cuda`` an unscheduled function binds no thread
     (``UnboundKernelError``), and every candidate must still be built and measured."""
     from workbench.backends import build
-    from workbench.backends.numba_cpu import clear_memory_cache
+    from workbench.backends.cpu.numba_cpu import clear_memory_cache
 
     try:
         build(_schedule_of(task, task.warm_trace or "[]"), target=task.target, **task.options)
@@ -207,7 +207,7 @@ def ready() -> bool:
 def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
     """Load, check against the reference, and time one candidate (measure worker)."""
     from workbench.backends import build
-    from workbench.backends.numba_cpu import clear_memory_cache
+    from workbench.backends.cpu.numba_cpu import clear_memory_cache
 
     args, expected = _reference(task)
     try:
@@ -262,7 +262,7 @@ def default_cache_dir() -> Path:
     """The tuner's own kernel cache folder (pruned), apart from the interactive one: under
     the user's private cache folder (``kernel_cache.cache_root``), never a shared ``/tmp``
     name another user could create first."""
-    from workbench.backends.kernel_cache import cache_root, private_dir
+    from workbench.backends.common.kernel_cache import cache_root, private_dir
 
     return private_dir(cache_root() / "tune-kernels")
 
@@ -270,7 +270,7 @@ def default_cache_dir() -> Path:
 def prune_kernel_cache(directory: Path, max_entries: int) -> int:
     """Keep the ``max_entries`` most recently used generated kernels (and their Numba cache
     files); see ``kernel_cache.prune_disk_cache``."""
-    from workbench.backends.kernel_cache import prune_disk_cache
+    from workbench.backends.common.kernel_cache import prune_disk_cache
 
     return prune_disk_cache(directory, max_entries=max_entries)
 

@@ -30,7 +30,7 @@ reductions (rfactor) on ``cuda``.
 
 from __future__ import annotations
 
-from workbench.backends.target import resolve_target
+from workbench.backends.common.target import resolve_target
 from workbench.schedule import Schedule, Trace
 from workbench.schedule.sampling import with_decision
 from workbench.tune.database import _jsonable

@@ -139,7 +139,7 @@ def schedule_warnings(obj, target="cpu", *, loop=None, caches: dict | None = Non
     -------
     list of str
     """
-    from workbench.backends.target import resolve_target
+    from workbench.backends.common.target import resolve_target
 
     resolved = resolve_target(target, "schedule_warnings")
     advice = resolved.hook("warnings")

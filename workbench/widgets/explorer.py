@@ -79,7 +79,7 @@ class Explorer:
         budget_s: float = 0.3,
         debounce_s: float = 0.2,
     ):
-        from workbench.backends.build import TARGETS
+        from workbench.backends.common.build import TARGETS
 
         if isinstance(func_or_schedule, PrimFunc):
             schedule = Schedule(func_or_schedule)
@@ -628,7 +628,7 @@ class Explorer:
 
 
 def _cuda_simulated() -> bool:
-    from workbench.backends.numba_cuda import simulator_enabled
+    from workbench.backends.cuda.numba_cuda import simulator_enabled
 
     return simulator_enabled()
 

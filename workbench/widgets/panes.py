@@ -69,7 +69,7 @@ def cuda_source(func: PrimFunc) -> str:
     axis); the explorer shows it rendered in the code pane.
     """
     from workbench.backends import lower
-    from workbench.backends.numba_cuda import generate_cuda_source
+    from workbench.backends.cuda.numba_cuda import generate_cuda_source
 
     return generate_cuda_source(lower(func))
 
@@ -86,7 +86,7 @@ def machine_code(func: PrimFunc, target: str) -> tuple[str, str]:
     if target == "cpu":
         kernel = build(func, target="cpu")
         return plain_html(head(kernel.llvm), "llvm"), plain_html(head(kernel.asm), "asm")
-    from workbench.backends.numba_cuda import simulator_enabled
+    from workbench.backends.cuda.numba_cuda import simulator_enabled
 
     if simulator_enabled():
         note = (

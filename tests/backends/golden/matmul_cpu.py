@@ -8,7 +8,7 @@ import numba
 import numpy as np
 from numpy import uint64 as u64
 
-from workbench.backends import runtime as rt
+from workbench.backends.cpu import runtime as rt
 
 # small local buffers live on the stack (LLVM keeps them in registers)
 C_acc_stack = rt.stack_allocator((1,), "float32")

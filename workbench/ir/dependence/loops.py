@@ -49,7 +49,7 @@ def _private_buffers(func: PrimFunc, loop: For, ancestors: tuple[Stmt, ...],
 
     Buffers allocated by a block inside the loop; and ``local`` / ``shared`` intermediates
     that are used only inside the loop and written (not read) first there: the backends
-    allocate those inside the loop (``backends/allocation.py``), so iterations never share
+    allocate those inside the loop (``backends/common/allocation.py``), so iterations never share
     them (what TVM assumes too).
     """
     private = set()

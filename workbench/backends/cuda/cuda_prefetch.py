@@ -1,0 +1,109 @@
+"""Register prefetch for double-buffered loops (runs after ``widen_vector_loops``).
+
+After ``double_buffer_pass`` a refill loop reads::
+
+    for k in range(K):
+        if k + 1 < K:
+            a0, a1, a2, a3 = load4(A, (..k + 1..))          # global -> registers
+            store4(A_shared, ((k + 1) % 2, ...), a0, ..)    # registers -> shared
+        compute(k)
+        cuda.syncthreads()
+
+A thread stops at the shared store until its global load has arrived (hundreds of cycles)
+and only then computes. Here the loads move to the top of the body, unconditional (tile
+``min(k + 1, K - 1)``: the last iteration reloads the last tile, a valid address), and the
+stores after the compute, still under the ``if``: the load latency is hidden behind the
+tile's compute (TVM's software pipelining does the same with a register stage).
+
+Applied only where the copy holds nothing but thread-index assignments, extent-1 loops,
+wide loads and stores of lane registers (so each lane register is loaded once per
+iteration); any other copy is left as ``double_buffer_pass`` wrote it.
+"""
+
+from __future__ import annotations
+
+from workbench.backends.common.target import Target
+from workbench.backends.cuda.cuda_double_buffer import REFILL_LOOP
+from workbench.backends.cuda.cuda_sync import SyncThreads
+from workbench.backends.cuda.cuda_vector import CodeComment, WideLoad, WideStore
+from workbench.ir import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    IntImm,
+    Min,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    Var,
+    seq,
+)
+from workbench.ir.functor import IRMapper, collect, substitute
+
+
+def _prefetchable(copy: Stmt) -> bool:
+    for node in collect(copy, lambda n: isinstance(n, Stmt)):
+        if isinstance(node, For):
+            one = isinstance(node.extent, IntImm) and node.extent.value == 1
+            if node.kind is not ForKind.THREAD_BINDING and not one:
+                return False
+        elif isinstance(node, BufferStore):
+            if not isinstance(node.value, Var):
+                return False
+        elif isinstance(node, WideStore):
+            if not all(isinstance(v, Var) for v in node.values):
+                return False
+        elif not isinstance(node, (SeqStmt, Block, BlockRealize, WideLoad, CodeComment)):
+            return False
+    return bool(collect(copy, lambda n: isinstance(n, WideLoad)))
+
+
+class _Keep(IRMapper):
+    """The copy with only its loads (``loads=True``) or only its stores."""
+
+    def __init__(self, loads: bool):
+        self.loads = loads
+
+    def visit_WideLoad(self, node):
+        return node if self.loads else SeqStmt(())
+
+    def visit_WideStore(self, node):
+        return SeqStmt(()) if self.loads else node
+
+    def visit_BufferStore(self, node):
+        return SeqStmt(()) if self.loads else node
+
+    def visit_CodeComment(self, node):
+        return SeqStmt(()) if self.loads else node
+
+
+class _Prefetch(IRMapper):
+    def visit_For(self, loop: For):
+        body = self.visit(loop.body)
+        loop = loop if body is loop.body else loop.replace(body=body)
+        if not any(key == REFILL_LOOP for key, _ in loop.annotations):
+            return loop
+        stmts = loop.body.stmts if isinstance(loop.body, SeqStmt) else ()
+        if len(stmts) < 3 or not isinstance(stmts[0], IfThenElse):
+            return loop
+        if not isinstance(stmts[-1], SyncThreads):
+            return loop
+        guard = stmts[0]
+        if guard.else_case is not None or not _prefetchable(guard.then_case):
+            return loop
+        k = loop.loop_var
+        last = IntImm(loop.extent.value - 2, k.dtype)
+        loads = substitute(_Keep(loads=True).visit(guard.then_case), {k: Min(k, last)})
+        stores = guard.replace(then_case=_Keep(loads=False).visit(guard.then_case))
+        return loop.replace(body=seq(loads, *stmts[1:-1], stores, stmts[-1]))
+
+
+def prefetch_pass(func: PrimFunc, target: Target | None = None) -> PrimFunc:
+    """Move the global loads of double-buffered copies before the compute (module doc)."""
+    loops = collect(func.body, lambda n: isinstance(n, For) and n.annotations)
+    if not any(key == REFILL_LOOP for loop in loops for key, _ in loop.annotations):
+        return func
+    return func.replace(body=_Prefetch().visit(func.body))

@@ -1,0 +1,2 @@
+"""The ``numpy`` target: the reference executor (whole numpy arrays where possible, Python
+loops elsewhere) and its registration."""
