@@ -13,13 +13,18 @@ from workbench.ir import ForKind
 from workbench.ir.analysis import find_blocks
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
-from workbench.ops.softmax_online import LOWEST_FLOAT32, online_softmax, online_softmax_lanes
+from workbench.ops.softmax_online import (
+    LANE_BYTES,
+    LOWEST_FLOAT32,
+    online_softmax,
+    online_softmax_lanes,
+)
 from workbench.recipes.softmax_lowering import LoweringStep, softmax_lowering_steps
 from workbench.schedule import MultipleStoresError
 
 M, N = 6, 48
 LANES = reduction_lanes("float32")  # the machine's (16 float32 on AVX-512 and AVX2)
-ONLINE_LANES = LANES
+ONLINE_LANES = LANE_BYTES // 4  # the op's default (a cache line of float32), not the host's
 
 
 def fused_softmax_schedule(m: int, n: int, **options) -> wb.Schedule:

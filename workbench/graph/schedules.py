@@ -37,7 +37,8 @@ import math
 from workbench.backends.common.target import resolve_target
 from workbench.ir.analysis import find_blocks
 from workbench.ir.stmt import IterKind
-from workbench.schedule import Schedule, ScheduleError
+from workbench.schedule import Schedule
+from workbench.schedule.attempt import LOOKUP_REFUSALS, attempt
 
 MIN_PARALLEL = 16
 PARALLEL_WORK = 1 << 18
@@ -46,10 +47,7 @@ CONTRACTIONS = ("C", "matmul", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_n
 
 
 def _try(step, *args, **kwargs):
-    try:
-        return step(*args, **kwargs)
-    except (ScheduleError, ValueError, IndexError, KeyError):
-        return None
+    return attempt(step, *args, refusals=LOOKUP_REFUSALS, **kwargs)
 
 
 def _extent(sch: Schedule, loop) -> int:

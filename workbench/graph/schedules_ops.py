@@ -29,7 +29,8 @@ import math
 
 from workbench.backends.cpu.cpu_facts import cache_line_bytes, reduction_lanes, vector_lanes
 from workbench.ir.analysis import find_blocks
-from workbench.schedule import Schedule, ScheduleError
+from workbench.schedule import Schedule
+from workbench.schedule.attempt import LOOKUP_REFUSALS, applies, attempt
 
 PARALLEL_WORK = 1 << 18
 """Iterations below which a nest stays serial."""
@@ -38,7 +39,6 @@ PACK_BYTES = 1 << 20
 TILE_WORK = 1 << 12
 """Multiply-adds below which a matmul keeps the generic rules (a register tile is moot)."""
 
-_FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
 
 
 def _blocks(func) -> list[str]:
@@ -46,19 +46,12 @@ def _blocks(func) -> list[str]:
 
 
 def _try(step, *args, **kwargs):
-    try:
-        return step(*args, **kwargs)
-    except _FAILS:
-        return None
+    return attempt(step, *args, refusals=LOOKUP_REFUSALS, **kwargs)
 
 
 def _ok(step, *args, **kwargs) -> bool:
     """Apply ``step``; False when the primitive refuses (the schedule is then unchanged)."""
-    try:
-        step(*args, **kwargs)
-    except _FAILS:
-        return False
-    return True
+    return applies(step, *args, refusals=LOOKUP_REFUSALS, **kwargs)
 
 
 def vectorize_innermost(sch: Schedule, block: str) -> bool:
@@ -108,18 +101,17 @@ def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
     # measured on the block's shapes, one 256-bit register (8) was ~1.5x slower
     tile_width = max(lanes, cache_line_bytes() // 4)
     parallel = parallel and M * N * K >= PARALLEL_WORK * 4
-    try:
-        if K * N * 4 >= PACK_BYTES and N % (4 * lanes) == 0 and M % 4 == 0:
-            tk = K if K <= 256 else math.gcd(K, 128)
-            sch = recipes.get("matmul", "packed", "cpu")(func, tk=tk)
-            if not parallel:
-                sch = _serial_copy(sch)
-        elif M * N * K >= TILE_WORK and M % 8 == 0 and N % tile_width == 0:
-            sch = recipes.get("matmul", "register_tile", "cpu")(func, ti=8, tj=tile_width,
-                                                                 parallel=parallel)
-        else:
-            return None
-    except _FAILS:
+    if K * N * 4 >= PACK_BYTES and N % (4 * lanes) == 0 and M % 4 == 0:
+        tk = K if K <= 256 else math.gcd(K, 128)
+        sch = _try(recipes.get("matmul", "packed", "cpu"), func, tk=tk)
+        if sch is not None and not parallel:
+            sch = _serial_copy(sch)
+    elif M * N * K >= TILE_WORK and M % 8 == 0 and N % tile_width == 0:
+        sch = _try(recipes.get("matmul", "register_tile", "cpu"), func, ti=8, tj=tile_width,
+                   parallel=parallel)
+    else:
+        return None
+    if sch is None:
         return None
     _fold_epilogue_inline(sch, "C_local")
     return sch
@@ -139,10 +131,9 @@ def softmax_fused(func, parallel: bool = True) -> Schedule | None:
     M, N = _rows(func, "T_softmax_norm")
     lanes = reduction_lanes("float32")
     parallel = parallel and M * N >= PARALLEL_WORK // 4 and M > 1
-    try:
-        sch = recipes.get("softmax", "fused", "cpu")(func, parallel=parallel,
-                                                      rfactor=N % lanes == 0 and N >= lanes)
-    except _FAILS:
+    sch = _try(recipes.get("softmax", "fused", "cpu"), func, parallel=parallel,
+               rfactor=N % lanes == 0 and N >= lanes)
+    if sch is None:
         return None
     if "out" in _blocks(sch.mod):
         row = sch.get_loops(sch.get_block("T_softmax_norm"))[0]
@@ -165,9 +156,8 @@ def layernorm_fused(func, parallel: bool = True) -> Schedule | None:
         lanes = 4 * vector_lanes("float32")
     if N % lanes:
         return None
-    try:
-        sch = recipes.get("layernorm", "fused", "cpu")(func, lanes=lanes)
-    except _FAILS:
+    sch = _try(recipes.get("layernorm", "fused", "cpu"), func, lanes=lanes)
+    if sch is None:
         return None
     if not parallel or M * N < PARALLEL_WORK // 4:  # the recipe's row loop is parallel
         sch = _serial_copy(sch)
@@ -195,9 +185,8 @@ def attention_rows(func, parallel: bool = True) -> Schedule | None:
         return None
     scores = next(b for b in find_blocks(func) if b.name == "scores")
     work = math.prod(int(iv.dom.extent.value) for iv in scores.iter_vars)
-    try:
-        sch = recipe(func, parallel=parallel and work >= PARALLEL_WORK // 4)
-    except _FAILS:
+    sch = _try(recipe, func, parallel=parallel and work >= PARALLEL_WORK // 4)
+    if sch is None:
         return None
     if "out" in _blocks(sch.mod):
         row = sch.get_loops(sch.get_block("attention"))[0]

@@ -43,21 +43,24 @@ class CpuSample:
     total: int
 
 
+PROC_STAT_TOTAL = "cpu"
+"""The first field of ``/proc/stat``'s all-CPU line (a kernel name, not a target's)."""
+
+
 def cpu_sample() -> CpuSample:
     """Read the machine's load now (zeros where ``/proc`` is missing)."""
     try:
         load = os.getloadavg()[0]
     except OSError:
         load = 0.0
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    from workbench.backends.common.machine import machine_facts
+
+    cores = machine_facts().cores
     steal = total = 0
     try:
         with open("/proc/stat") as stat:
             fields = stat.readline().split()
-        if fields and fields[0] == "cpu":
+        if fields[:1] == [PROC_STAT_TOTAL]:
             numbers = [int(v) for v in fields[1:]]
             total = sum(numbers[:8])  # user .. steal (guest time is inside user)
             steal = numbers[7] if len(numbers) > 7 else 0

@@ -121,19 +121,18 @@ class MachinePeaks:
 
 
 def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo, else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The CPU model name from /proc/cpuinfo (``machine_facts()``), else what ``platform``
+    knows."""
+    from workbench.backends.common.machine import machine_facts
+
+    return machine_facts().model or platform.processor() or platform.machine()
 
 
 def machine_key() -> str:
     """``"host | cpu model | N cores"``: peaks are cached per key."""
-    return f"{socket.gethostname()} | {cpu_model()} | {os.cpu_count()} cores"
+    from workbench.backends.common.machine import machine_facts
+
+    return f"{socket.gethostname()} | {cpu_model()} | {machine_facts().cpu_count} cores"
 
 
 # ---------------------------------------------------------------- plausibility
@@ -164,36 +163,24 @@ class PlausibleBand:
 def cpu_facts(cpuinfo: str | None = None, cores: int | None = None,
               max_mhz: float | None = None) -> dict:
     """Cores, clock (MHz, the highest reported), SIMD lanes for float32 and FMA units,
-    from ``/proc/cpuinfo`` text (and cpufreq's ``cpuinfo_max_freq`` when readable).
+    from ``/proc/cpuinfo`` text (default: the host's, ``machine_facts()``, with cpufreq's
+    ``cpuinfo_max_freq`` when readable).
 
     Example
     -------
     >>> cpu_facts("flags : fpu sse2 avx avx2 fma\\ncpu MHz : 2000.0\\n", cores=4, max_mhz=0)
     {'cores': 4, 'mhz': 2000.0, 'lanes': 8, 'fma_units': 2, 'flags': 'avx2 fma'}
     """
+    from workbench.backends.common.machine import machine_facts, parse_cpuinfo
+
+    host = machine_facts()
     if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            cpuinfo = ""
-    flags: set[str] = set()
-    mhz = 0.0
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key in ("flags", "Features"):
-            flags |= set(value.split())
-        elif key == "cpu MHz":
-            try:
-                mhz = max(mhz, float(value))
-            except ValueError:
-                pass
+        flags, mhz = set(host.flags), host.mhz
+    else:
+        _, parsed, mhz = parse_cpuinfo(cpuinfo)
+        flags = set(parsed)
     if max_mhz is None:
-        try:
-            khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text()
-            max_mhz = int(khz) / 1000.0
-        except (OSError, ValueError):
-            max_mhz = None
+        max_mhz = host.max_mhz
     if max_mhz:
         mhz = max(mhz, max_mhz)
     # the vector width is the backends' (backends/cpu_facts), read from these flags
@@ -201,10 +188,7 @@ def cpu_facts(cpuinfo: str | None = None, cores: int | None = None,
     has_fma = "fma" in flags or "asimd" in flags or "avx512f" in flags
     fma_units = 2 if has_fma and lanes >= 8 else 1
     if cores is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            cores = os.cpu_count() or 1
+        cores = host.cores
     shown = " ".join(f for f in ("avx512f", "avx2", "asimd", "fma") if f in flags)
     return {"cores": cores, "mhz": mhz, "lanes": lanes, "fma_units": fma_units,
             "flags": shown}

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.backends.common import machine
+
 FALLBACK_LLC_BYTES = 32 * 1024 * 1024
 DEFAULT_MEMORY_LIMIT = 1 << 30  # bytes of copies, at most
 DEFAULT_MAX_SETS = 256
-
-_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
 
 def parse_cache_size(text: str) -> int:
     """Bytes in a sysfs cache size such as ``"32768K"`` or ``"1M"``.
@@ -29,37 +28,26 @@ def parse_cache_size(text: str) -> int:
     >>> parse_cache_size("32768K")
     33554432
     """
-    text = text.strip().upper()
-    if text and text[-1] in _UNITS:
-        return int(text[:-1]) * _UNITS[text[-1]]
-    return int(text)
+    size = machine.parse_cache_size(text)
+    if size is None:
+        raise ValueError(f"not a cache size: {text!r}")
+    return size
 
 
-def llc_bytes(cache_dir: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """Size in bytes of the last-level cache seen by CPU 0.
-
-    Read from ``{cache_dir}/index*/{level,type,size}`` (Linux sysfs): the largest data or
-    unified cache of the highest level. Falls back to 32 MiB where sysfs has no cache entry
-    (macOS, containers that hide it).
+def llc_bytes(cache_dir: str | Path | None = None) -> int:
+    """Size in bytes of the last-level cache seen by CPU 0: the largest data or unified
+    cache of the highest level (``machine_facts()``, or the sysfs folder ``cache_dir``).
+    Falls back to 32 MiB where sysfs has no cache entry (macOS, containers that hide it).
 
     Example
     -------
     >>> llc_bytes() >= 1 << 20
     True
     """
-    best_level, best_size = -1, 0
-    for index in sorted(Path(cache_dir).glob("index*")):
-        try:
-            kind = (index / "type").read_text().strip()
-            level = int((index / "level").read_text())
-            size = parse_cache_size((index / "size").read_text())
-        except (OSError, ValueError):
-            continue
-        if kind == "Instruction":
-            continue
-        if (level, size) > (best_level, best_size):
-            best_level, best_size = level, size
-    return best_size if best_size > 0 else FALLBACK_LLC_BYTES
+    if cache_dir is None:
+        return machine.machine_facts().last_level_cache
+    caches = machine.read_caches(cache_dir)
+    return caches[-1][1] if caches else FALLBACK_LLC_BYTES
 
 
 def rotation_count(

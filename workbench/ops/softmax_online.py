@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from workbench import T
-from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.ir.function import PrimFunc
+
+LANE_BYTES = 64
+"""Bytes of partial results per row of ``online_softmax_lanes`` by default: one cache line."""
 
 LOWEST_FLOAT32 = float(np.finfo(np.float32).min)
 """The most negative finite float32: the init of the lane maxima, in place of ``-inf``.
@@ -87,9 +89,10 @@ def online_softmax_lanes(M: int = 32, N: int = 64, lanes: int | None = None,
     M, N : int
         Rows and row length; ``N`` must be a multiple of ``lanes``.
     lanes : int, optional
-        Independent online reductions per row; default
-        ``workbench.backends.cpu.cpu_facts.reduction_lanes(dtype)`` (a vector register, at least
-        a cache line).
+        Independent online reductions per row; default ``LANE_BYTES // itemsize`` (16
+        float32: one 64-byte cache line, what ``reduction_lanes`` gives on AVX2 and AVX-512).
+        An operator says what is computed, not for which machine: recipes pass their
+        target's (``workbench.recipes.softmax_lowering``: ``target_reduction_lanes``).
     dtype : str
         Element type.
 
@@ -99,7 +102,7 @@ def online_softmax_lanes(M: int = 32, N: int = 64, lanes: int | None = None,
     >>> [b.name for b in find_blocks(online_softmax_lanes(4, 32, lanes=16))]
     ['lane_max_sum', 'row_max', 'row_sum', 'T_softmax_norm']
     """
-    lanes = reduction_lanes(dtype) if lanes is None else lanes
+    lanes = LANE_BYTES // np.dtype(dtype).itemsize if lanes is None else lanes
     if N % lanes:
         raise ValueError(f"online_softmax_lanes: N={N} must be a multiple of lanes={lanes}")
     lowest = LOWEST_FLOAT32

@@ -58,11 +58,12 @@ def workload_key(func, target: str) -> str:
 
 def machine_fingerprint() -> dict:
     """What the timings depend on: CPU model, cores, OS, Python (cheap, no measurement)."""
+    from workbench.backends.common.machine import machine_facts
     from workbench.measure.peaks import cpu_model
 
     return {
         "cpu": cpu_model(),
-        "cores": os.cpu_count(),
+        "cores": machine_facts().cpu_count,
         "system": platform.system(),
         "release": platform.release(),
         "python": platform.python_version(),

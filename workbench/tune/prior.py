@@ -2,7 +2,7 @@
 measurement exists (Ansor and MetaSchedule start from random candidates; this starts
 from the ones a roofline says are worth measuring).
 
-``estimate_seconds(facts, lowered)`` reads ``features.nest_facts`` (every loop nest of the
+``estimate_seconds(facts, lowered)`` reads ``nest_facts.nest_facts`` (every loop nest of the
 lowered function: a matmul's, its packing copy's, a softmax's three passes) and a
 ``CpuModel`` of the host, and adds up per nest the largest of three times, divided among
 the threads of that nest's parallel loop:
@@ -10,16 +10,16 @@ the threads of that nest's parallel loop:
 * **compute**: the FLOPs at the peak of ``fma_units`` vector FMAs per cycle, slowed by
   - the vector width: a scalar innermost loop runs at ``1 / lanes`` of the peak, a
     vectorized one at ``width / (lanes * ceil(width / lanes))`` (a partial last vector);
-  - the register tile of a reduction (``features.register_tile``): with fewer independent
+  - the register tile of a reduction (``nest_facts.register_tile``): with fewer independent
     vector accumulators than ``fma_units * fma_latency`` the FMAs wait on each other; with
     more than the vector registers they spill, down to a tile kept in memory (L1: a load
     and a store per FMA, ``MEMORY_ACCUMULATORS`` of the peak), which is also where a tile
     spanned by more than one rolled loop besides the vectorized one stays;
     a short innermost reduction loop reloads and stores the tile every few steps; and each
     step's operand loads (a vector per ``lanes`` elements along the vectorized loop, one
-    broadcast per other element: ``features.operand_loads``) compete for as many load
+    broadcast per other element: ``nest_facts.operand_loads``) compete for as many load
     ports as there are FMA units (a 1 x 16 tile loads more than it computes);
-* **memory**: the bytes moved into L1, L2 and the last level (``features.traffic``: the
+* **memory**: the bytes moved into L1, L2 and the last level (``nest_facts.traffic``: the
   footprint of the outermost loop body that fits, line-granular, with set conflicts of a
   strided operand in L1) over each level's bandwidth;
 * **issue** (a nest that does not reduce): every load and store of the innermost body, one
@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from functools import lru_cache
 
 MEMORY_ACCUMULATORS = 0.5  # share of the peak with the tile in memory (L1): a store per FMA,
@@ -75,18 +74,20 @@ class CpuModel:
         return _host_model(dtype)
 
 
-@lru_cache(maxsize=8)
 def _host_model(dtype: str) -> CpuModel:
-    from workbench.backends.cpu.cpu_facts import _cpuinfo_flags, _llvm_features, vector_lanes
-    from workbench.tune.features import cache_sizes
+    from workbench.backends.common.machine import machine_facts
 
-    flags = _llvm_features() or _cpuinfo_flags()
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return CpuModel(lanes=vector_lanes(dtype), cores=max(1, cores),
-                    vector_registers=32 if "avx512f" in flags else 16, caches=cache_sizes())
+    return _model_of(dtype, machine_facts())
+
+
+@lru_cache(maxsize=8)
+def _model_of(dtype: str, machine) -> CpuModel:
+    from workbench.backends.cpu.cpu_facts import vector_lanes
+
+    l1, l2, llc = machine.levels
+    return CpuModel(lanes=vector_lanes(dtype), cores=machine.cores,
+                    vector_registers=32 if "avx512f" in machine.simd_features else 16,
+                    caches=(l1, l2, llc))
 
 
 def compute_efficiency(facts: dict, model: CpuModel) -> float:
@@ -115,7 +116,7 @@ def compute_efficiency(facts: dict, model: CpuModel) -> float:
 
 
 def nest_cycles(facts: dict, model: CpuModel) -> float:
-    """Cycles of one loop nest (``features.chain_facts``) on ``model``."""
+    """Cycles of one loop nest (``nest_facts.chain_facts``) on ``model``."""
     peak = 2.0 * model.fma_units * model.lanes  # FLOPs per cycle per core (FMA = 2)
     compute = facts["flops"] / (peak * compute_efficiency(facts, model))
     memory = max(facts["traffic_l1"] / model.bandwidth[0],
@@ -150,7 +151,7 @@ def estimate_seconds(facts: dict, lowered=None, model: CpuModel | None = None) -
 def prior_of(space, config: dict) -> float:
     """Estimated seconds of ``config``'s candidate (infinite when it does not schedule)."""
     from workbench.backends import lower
-    from workbench.tune.features import nest_facts
+    from workbench.tune.nest_facts import nest_facts
 
     try:
         lowered = lower(space.schedule(config).mod)

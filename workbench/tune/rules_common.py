@@ -21,7 +21,8 @@ from collections.abc import Callable
 from workbench.ir.expr import Var
 from workbench.ir.functor import collect
 from workbench.ir.stmt import BlockRealize, IterKind
-from workbench.schedule import Schedule, ScheduleError
+from workbench.schedule import Schedule
+from workbench.schedule.attempt import applies, attempt  # noqa: F401 - the rules' helpers
 from workbench.schedule.sampling import prime_factors
 
 
@@ -133,21 +134,9 @@ class Decisions:
         return sch.sample_categorical(list(candidates), probs, decision=index)
 
 
-def attempt(fn, *args, **kwargs):
-    """``fn(*args)``, or None when the primitive is illegal here (the schedule unchanged)."""
-    try:
-        return fn(*args, **kwargs)
-    except ScheduleError:
-        return None
-
-
-def legal(fn, *args, **kwargs) -> bool:
-    """Apply primitive ``fn``; False (the schedule unchanged) when it is illegal here."""
-    try:
-        fn(*args, **kwargs)
-    except ScheduleError:
-        return False
-    return True
+legal = applies
+"""Apply a primitive; False (the schedule unchanged) when it is illegal here
+(``workbench.schedule.attempt.applies``)."""
 
 
 def blocks(sch: Schedule) -> list:

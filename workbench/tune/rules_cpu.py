@@ -50,7 +50,6 @@ it was, so every configuration gives a legal schedule.
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.schedule import Schedule
@@ -134,11 +133,10 @@ def _parallel_weights() -> list[float] | None:
 
 
 def host_cores() -> int:
-    """The cores this process may run on (the parallel loops' threads)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may run on (the parallel loops' threads; ``machine_facts()``)."""
+    from workbench.backends.common.machine import machine_facts
+
+    return machine_facts().cores
 
 
 def _sample_tiled(sch: Schedule, plan: _Plan, d: Decisions, lanes: int) -> None:

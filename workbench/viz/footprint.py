@@ -6,8 +6,8 @@ iteration and counts the distinct elements each buffer has touched by the rest, 
 (``workbench.viz.iteration``), or, past ``MAX_ITERATIONS`` iterations, as the bounding box
 of the accessed index ranges (interval analysis), which can only overcount.
 
-Cache sizes come from the machine: ``/sys/devices/system/cpu/cpu0/cache/index*/`` (level,
-type, size), else ``lscpu``, else 32 KiB L1d / 1 MiB L2.
+Cache sizes come from the machine (``workbench.backends.common.machine``: sysfs, else
+``lscpu``, else 32 KiB L1d / 1 MiB L2 / 32 MiB L3).
 
 Example
 -------
@@ -20,9 +20,9 @@ Example
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from workbench.backends.common.machine import DEFAULT_CACHES, machine_facts, read_caches
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import IntImm, PrimExpr
 from workbench.viz.access import all_buffers, find_buffer
@@ -39,53 +39,22 @@ from workbench.viz.iteration import (
 )
 from workbench.viz.loopnest import format_bytes
 
-DEFAULT_CACHES = {"L1d": 32 << 10, "L2": 1 << 20}
 GPU_SHARED_DEFAULT = 48 << 10
 """Shared memory per block a CUDA kernel gets without opting in (all compute capabilities)."""
 
 
-def _parse_size(text: str) -> int | None:
-    text = text.strip().upper().replace("IB", "").replace("B", "")
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    try:
-        if text and text[-1] in scale:
-            return int(float(text[:-1]) * scale[text[-1]])
-        return int(text)
-    except ValueError:
-        return None
-
-
-def cache_sizes(root: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
-    """This machine's data caches in bytes, e.g. ``{"L1d": 32768, "L2": 524288, "L3": ...}``.
+def cache_sizes(root: str | Path | None = None) -> dict[str, int]:
+    """This machine's data caches in bytes, e.g. ``{"L1d": 32768, "L2": 524288, "L3": ...}``
+    (``machine_facts()``), or those under the sysfs folder ``root``.
 
     Example
     -------
     >>> sorted(cache_sizes())[:2]                                  # doctest: +SKIP
     ['L1d', 'L2']
     """
-    sizes: dict[str, int] = {}
-    for index in sorted(Path(root).glob("index*")):
-        try:
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            size = _parse_size((index / "size").read_text())
-        except OSError:
-            continue
-        if kind == "Instruction" or size is None:
-            continue
-        sizes[f"L{level}d" if level == "1" else f"L{level}"] = size
-    if sizes:
-        return sizes
-    try:
-        out = subprocess.run(["lscpu", "-C=NAME,ONE-SIZE"], capture_output=True, text=True,
-                             timeout=5).stdout
-    except (OSError, subprocess.SubprocessError):
-        out = ""
-    for line in out.splitlines()[1:]:
-        parts = line.split()
-        if len(parts) == 2 and parts[0] != "L1i" and _parse_size(parts[1]):
-            sizes[parts[0]] = _parse_size(parts[1])
-    return sizes or dict(DEFAULT_CACHES)
+    if root is None:
+        return machine_facts().cache_dict
+    return dict(read_caches(root) or DEFAULT_CACHES)
 
 
 def _loop_name(obj, loop) -> str:

@@ -26,35 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from workbench.backends.common.machine import MachineFacts, machine_facts
 from workbench.backends.common.target import CPU_FACTS, DeviceFacts
 
 if TYPE_CHECKING:
     from workbench.backends.common.target import Target
-
-
-def _cpuinfo_flags() -> set[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def _llvm_features() -> set[str]:
-    try:
-        import llvmlite.binding as llvm
-
-        features = llvm.get_host_cpu_features()
-        return {name for name in ("avx512f", "avx2", "avx") if features.get(name, False)}
-    except Exception:  # noqa: BLE001 (a platform llvmlite cannot inspect: fall back to cpuinfo)
-        return set()
 
 
 def vector_bits_of(features: set[str]) -> int:
@@ -81,15 +61,6 @@ PREFER_256_BIT_CPUS = frozenset({
 })
 
 
-def _host_cpu_name() -> str:
-    try:
-        import llvmlite.binding as llvm
-
-        return llvm.get_host_cpu_name()
-    except Exception:  # noqa: BLE001 (a platform llvmlite cannot inspect)
-        return ""
-
-
 def vector_bits_for(features: set[str], cpu_name: str) -> int:
     """The vector width LLVM's vectorizers use on ``cpu_name`` with ``features``.
 
@@ -102,10 +73,12 @@ def vector_bits_for(features: set[str], cpu_name: str) -> int:
     return 256 if bits == 512 and cpu_name in PREFER_256_BIT_CPUS else bits
 
 
-@functools.lru_cache(maxsize=1)
 def vector_bits() -> int:
-    """The SIMD width the host CPU's LLVM target vectorizes with: 512, 256 or 128 bits."""
-    return vector_bits_for(_llvm_features() or _cpuinfo_flags(), _host_cpu_name())
+    """The SIMD width the host CPU's LLVM target vectorizes with: 512, 256 or 128 bits
+    (from ``machine_facts()``: LLVM's features, ``/proc/cpuinfo``'s flags where LLVM
+    cannot say)."""
+    facts = machine_facts()
+    return vector_bits_for(set(facts.simd_features), facts.llvm_cpu)
 
 
 def vector_lanes(dtype: str = "float32", bits: int | None = None) -> int:
@@ -120,14 +93,9 @@ def vector_lanes(dtype: str = "float32", bits: int | None = None) -> int:
     return max(1, width // (8 * np.dtype(dtype).itemsize))
 
 
-@functools.lru_cache(maxsize=1)
 def cache_line_bytes() -> int:
-    """The L1 data cache line size (64 on x86-64 and most ARM cores), from sysfs."""
-    path = Path("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return 64
+    """The L1 data cache line size (64 on x86-64 and most ARM cores; ``machine_facts()``)."""
+    return machine_facts().cache_line_bytes
 
 
 def reduction_lanes(dtype: str = "float32", bits: int | None = None) -> int:
@@ -152,12 +120,18 @@ def reduction_lanes(dtype: str = "float32", bits: int | None = None) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
 def host_device_facts() -> DeviceFacts:
-    """The ``DeviceFacts`` of the ``cpu`` and ``numpy`` targets: the host's vector width
-    and cache line (the cache sizes stay ``CPU_FACTS``'s)."""
+    """The ``DeviceFacts`` of the ``cpu`` and ``numpy`` targets: the host's vector width,
+    cache line and data caches (``machine_facts()``)."""
+    return _device_facts_of(machine_facts())
+
+
+@functools.lru_cache(maxsize=4)
+def _device_facts_of(facts: MachineFacts) -> DeviceFacts:
+    bits = vector_bits_for(set(facts.simd_features), facts.llvm_cpu)
     return dataclasses.replace(
-        CPU_FACTS, vector_bytes=vector_bits() // 8, cache_line_bytes=cache_line_bytes()
+        CPU_FACTS, vector_bytes=bits // 8, cache_line_bytes=facts.cache_line_bytes,
+        cache_bytes=tuple(size for _, size in facts.caches),
     )
 
 

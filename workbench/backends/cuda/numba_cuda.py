@@ -23,6 +23,7 @@ CI has no GPU: the tests run this target under Numba's CUDA simulator
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 
@@ -74,9 +75,15 @@ def simulator_enabled() -> bool:
 
 
 def device_facts() -> DeviceFacts:
-    """Facts of the current CUDA device, or ``CUDA_FACTS`` under the simulator / without one."""
+    """Facts of the current CUDA device, or ``CUDA_FACTS`` under the simulator / without one
+    (the device is queried once per process)."""
     if simulator_enabled():
         return CUDA_FACTS
+    return _queried_device_facts()
+
+
+@functools.cache
+def _queried_device_facts() -> DeviceFacts:
     try:
         from numba import cuda
 

@@ -1,0 +1,245 @@
+"""The machine's facts, read in one place, once per process: caches, cores, clock, CPU flags.
+
+Every layer that plans for or reports on the host asks ``machine_facts()``: the tuner's
+features and prior (``tune/features.py``, ``tune/prior.py``), the tile footprint
+(``viz/footprint.py``), the vector width (``backends/cpu/cpu_facts.py``), the measurement's
+cache rotation (``measure/rotation.py``), the roofline's plausibility band
+(``measure/peaks.py``) and the ``cpu`` target's ``DeviceFacts``. GPU properties are the
+``cuda`` target's ``Target.device`` (queried once per process in ``backends/cuda``).
+
+Tests inject facts instead of reading the host (``use_machine_facts``), so what they
+assert does not depend on the machine that runs them:
+
+>>> fake = MachineFacts(caches=(("L1d", 32768), ("L2", 1 << 20)), cores=4)
+>>> with use_machine_facts(fake):
+...     machine_facts().cache("L2"), machine_facts().last_level_cache
+(1048576, 1048576)
+
+Sources (Linux; every fact has a default where its source is missing): sysfs
+``/sys/devices/system/cpu/cpu0/cache/index*/`` (level, type, size, line, ways; ``lscpu``
+where sysfs has none), ``/proc/cpuinfo`` (model, flags, MHz), cpufreq's
+``cpuinfo_max_freq``, the process's CPU affinity, and LLVM's host CPU name and features
+(what Numba compiles for).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
+DEFAULT_CACHES = (("L1d", 32 << 10), ("L2", 1 << 20), ("L3", 32 << 20))
+"""Where the machine says nothing: a common desktop core's data caches."""
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+@dataclasses.dataclass(frozen=True)
+class MachineFacts:
+    """What the host is (see the module docstring for where each fact comes from).
+
+    Attributes
+    ----------
+    caches : tuple of (name, bytes)
+        Data (and unified) caches by level: ``("L1d", ...), ("L2", ...), ("L3", ...)``.
+    cache_line_bytes, l1_ways : int
+        The L1 data cache's line size and associativity.
+    cores : int
+        CPUs this process may run on (its affinity).
+    cpu_count : int
+        Logical CPUs of the machine.
+    model : str
+        The CPU's model name.
+    flags : frozenset of str
+        ``/proc/cpuinfo``'s flags (``Features`` on ARM).
+    llvm_features : frozenset of str
+        The SIMD features LLVM detects on the host (``avx512f``, ``avx2``, ``avx``).
+    llvm_cpu : str
+        LLVM's name of the host CPU (``znver4``, ``skylake-avx512``...).
+    mhz, max_mhz : float
+        The highest clock ``/proc/cpuinfo`` reports now, and cpufreq's maximum (0: unknown).
+    """
+
+    caches: tuple[tuple[str, int], ...] = DEFAULT_CACHES
+    cache_line_bytes: int = 64
+    l1_ways: int = 8
+    cores: int = 1
+    cpu_count: int = 1
+    model: str = ""
+    flags: frozenset[str] = frozenset()
+    llvm_features: frozenset[str] = frozenset()
+    llvm_cpu: str = ""
+    mhz: float = 0.0
+    max_mhz: float = 0.0
+
+    def cache(self, name: str, default: int | None = None) -> int | None:
+        """The size of cache ``name`` (``"L1d"``, ``"L2"``, ``"L3"``) in bytes."""
+        return dict(self.caches).get(name, default)
+
+    @property
+    def cache_dict(self) -> dict[str, int]:
+        return dict(self.caches)
+
+    @property
+    def last_level_cache(self) -> int:
+        """The largest cache of the highest level."""
+        return self.caches[-1][1] if self.caches else DEFAULT_CACHES[-1][1]
+
+    @property
+    def levels(self) -> tuple[int, int, int]:
+        """(L1d, L2, last level) in bytes; a missing level is the one below it."""
+        sizes = [size for _, size in self.caches] or [size for _, size in DEFAULT_CACHES]
+        l1 = sizes[0]
+        l2 = sizes[1] if len(sizes) > 1 else l1
+        return l1, l2, sizes[-1] if len(sizes) > 2 else l2
+
+    @property
+    def simd_features(self) -> frozenset[str]:
+        """LLVM's SIMD features, or ``/proc/cpuinfo``'s flags where LLVM could not say."""
+        return self.llvm_features or self.flags
+
+
+def parse_cache_size(text: str) -> int | None:
+    """Bytes in a sysfs / lscpu size such as ``"32768K"``, ``"1M"`` or ``"1.5 MiB"``.
+
+    Example
+    -------
+    >>> parse_cache_size("32768K"), parse_cache_size("1.5M"), parse_cache_size("?")
+    (33554432, 1572864, None)
+    """
+    text = text.strip().upper().replace("IB", "").replace(" ", "")
+    try:
+        if text and text[-1] in _UNITS:
+            return int(float(text[:-1]) * _UNITS[text[-1]])
+        return int(text)
+    except ValueError:
+        return None
+
+
+def read_caches(root: str | Path = CACHE_DIR) -> tuple[tuple[str, int], ...]:
+    """The data caches under sysfs ``root`` (``lscpu`` where it has none), by level;
+    ``()`` when nothing says."""
+    sizes: dict[int, int] = {}
+    for index in sorted(Path(root).glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = int((index / "level").read_text())
+            size = parse_cache_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction" or size is None:
+            continue
+        sizes[level] = max(size, sizes.get(level, 0))
+    if sizes:
+        return tuple((f"L{lv}d" if lv == 1 else f"L{lv}", sizes[lv]) for lv in sorted(sizes))
+    if str(root) != CACHE_DIR:
+        return ()
+    try:
+        out = subprocess.run(["lscpu", "-C=NAME,ONE-SIZE"], capture_output=True, text=True,
+                             timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    found = []
+    for line in out.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] != "L1i" and parse_cache_size(parts[1]):
+            found.append((parts[0], parse_cache_size(parts[1])))
+    return tuple(found)
+
+
+def _read_int(path: Path, default: int) -> int:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return default
+
+
+def parse_cpuinfo(text: str) -> tuple[str, frozenset[str], float]:
+    """(model name, flags, highest ``cpu MHz``) of ``/proc/cpuinfo`` text.
+
+    Example
+    -------
+    >>> parse_cpuinfo("model name : X\\nflags : sse2 avx2\\ncpu MHz : 2000.0\\n")
+    ('X', frozenset({'avx2', 'sse2'}), 2000.0)
+    """
+    model, flags, mhz = "", set(), 0.0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("flags", "Features"):
+            flags |= set(value.split())
+        elif key == "model name" and not model:
+            model = value.strip()
+        elif key == "cpu MHz":
+            with contextlib.suppress(ValueError):
+                mhz = max(mhz, float(value))
+    return model, frozenset(flags), mhz
+
+
+def _llvm_host() -> tuple[frozenset[str], str]:
+    try:
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+        simd = frozenset(n for n in ("avx512f", "avx2", "avx") if features.get(n, False))
+        return simd, llvm.get_host_cpu_name()
+    except Exception:  # noqa: BLE001 (a platform llvmlite cannot inspect)
+        return frozenset(), ""
+
+
+def read_machine_facts(cache_dir: str | Path = CACHE_DIR,
+                       cpuinfo: str | Path = "/proc/cpuinfo") -> MachineFacts:
+    """Read the host's facts (uncached: ``machine_facts()`` is the cached one)."""
+    caches = read_caches(cache_dir) or DEFAULT_CACHES
+    base = Path(cache_dir) / "index0"
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        text = ""
+    model, flags, mhz = parse_cpuinfo(text)
+    khz = _read_int(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), 0)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    llvm_features, llvm_cpu = _llvm_host()
+    return MachineFacts(
+        caches=caches,
+        cache_line_bytes=_read_int(base / "coherency_line_size", 64),
+        l1_ways=_read_int(base / "ways_of_associativity", 8),
+        cores=max(1, cores),
+        cpu_count=os.cpu_count() or 1,
+        model=model,
+        flags=flags,
+        llvm_features=llvm_features,
+        llvm_cpu=llvm_cpu,
+        mhz=mhz,
+        max_mhz=khz / 1000.0,
+    )
+
+
+@functools.cache
+def _host_facts() -> MachineFacts:
+    return read_machine_facts()
+
+
+_INJECTED: list[MachineFacts] = []
+
+
+def machine_facts() -> MachineFacts:
+    """The host's facts, read once per process (or the facts a test injected)."""
+    return _INJECTED[-1] if _INJECTED else _host_facts()
+
+
+@contextlib.contextmanager
+def use_machine_facts(facts: MachineFacts) -> Iterator[MachineFacts]:
+    """Within the block, ``machine_facts()`` is ``facts`` (tests: no host dependence)."""
+    _INJECTED.append(facts)
+    try:
+        yield facts
+    finally:
+        _INJECTED.pop()
