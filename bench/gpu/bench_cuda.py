@@ -26,8 +26,7 @@ import torch  # noqa: E402
 from numba import cuda  # noqa: E402
 
 import workbench as wb  # noqa: E402
-from workbench import ops  # noqa: E402
-from workbench.backends.cuda import cuda_recipes as recipes  # noqa: E402
+from workbench import ops, recipes  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -93,9 +92,9 @@ def bench_sgemm(results, n, variants):
 def bench_elementwise(results, m, n, recipe="rows"):
     func = ops.add_mul_gelu(m, n)
     if recipe == "rows":
-        sch = recipes.elementwise_rows(func, threads=256)
+        sch = recipes.get("add_mul_gelu", "rows", "cuda")(func, threads=256)
     else:
-        sch = recipes.elementwise_fused(func, threads=256)
+        sch = recipes.get("add_mul_gelu", "fused", "cuda")(func, threads=256)
     kernel = wb.build(sch, target="cuda")
     x = [torch.randn(m, n, device="cuda") for _ in range(3)]
     out = torch.empty(m, n, device="cuda")
@@ -120,7 +119,7 @@ def bench_rows(results, m, n, threads):
     a = torch.randn(m, n, device="cuda")
     out = torch.empty(m, n, device="cuda")
     ref = torch.empty(m, n, device="cuda")
-    sch = recipes.row_reduction_rfactor(ops.softmax(m, n), threads=threads)
+    sch = recipes.get("softmax", "rfactor", "cuda")(ops.softmax(m, n), threads=threads)
     kernel = wb.build(sch, target="cuda")
     args = [dev(a), dev(out)]
     kernel(*args)
@@ -132,7 +131,7 @@ def bench_rows(results, m, n, threads):
     rows(results, f"softmax {m}x{n} one block per row ({threads} threads)", ours, theirs,
          2 * 4 * m * n, "GB/s", note)
     gamma, beta = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-    sch = recipes.row_reduction_rfactor(ops.layernorm(m, n), threads=threads)
+    sch = recipes.get("layernorm", "rfactor", "cuda")(ops.layernorm(m, n), threads=threads)
     kernel = wb.build(sch, target="cuda")
     args = [dev(a), dev(gamma), dev(beta), dev(out)]
     kernel(*args)
@@ -146,7 +145,8 @@ def bench_rows(results, m, n, threads):
 
 def bench_launch_overhead(results):
     func = ops.add(32, 32)
-    kernel = wb.build(recipes.elementwise_fused(func, threads=256), target="cuda")
+    sch = recipes.get("add_mul_gelu", "fused", "cuda")(func, threads=256)
+    kernel = wb.build(sch, target="cuda")
     x = [torch.randn(32, 32, device="cuda") for _ in range(3)]
     args = [dev(t) for t in x]
     kernel(*args)
@@ -188,10 +188,12 @@ def main():
         ("launch overhead", lambda: bench_launch_overhead(results)),
         ("row reductions", lambda: bench_rows(results, m, m, 256)),
         ("sgemm", lambda: bench_sgemm(results, n, [
-            ("naive 16x16 threads", recipes.matmul_naive(ops.matmul(n, n, n), tile=16)),
-            ("shared tiles 16x16, k 16", recipes.matmul_shared(ops.matmul(n, n, n), 16, 16)),
+            ("naive 16x16 threads",
+             recipes.get("matmul", "naive", "cuda")(ops.matmul(n, n, n), tile=16)),
+            ("shared tiles 16x16, k 16",
+             recipes.get("matmul", "shared", "cuda")(ops.matmul(n, n, n), 16, 16, vector=False)),
             ("register-blocked 16x16 threads x 8x8, k 8",
-             recipes.matmul_register_blocked(ops.matmul(n, n, n), 16, 8, 8)),
+             recipes.get("matmul", "register_local", "cuda")(ops.matmul(n, n, n), 16, 8, 8)),
         ])),
     ]
     wanted = [w for w in args.only.split(",") if w]

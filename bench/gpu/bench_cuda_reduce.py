@@ -37,7 +37,6 @@ import torch  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench import ops, recipes  # noqa: E402
-from workbench.backends.cuda import cuda_recipes  # noqa: E402
 from workbench.backends.cuda.cuda_launch import _DriverLaunch  # noqa: E402
 
 DEVICE = "cpu" if DRY else "cuda"
@@ -202,7 +201,8 @@ def host_time(fn, n=3000) -> float:
 
 def bench_launch_overhead():
     func = ops.add(32, 32)
-    kernel = wb.build(cuda_recipes.elementwise_fused(func, threads=256), target="cuda")
+    sch = recipes.get("add_mul_gelu", "fused", "cuda")(func, threads=256)
+    kernel = wb.build(sch, target="cuda")
     x = [torch.randn(32, 32, device=DEVICE) for _ in range(3)]
     args = args_of(*x)
     n = 20 if DRY else 3000

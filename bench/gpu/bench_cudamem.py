@@ -33,7 +33,6 @@ from numba import cuda  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench import ops, recipes  # noqa: E402
-from workbench.backends.cuda import cuda_recipes as old_recipes  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -152,8 +151,8 @@ def bench_sgemm(results, n, keep: str = ""):
         ("register_blocked 128x128, k 16, v4 fetch, double buffer + prefetch, k_1 rolled",
          get("matmul", "register_blocked", "cuda")(func, k_tile=16, unroll_k=False)),
         ("shared 16x16, k 16, cooperative v4 fetch", get("matmul", "shared", "cuda")(func)),
-        ("backends/cuda_recipes register-blocked (cooperative scalar fetch, C in registers)",
-         old_recipes.matmul_register_blocked(func, 16, 8, 8)),
+        ("recipes matmul/register_local (cooperative scalar fetch, C in registers)",
+         recipes.get("matmul", "register_local", "cuda")(func, 16, 8, 8)),
     ]
     if keep:
         variants = [variants[int(i)] for i in keep.split(",")]
@@ -185,7 +184,7 @@ def bench_elementwise(results, m, n):
         ("grid_stride (one block per row, 256 threads, v4)",
          recipes.get("add_mul_gelu", "grid_stride", "cuda")(func, threads=256)),
         ("previous recipe: one block per row, 1 element per thread",
-         old_recipes.elementwise_rows(func, threads=256)),
+         recipes.get("add_mul_gelu", "rows", "cuda")(func, threads=256)),
     ]
     for label, sch in variants:
         try:

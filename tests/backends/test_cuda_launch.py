@@ -7,16 +7,15 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from workbench import ops
+from workbench import ops, recipes
 from workbench.backends import KernelArgumentError, build
-from workbench.backends.cuda import cuda_recipes as recipes
 from workbench.backends.cuda.cuda_launch import _contiguous_strides, _interface_pointer, signature
 
 pytestmark = pytest.mark.cuda
 
 
 def _kernel_and_args(rng, n=8):
-    kernel = build(recipes.matmul_naive(ops.matmul(n, n, n), tile=4), target="cuda")
+    kernel = build(recipes.get("matmul", "naive", "cuda")(ops.matmul(n, n, n), tile=4), target="cuda")
     a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
     return kernel, a, b
 

@@ -12,9 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from workbench import ops
+from workbench import ops, recipes
 from workbench.backends import build
-from workbench.backends.cuda import cuda_recipes as recipes
 from workbench.schedule import ScheduleError
 
 pytestmark = pytest.mark.cuda
@@ -52,11 +51,11 @@ def test_random_matmul_schedules(m, n, k, recipe, tile, k_tile, per_thread, seed
     func = ops.matmul(m, n, k)
     try:
         if recipe == "naive":
-            sch = recipes.matmul_naive(func, tile=tile)
+            sch = recipes.get("matmul", "naive", "cuda")(func, tile=tile)
         elif recipe == "shared":
-            sch = recipes.matmul_shared(func, tile=tile, k_tile=k_tile)
+            sch = recipes.get("matmul", "shared", "cuda")(func, tile=tile, k_tile=k_tile, vector=False)
         else:
-            sch = recipes.matmul_register_blocked(func, tile, per_thread, k_tile)
+            sch = recipes.get("matmul", "register_local", "cuda")(func, tile, per_thread, k_tile)
     except ScheduleError:
         assume(False)  # an illegal step for this shape: not a candidate
     rng = np.random.default_rng(seed)
@@ -79,9 +78,9 @@ def test_random_matmul_schedules(m, n, k, recipe, tile, k_tile, per_thread, seed
 def test_random_elementwise_bindings(m, n, threads, recipe, seed):
     func = ops.add_mul_gelu(m, n)
     make = {
-        "fused": recipes.elementwise_fused,
-        "rows": recipes.elementwise_rows,
-        "unfused": recipes.elementwise_unfused,
+        "fused": recipes.get("add_mul_gelu", "fused", "cuda"),
+        "rows": recipes.get("add_mul_gelu", "rows", "cuda"),
+        "unfused": recipes.get("add_mul_gelu", "unfused", "cuda"),
     }[recipe]
     sch = make(func, threads=threads)
     rng = np.random.default_rng(seed)

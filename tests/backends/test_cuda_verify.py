@@ -2,11 +2,10 @@
 
 import pytest
 
-from workbench import ops
+from workbench import ops, recipes
 from workbench.backends import build
 from workbench.backends.common.lower import lower
 from workbench.backends.common.target import CUDA_FACTS, Target
-from workbench.backends.cuda import cuda_recipes as recipes
 from workbench.backends.cuda.cuda_sync import SyncThreads
 from workbench.backends.cuda.cuda_verify import (
     GpuPerformanceWarning,
@@ -44,13 +43,13 @@ def test_parallel_is_refused_with_a_clear_message():
 
 
 def test_threads_per_block_limit_from_the_target():
-    sch = recipes.matmul_naive(ops.matmul(16, 16, 16), tile=4)
+    sch = recipes.get("matmul", "naive", "cuda")(ops.matmul(16, 16, 16), tile=4)
     with pytest.raises(TooManyThreadsError, match="16 threads per block, more than the device's 8"):
         build(sch, target="cuda", max_threads_per_block=8)
 
 
 def test_shared_memory_limit():
-    sch = recipes.matmul_shared(ops.matmul(16, 16, 16), tile=4, k_tile=4)
+    sch = recipes.get("matmul", "shared", "cuda")(ops.matmul(16, 16, 16), tile=4, k_tile=4, vector=False)
     func, _ = prepare(lower(sch.mod), Target("cuda"))
     _, kernels = split_kernels(func)
     small = CUDA_FACTS.__class__(**{**CUDA_FACTS.__dict__, "shared_memory_per_block": 64})
@@ -63,7 +62,7 @@ def test_extent_mismatch_found_by_the_verifier_too():
     from workbench.ir import ForKind
     from workbench.schedule.tree import replace_loop
 
-    sch = recipes.matmul_naive(ops.matmul(16, 16, 16), tile=4)
+    sch = recipes.get("matmul", "naive", "cuda")(ops.matmul(16, 16, 16), tile=4)
     func = replace_loop(
         sch.mod, "k", lambda n: n.replace(kind=ForKind.THREAD_BINDING, thread_binding="blockIdx.x")
     )
@@ -86,10 +85,10 @@ def test_unbound_shared_copy_is_legal_with_a_warning():
 
 
 def test_no_barrier_without_shared_memory():
-    sch = recipes.matmul_register_blocked(ops.matmul(16, 16, 16))
+    sch = recipes.get("matmul", "register_local", "cuda")(ops.matmul(16, 16, 16))
     func, _ = prepare(lower(sch.mod), Target("cuda"))
     assert len(collect(func.body, lambda n: isinstance(n, SyncThreads))) == 2
-    naive, _ = prepare(lower(recipes.matmul_naive(ops.matmul(8, 8, 8), 4).mod), Target("cuda"))
+    naive, _ = prepare(lower(recipes.get("matmul", "naive", "cuda")(ops.matmul(8, 8, 8), 4).mod), Target("cuda"))
     assert not collect(naive.body, lambda n: isinstance(n, SyncThreads))
 
 

@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 
 import ir_examples
-from workbench.backends import build, numba_cpu
+from workbench.backends import build
 from workbench.backends.common.kernel_cache import (
     CacheFolderError,
     kernel_cache_dir,
     private_dir,
     prune_disk_cache,
 )
+from workbench.backends.cpu import numba_cpu
 
 FLAG = "WB_KERNEL_CACHE_PAYLOAD_RAN"
 

@@ -5,7 +5,9 @@ import numba
 import numpy as np
 import pytest
 
-from workbench.backends import build, codegen_python, lower_to_numba_source
+from workbench import recipes
+from workbench.backends import build, lower_to_numba_source
+from workbench.backends.common import codegen_python
 from workbench.backends.cpu.asm_loops import fma_loops
 from workbench.backends.cpu.cpu_facts import vector_lanes
 from workbench.backends.cpu.runtime import stack_allocator
@@ -14,23 +16,10 @@ from workbench.schedule import Schedule
 
 
 def packed_matmul(n: int, ti: int, tj: int, tk: int) -> Schedule:
-    """B packed per ``j_0`` panel, a ``ti x tj`` local accumulator written back per tile."""
-    sch = Schedule(matmul(n, n, n))
-    c = sch.get_block("C")
-    b_panel = sch.cache_read(c, 2, "global")
-    c_tile = sch.cache_write(c, 0, "local")
-    i, j, k = sch.get_loops(c)
-    i0, i1 = sch.split(i, factors=[None, ti])
-    j0, j1 = sch.split(j, factors=[None, tj])
-    k0, k1 = sch.split(k, factors=[None, tk])
-    sch.reorder(j0, i0, k0, k1, i1, j1)
-    sch.reverse_compute_at(c_tile, i0)
-    sch.compute_at(b_panel, j0)
-    sch.transform_layout(b_panel, ("write", 0), lambda kk, jj: (jj // tj, kk, jj % tj))
-    sch.parallel(j0)
-    sch.unroll(i1)
-    sch.vectorize(j1)
-    return sch
+    """B packed per ``j_0`` panel, a ``ti x tj`` local accumulator written back per tile
+    (``recipes.matmul.packed_cpu``, the panel copy not vectorized)."""
+    return recipes.get("matmul", "packed", "cpu")(matmul(n, n, n), ti=ti, tj=tj, tk=tk,
+                                                  vectorize_pack=False)
 
 
 def test_local_accumulator_is_used_in_place_and_init_peeled(rng):

@@ -10,7 +10,7 @@ import random
 import pytest
 
 import workbench as wb
-from workbench import ops
+from workbench import ops, recipes
 from workbench.backends import lower
 from workbench.backends.cpu.cpu_facts import vector_lanes
 from workbench.tune.cost_model import CostModel
@@ -38,26 +38,12 @@ LANES = vector_lanes("float32")
 
 
 def _matmul_schedule(n=256, ti=4, tj=64, tk=64, *, pack=True, parallel=True, vector=True):
-    """The hand structure of ``recipes.matmul.packed_cpu``: ``j`` panels outermost, a
-    ``ti x tj`` register tile accumulated over ``tk``-long ``k`` steps."""
-    sch = wb.Schedule(ops.matmul(n, n, n))
-    c = sch.get_block("C")
-    packed = sch.cache_read(c, 2, "global") if pack else None
-    local = sch.cache_write(c, 0, "local")
-    i, j, k = sch.get_loops(c)
-    i0, i1 = sch.split(i, factors=[None, ti])
-    j0, j1 = sch.split(j, factors=[None, tj])
-    k0, k1 = sch.split(k, factors=[None, tk])
-    sch.reorder(j0, i0, k0, k1, i1, j1)
-    sch.reverse_compute_at(local, i0)
-    if packed is not None:
-        sch.compute_at(packed, j0)
-        sch.transform_layout(packed, ("write", 0), f"lambda kk, jj: (jj // {tj}, kk, jj % {tj})")
-    if parallel:
-        sch.parallel(j0)
-    if vector:
-        sch.vectorize(j1)
-    return sch
+    """``recipes.matmul.packed_cpu`` without its unroll and its vectorized panel copy:
+    ``j`` panels outermost, a ``ti x tj`` register tile accumulated over ``tk``-long ``k``
+    steps."""
+    return recipes.get("matmul", "packed", "cpu")(
+        ops.matmul(n, n, n), ti=ti, tj=tj, tk=tk, pack=pack, parallel=parallel,
+        vectorize=vector, unroll=False, vectorize_pack=False)
 
 
 def _deepest(sch):

@@ -16,18 +16,19 @@ Example
 
 from workbench.recipes import (
     attention,
+    conv2d_cuda,
     elementwise_cuda,
     layernorm,
-    layernorm_cuda,
     matmul,
     matmul_cuda,
+    rows_cuda,
     softmax,
-    softmax_cuda,
+    softmax_lowering,
 )
 from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, register
 
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
-           "layernorm", "matmul", "softmax", "elementwise_cuda", "layernorm_cuda", "matmul_cuda",
-           "softmax_cuda"]
+           "layernorm", "matmul", "softmax", "conv2d_cuda", "elementwise_cuda", "matmul_cuda",
+           "rows_cuda", "softmax_lowering"]

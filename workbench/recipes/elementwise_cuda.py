@@ -5,7 +5,9 @@ element once: its speed is the memory bandwidth. Two things matter on the GPU: e
 producer inlined into one kernel (no intermediate round trips), and few, wide memory
 instructions. ``v4`` gives each thread 4 consecutive elements with 128-bit loads and
 stores (``vectorize`` of 4 on the cuda target: ``ld.global.v4.f32``/``st.global.v4.f32``);
-``grid_stride`` keeps a fixed grid and loops over the rest.
+``grid_stride`` keeps a fixed grid and loops over the rest. The first steps: ``fused`` (one
+thread per element, producers inlined), ``rows`` (one block per row, threads striding
+along it) and ``unfused`` (one kernel per block, intermediates in global memory).
 
 Example
 -------
@@ -65,6 +67,43 @@ def grid_stride(func: PrimFunc, threads: int = 256, blocks_per_row: int = 1) -> 
     return sch
 
 
+def fused(func: PrimFunc, threads: int = 32) -> Schedule:
+    """Inline every producer into the last block, fuse its loops, one thread per element."""
+    sch, out = _inlined(func)
+    fused = sch.fuse(*sch.get_loops(out))
+    bx, tx = sch.split(fused, factors=[None, threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    return sch
+
+
+def rows(func: PrimFunc, threads: int = 256) -> Schedule:
+    """Inline the producers; one CUDA block per row, threads striding along the row.
+
+    ``j = j_0 * threads + j_1`` with ``j_1`` on ``threadIdx.x``: neighbouring threads touch
+    neighbouring elements (coalesced) and no ``//`` or ``%`` of a fused index is computed.
+    """
+    sch, out = _inlined(func)
+    i, j = sch.get_loops(out)
+    j_0, j_1 = sch.split(j, factors=[None, threads])
+    sch.reorder(j_1, j_0)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j_1, "threadIdx.x")
+    return sch
+
+
+def unfused(func: PrimFunc, threads: int = 32) -> Schedule:
+    """Each block its own kernel (the intermediates are global workspace buffers)."""
+    sch = Schedule(func)
+    for blk in sch.get_child_blocks(sch.get_block("root")):
+        fused = sch.fuse(*sch.get_loops(blk))
+        bx, tx = sch.split(fused, factors=[None, threads])
+        sch.bind(bx, "blockIdx.x")
+        sch.bind(tx, "threadIdx.x")
+    return sch
+
+
 for _op in ("add_mul_gelu", "add", "multiply", "relu", "gelu"):
-    register(_op, "v4", "cuda")(v4)
-    register(_op, "grid_stride", "cuda")(grid_stride)
+    for _name, _recipe in (("v4", v4), ("grid_stride", grid_stride), ("fused", fused),
+                           ("rows", rows), ("unfused", unfused)):
+        register(_op, _name, "cuda")(_recipe)

@@ -91,6 +91,11 @@ def packed_cpu(
     tk: int = 128,
     pack_per_panel: bool = True,
     target: Target | str = "cpu",
+    pack: bool = True,
+    parallel: bool = True,
+    unroll: bool = True,
+    vectorize: bool = True,
+    vectorize_pack: bool | None = None,
 ) -> Schedule:
     """B packed into ``tj``-wide panels, a ``ti x tj`` local accumulator, ``j_0`` parallel.
 
@@ -101,15 +106,21 @@ def packed_cpu(
     ``k``. With ``pack_per_panel=False`` the whole of ``B`` is packed before the parallel
     loop (serially).
 
+    The toggles take one step out each (the tests and the notebooks compare with and
+    without): ``pack=False`` reads B in place; ``parallel``, ``unroll`` and ``vectorize``
+    (the tile's inner loop) the annotations; ``vectorize_pack`` the panel copy's inner
+    loop (default: as ``vectorize``).
+
     Example
     -------
     >>> from workbench import ops
     >>> sch = packed_cpu(ops.matmul(256, 256, 256))
     """
     tj = _registers(func, target, 4) if tj is None else tj
+    vectorize_pack = vectorize if vectorize_pack is None else vectorize_pack
     sch = Schedule(func)
     c = sch.get_block("C")
-    b_panel = sch.cache_read(c, 2, "global")
+    b_panel = sch.cache_read(c, 2, "global") if pack else None
     c_tile = sch.cache_write(c, 0, "local")
     i, j, k = sch.get_loops(c)
     i0, i1 = sch.split(i, factors=[None, ti])
@@ -117,13 +128,17 @@ def packed_cpu(
     k0, k1 = sch.split(k, factors=[None, tk])
     sch.reorder(j0, i0, k0, k1, i1, j1)
     sch.reverse_compute_at(c_tile, i0)
-    if pack_per_panel:
-        sch.compute_at(b_panel, j0)
-    sch.transform_layout(b_panel, ("write", 0), lambda kk, jj: (jj // tj, kk, jj % tj))
-    sch.parallel(j0)
-    sch.unroll(i1)
-    sch.vectorize(j1)
-    if pack_per_panel:
+    if pack:
+        if pack_per_panel:
+            sch.compute_at(b_panel, j0)
+        sch.transform_layout(b_panel, ("write", 0), lambda kk, jj: (jj // tj, kk, jj % tj))
+    if parallel:
+        sch.parallel(j0)
+    if unroll:
+        sch.unroll(i1)
+    if vectorize:
+        sch.vectorize(j1)
+    if pack and pack_per_panel and vectorize_pack:
         sch.vectorize(sch.get_loops(b_panel)[-1])
     return sch
 

@@ -3,6 +3,9 @@
 ``C[i, j] = sum_k A[i, k] * B[k, j]`` (``ops.matmul``), three steps of the usual path:
 
 * ``naive``: one thread per element of C, A and B read from global memory;
+* ``shared(..., vector=False)``: the shared tiles copied with scalar accesses;
+* ``register_local``: each thread a small tile of C in a ``local`` accumulator, the
+  shared tiles fetched with scalar accesses (the step before ``register_blocked``);
 * ``shared``: the block's tiles of A and B staged in shared memory per step of ``k_0``,
   copied *cooperatively* (the copy loops fused and spread over the block's threads,
   128-bit loads where the tile rows allow);
@@ -145,4 +148,37 @@ def register_blocked(
     if unroll_k:
         sch.annotate(ki, "pragma_unroll_explicit", 1)
     sch.decompose_reduction(c, ko)
+    return sch
+
+
+@register("matmul", "register_local", "cuda")
+def register_local(
+    func: PrimFunc, threads: int = 4, per_thread: int = 2, k_tile: int = 4, block: str = "C"
+) -> Schedule:
+    """The first register-blocked step: each thread computes a ``per_thread x per_thread``
+    tile of C in a ``local`` accumulator (``cache_write(C, "local")`` +
+    ``reverse_compute_at``), with A and B tiles staged in shared memory per ``k_0`` step
+    (cooperative fetch, scalar accesses).
+
+    Loop order: ``bi, bj (blockIdx) / ti, tj (threadIdx) / k_0 / k_1 / ii, ij``.
+    """
+    sch = Schedule(func)
+    c = sch.get_block(block)
+    i, j, k = sch.get_loops(c)
+    bi, ti, ii = sch.split(i, factors=[None, threads, per_thread])
+    bj, tj, ij = sch.split(j, factors=[None, threads, per_thread])
+    ko, ki = sch.split(k, factors=[None, k_tile])
+    sch.reorder(bi, bj, ti, tj, ko, ki, ii, ij)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    c_local = sch.cache_write(c, 0, "local")
+    sch.reverse_compute_at(c_local, tj)
+    a_shared = sch.cache_read(c, 1, "shared")
+    sch.compute_at(a_shared, ko)
+    _cooperative_fetch(sch, a_shared, (threads, threads), vector=False)
+    b_shared = sch.cache_read(c, 2, "shared")
+    sch.compute_at(b_shared, ko)
+    _cooperative_fetch(sch, b_shared, (threads, threads), vector=False)
     return sch

@@ -32,8 +32,8 @@ class Recipe:
         text = (self.schedule.__doc__ or "").strip()
         return text.splitlines()[0] if text else ""
 
-    def __call__(self, func: PrimFunc, **options) -> Schedule:
-        return self.schedule(func, **options)
+    def __call__(self, func: PrimFunc, *args, **options) -> Schedule:
+        return self.schedule(func, *args, **options)
 
 
 RECIPES: dict[tuple[str, str, str], Recipe] = {}

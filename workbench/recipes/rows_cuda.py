@@ -1,5 +1,18 @@
-"""One CUDA block per row for row operators (softmax, layernorm, rmsnorm): the schedule the
-``cuda`` recipes share.
+"""Row operators on the ``cuda`` target (``ops.softmax``, ``ops.layernorm``): one block per
+row, registered once for both (``recipes.get("softmax" | "layernorm", name, "cuda")``).
+
+* ``block_per_row`` (``threads``, ``stage``): the row statistics (softmax: max and sum of
+  ``exp(x - max)``; layernorm: sum and sum of squared deviations, the numerically safe
+  variance) as cross-thread reductions (per-thread partials, ``shfl_xor_sync`` butterflies
+  in each warp, one shared-memory step across warps; every thread gets the result), the
+  normalisation on the same threads: one kernel, the two-pass algorithm of TVM's topi;
+* ``rfactor_shuffle``: the reductions ``rfactor``-ed into shared partials combined by warp
+  shuffles;
+* ``block_local``: every thread computes the row statistics itself (no cross-thread
+  reduction: redundant, free of barriers); ``rfactor``: shared partials every thread
+  combines alone (the steps before the shuffles).
+
+``block_per_row`` in detail:
 
 For an operator of row reductions followed by an elementwise output block (``ops.softmax``:
 max, sum of exp, normalise; ``ops.layernorm``: sum, sum of squared deviations, normalise):
@@ -20,6 +33,7 @@ max, sum of exp, normalise; ``ops.layernorm``: sum, sum of squared deviations, n
 from __future__ import annotations
 
 from workbench.ir import PrimFunc
+from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
 
@@ -68,21 +82,22 @@ def _input_index(sch: Schedule, block: str, buffer: str) -> int:
 def rfactor_shuffle(func: PrimFunc, threads: int = 512) -> Schedule:
     """The rfactor-into-shared route, combined with warp shuffles.
 
-    ``cuda_recipes.row_reduction_rfactor`` (each reduction split by ``threads`` and
-    ``rfactor``-ed: thread ``t`` reduces its strided slice into a ``shared`` partial
-    buffer) leaves the final combine as a loop over the ``threads`` partials that every
-    thread runs alone. Binding that loop to ``threadIdx.x`` makes it a cross-thread
-    reduction: each thread takes one partial and the ``cuda`` target combines them with
-    ``shfl_xor_sync`` butterflies (``workbench.backends.cuda.cuda_reduction``).
+    ``rfactor`` (each reduction split by ``threads`` and ``rfactor``-ed: thread ``t``
+    reduces its strided slice into a ``shared`` partial buffer) leaves the final combine as
+    a loop over the ``threads`` partials that every thread runs alone. Binding that loop to
+    ``threadIdx.x`` makes it a cross-thread reduction: each thread takes one partial and the
+    ``cuda`` target combines them with ``shfl_xor_sync`` butterflies
+    (``workbench.backends.cuda.cuda_reduction``).
 
     Example
     -------
     >>> from workbench import ops
     >>> sch = rfactor_shuffle(ops.softmax(4, 100), threads=32)
+    >>> from workbench import recipes
+    >>> recipes.get("layernorm", "rfactor_shuffle", "cuda").schedule is rfactor_shuffle
+    True
     """
-    from workbench.backends.cuda.cuda_recipes import row_reduction_rfactor
-
-    sch = row_reduction_rfactor(func, threads=threads)
+    sch = rfactor(func, threads=threads)
     names = [sch.get(b).name for b in sch.get_child_blocks(sch.get_block("root"))]
     for name in names:
         block = sch.get(sch.get_block(name))
@@ -90,3 +105,65 @@ def rfactor_shuffle(func: PrimFunc, threads: int = 512) -> Schedule:
             continue
         sch.bind(sch.get_loops(sch.get_block(name))[-1], "threadIdx.x")
     return sch
+
+
+def block_local(func: PrimFunc, threads: int = 32) -> Schedule:
+    """Softmax / layernorm, one CUDA block per row.
+
+    The row reductions (the first blocks) are computed at the output's row loop, bound to
+    ``blockIdx.x``, with their results in ``local`` scope: each thread of the block
+    computes the row statistics itself (no cross-thread reduction: redundant but free of
+    barriers); the output's column loop is split over ``threadIdx.x``.
+    """
+    sch = Schedule(func)
+    blocks = sch.get_child_blocks(sch.get_block("root"))
+    out = blocks[-1]
+    i, j = sch.get_loops(out)
+    tx, _ = sch.split(j, factors=[threads, None])
+    sch.bind(i, "blockIdx.x")
+    for reduction in reversed(blocks[:-1]):
+        sch.set_scope(reduction, 0, "local")
+        sch.compute_at(reduction, tx)
+    sch.bind(tx, "threadIdx.x")
+    return sch
+
+
+def rfactor(func: PrimFunc, threads: int = 32) -> Schedule:
+    """Softmax / layernorm, one CUDA block per row, reductions shared across the threads.
+
+    Each row reduction is split ``k = k_0 * threads + k_1`` and ``rfactor``-ed over ``k_1``:
+    thread ``k_1`` reduces a strided slice of the row (coalesced: neighbouring threads read
+    neighbouring elements) into a ``shared`` partial buffer; then every thread combines the
+    ``threads`` partials into its own ``local`` copy of the row statistic. The build puts
+    the barrier between the two. The output's columns are split the same way.
+    """
+    sch = Schedule(func)
+    blocks = sch.get_child_blocks(sch.get_block("root"))
+    names = [sch.get(b).name for b in blocks]
+    reductions, out = names[:-1], names[-1]
+    partials = {}
+    for name in reductions:
+        k = sch.get_loops(sch.get_block(name))[-1]
+        _, k_1 = sch.split(k, factors=[None, threads])
+        partials[name] = sch.rfactor(k_1, 0)
+    i, j = sch.get_loops(sch.get_block(out))
+    j_0, j_1 = sch.split(j, factors=[None, threads])
+    sch.reorder(j_1, j_0)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j_1, "threadIdx.x")
+    for name in reversed(reductions):
+        sch.compute_at(sch.get_block(name), i)
+        sch.compute_at(partials[name], i)
+    for name in reductions:
+        rf = partials[name]
+        sch.bind(sch.get_loops(rf)[1], "threadIdx.x")
+        sch.set_scope(rf, 0, "shared")
+        sch.set_scope(sch.get_block(name), 0, "local")
+    return sch
+
+
+for _op in ("softmax", "layernorm"):
+    register(_op, "block_per_row", "cuda")(block_per_row)
+    register(_op, "rfactor_shuffle", "cuda")(rfactor_shuffle)
+    register(_op, "block_local", "cuda")(block_local)
+    register(_op, "rfactor", "cuda")(rfactor)
