@@ -274,7 +274,7 @@ def test_the_selected_loop_is_marked_in_the_generated_code(ex):
 def test_legality_and_compile_wait_for_the_drawing(ex, monkeypatch):
     import time
 
-    from workbench.widgets import explorer as explorer_module
+    from workbench.widgets import explorer_views as explorer_module
 
     monkeypatch.setattr(explorer_module, "DRAWING_FIRST_S", 30.0)
     gate = hold(ex._views_executor)  # the drawing cannot start
