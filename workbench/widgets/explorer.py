@@ -40,20 +40,46 @@ from workbench.widgets.history import History, HistoryNode
 from workbench.widgets.layout import LOWERING, PANES, build_layout
 from workbench.widgets.on_demand import OnDemand
 from workbench.widgets.runner import MeasureRunner
+from workbench.widgets.target_views import views_for
 from workbench.widgets.tune_tab import TuneTab
 from workbench.widgets.view_cache import ViewCache
 
 __all__ = ["DRAWING_FIRST_S", "PANES", "Explorer", "explore"]
 
 
-def explore(func_or_schedule: PrimFunc | Schedule, target: str = "cpu", **options) -> Explorer:
+def explorable_targets() -> tuple[str, ...]:
+    """The targets the explorer offers: every registered kind that explores as itself
+    (the ``numpy`` reference explores as ``cpu``)."""
+    from workbench.backends.target import Target, target_names
+
+    return tuple(n for n in target_names() if Target(n).explore_target.name == n)
+
+
+def explore_target(target):
+    """``target`` (a name or a ``Target``) as the explorer builds for it; an unknown name
+    raises ``ValueError`` naming the targets it can explore."""
+    from workbench.backends.target import resolve_target
+
+    try:
+        return resolve_target(target, "explore").explore_target
+    except ValueError:
+        raise ValueError(
+            f"explore: target {target!r} is not available; built targets: "
+            f"{', '.join(explorable_targets())}"
+        ) from None
+
+
+def explore(func_or_schedule: PrimFunc | Schedule, target="cpu", **options) -> Explorer:
     """Open the explorer on a PrimFunc, or continue a Schedule's trace.
 
     Parameters
     ----------
     func_or_schedule : PrimFunc or Schedule
-    target : str
-        ``"cpu"`` (``"cuda"`` once that backend is built).
+    target : str or Target
+        ``"cpu"`` or ``"cuda"`` (any registered kind; the ``numpy`` reference explores as
+        ``cpu``). What the explorer shows for it comes from the kind's ``explorer_views``
+        hook (``workbench.widgets.target_views``); on ``cuda`` a bare function opens on the
+        target's default binding (node 1, undo to see the start) so the kernel builds.
     **options
         ``measure`` (bool, default True), ``peaks`` (a ``MachinePeaks``), ``budget_s``
         (timing budget per measurement), ``debounce_s``.
@@ -73,15 +99,13 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
     def __init__(
         self,
         func_or_schedule: PrimFunc | Schedule,
-        target: str = "cpu",
+        target="cpu",
         *,
         measure: bool = True,
         peaks=None,
         budget_s: float = 0.3,
         debounce_s: float = 0.2,
     ):
-        from workbench.backends.build import TARGETS
-
         if isinstance(func_or_schedule, PrimFunc):
             schedule = Schedule(func_or_schedule)
         elif isinstance(func_or_schedule, Schedule):
@@ -90,21 +114,23 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
             raise TypeError(
                 f"explore needs a PrimFunc or a Schedule, got {type(func_or_schedule).__name__}"
             )
-        if target not in TARGETS or target == "numpy":
-            raise ValueError(
-                f"explore: target {target!r} is not available; built targets: "
-                f"{', '.join(t for t in TARGETS if t != 'numpy')}"
-            )
-        self.target = target
+        self.target = explore_target(target)
         self.measuring = measure
         self.runner = MeasureRunner(
-            schedule.func_before, target, budget_s=budget_s, debounce_s=debounce_s, peaks=peaks
+            schedule.func_before, self.target, budget_s=budget_s, debounce_s=debounce_s,
+            peaks=peaks,
         )
         self.history = History(
             schedule,
             "start" if not len(schedule.trace) else f"opened at step {len(schedule.trace)}",
             baseline=self.runner.baseline_name,
         )
+        opening = views_for(self.target).opening
+        if opening is not None and not len(schedule.trace):
+            first = opening(schedule.mod)  # e.g. a CUDA kernel bound to GPU axes
+            if first is not None:
+                self.history.add(first[1], first[0])
+                schedule = first[1]
         self.last_error: ScheduleError | None = None
         self.timings: dict[str, float] = {}
         self.warnings: list[str] = []
@@ -121,7 +147,7 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
         self.block = blocks[0]
         loops = loops_above(schedule.mod, self.block)
         self.loop = loops[0].name if loops else None
-        self._build_widgets(tuple(t for t in TARGETS if t != "numpy"))
+        self._build_widgets(explorable_targets())
         self.refresh()
 
     # --- state -----------------------------------------------------------------------
@@ -222,8 +248,9 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
             self.loop = loop
         self.refresh(measure=False)
 
-    def set_target(self, target: str) -> None:
-        self.target = self.runner.target = target
+    def set_target(self, target) -> None:
+        """Show and measure for ``target`` (a name or a ``Target``)."""
+        self.target = self.runner.target = explore_target(target)
         self.refresh()
 
     def show_lowering(self, tab: str = "LLVM IR / PTX") -> None:
@@ -244,7 +271,8 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
         """
         from workbench.widgets.tuning_dashboard import TuningDashboard
 
-        return TuningDashboard(self.node.schedule.func_before, space=space, target=self.target,
+        return TuningDashboard(self.node.schedule.func_before, space=space,
+                               target=self.target.name,
                                db=db, **kwargs)
 
     def wait(self, timeout: float = 120.0) -> Explorer:

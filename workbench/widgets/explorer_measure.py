@@ -9,6 +9,7 @@ import html
 
 from workbench.widgets import explorer_views
 from workbench.widgets.history import Measurement
+from workbench.widgets.target_views import views_for
 
 
 class ExplorerMeasuring:
@@ -19,11 +20,11 @@ class ExplorerMeasuring:
     def _queue_measurement(self) -> None:
         if not self.measuring:
             return
-        if self.target == "cuda" and _cuda_simulated():
+        reason = views_for(self.target).not_measured()
+        if reason is not None:  # e.g. the CUDA simulator runs kernels as Python
             self.progress.layout.visibility = "hidden"
             self.views["status"].value = (
-                "<span class='wb-not-measured'>not measured: under the CUDA simulator the "
-                "kernels run as Python (the CUDA source, drawing and warnings are shown)</span>"
+                f"<span class='wb-not-measured'>{html.escape(reason)}</span>"
             )
             return
         node = self.node
@@ -79,9 +80,3 @@ class ExplorerMeasuring:
         ].value = (
             f"<span style='color:#b00'>build or measure failed: {html.escape(repr(error))}</span>"
         )
-
-
-def _cuda_simulated() -> bool:
-    from workbench.backends.numba_cuda import simulator_enabled
-
-    return simulator_enabled()

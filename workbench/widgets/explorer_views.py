@@ -21,6 +21,7 @@ from workbench.widgets.actions import Ref, all_loops, block_names, legality, loo
 from workbench.widgets.history import HistoryNode
 from workbench.widgets.layout import LOWERING, MACHINE_CODE, PANES
 from workbench.widgets.on_demand import LazyPane
+from workbench.widgets.target_views import views_for
 
 DRAWING_FIRST_S = 0.3  # the legality probes and the compile wait this long for the drawing
 
@@ -218,7 +219,7 @@ class ExplorerViews:
                 "machine code",
                 key=lambda: (self.history.current_id, "machine code", self.target),
                 is_open=machine_code_open,
-                make=lambda key: panes.machine_code(self.history[key[0]].func, key[2]),
+                make=lambda key: views_for(key[2]).machine_code(self.history[key[0]].func),
                 targets=lambda: [lowering[name] for name in MACHINE_CODE],
                 placeholder="<i>compiled when this tab is opened</i>",
                 pending="<i class='wb-pending'>⏳ compiling…</i>",
@@ -251,11 +252,12 @@ class ExplorerViews:
         return panes.header_html(self.node, self.target)
 
 
-def _code_html(node: HistoryNode, target: str, loop: str | None) -> str:
-    """The generated source for ``target`` (Numba Python or CUDA Python) with ``loop``'s lines
-    marked, or the build's rendered error (a CUDA schedule with no loop bound to a GPU axis)."""
+def _code_html(node: HistoryNode, target, loop: str | None) -> str:
+    """The generated source for ``target`` (its ``TargetViews.source``: Numba Python, CUDA
+    Python) with ``loop``'s lines marked, or the build's rendered error (a CUDA schedule
+    with no loop bound to a GPU axis)."""
     try:
-        source = panes.cuda_source(node.func) if target == "cuda" else node.code
+        source = views_for(target).source(node.func)
     except Exception as err:  # noqa: BLE001 - shown in the pane, never lost
         return panes.error_html(err)
     return panes.code_html(source, loop).html
