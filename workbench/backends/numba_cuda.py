@@ -426,7 +426,7 @@ def compile_cuda_kernel(func: PrimFunc, lowered: PrimFunc, target: Target, writt
     return CudaKernel(
         func,
         lowered,
-        "cuda",
+        target.name,
         compiled.host,
         options=dict(target.options),
         source=compiled.source,
@@ -447,5 +447,10 @@ CUDA = register_target(
         kernel_class=CudaKernel,
         device=device_facts,
         description="@cuda.jit kernels (Numba CUDA; the simulator in CI)",
+        printer=CudaPrinter,
+        graph_schedule="workbench.graph.schedules_cuda:graph_schedule",
+        tuning_rules="workbench.tune.rules_cuda:cuda_rules",
+        warnings="workbench.viz.advice:cuda_schedule_warnings",
+        module=__name__,
     )
 )
