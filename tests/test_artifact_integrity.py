@@ -255,3 +255,11 @@ def test_an_old_artifact_without_hashes_is_refused(tune_artifact, tmp_path):
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ArtifactIntegrityError, match="no file list"):
         load_artifact(folder)
+
+
+def test_the_error_is_public_and_a_value_error():
+    assert wb.ArtifactIntegrityError is ArtifactIntegrityError
+    assert issubclass(ArtifactIntegrityError, ValueError)
+    error = ArtifactIntegrityError("/x", "weights/0.npy", "is missing")
+    assert error.name == "weights/0.npy" and "weights/0.npy: is missing" in str(error)
+    assert pickle.loads(pickle.dumps(error)).name == "weights/0.npy"
