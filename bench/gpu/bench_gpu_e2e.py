@@ -124,6 +124,12 @@ def part_model(args, out: dict) -> None:
                 row["graph_stats"] = vars(compiled.runtime.sequence.stats)
             rows[f"workbench {mode}"] = row
             print(mode, {k: v for k, v in row.items() if not k.endswith("_all")}, flush=True)
+        compiled.runtime.mode = "graph"
+        frame = compiled.latency_report(xd, repeat=10)
+        out["kernel_device_us"] = [
+            {"kernel": k, "pattern": p, "median_us": float(u)}
+            for k, p, u in zip(frame["kernel"], frame["pattern"], frame["median_us"],
+                               strict=True)]
         for label, kwargs in (("torch.compile", {}),
                               ("torch.compile reduce-overhead", {"mode": "reduce-overhead"})):
             if args.no_torch_compile:

@@ -184,3 +184,15 @@ def test_torch_cuda_tensors_in_and_out_on_the_current_stream():
     assert isinstance(out, torch.Tensor) and out.is_cuda
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     assert c.runtime.sequence.stats.replayed >= 1
+
+
+def test_latency_report_times_each_kernel_on_the_device(compiled):
+    from numba import cuda
+
+    _, c = compiled
+    x = cuda.to_device(np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32))
+    before = dict(cuda_device.COPIES)
+    frame = c.latency_report(x, repeat=2)
+    assert list(frame["kernel"]) == [k.node for k in c.kernels]
+    assert (frame["median_us"] > 0).all()
+    assert cuda_device.COPIES == before

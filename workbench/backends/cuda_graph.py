@@ -61,6 +61,12 @@ def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
     return tuple(reversed(strides))
 
 
+def _dim3(dims) -> tuple[int, int, int]:
+    """A grid or block size as 3 ints (an int or a shorter tuple padded with 1)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
 def data_pointer(array) -> int:
     """The device address of ``array``'s first element (torch, CuPy, Numba arrays)."""
     if hasattr(array, "data_ptr"):
@@ -109,8 +115,7 @@ class PackedLaunch:
             fields, pointer = _array_fields(array)
             self.slots.append(len(values) + pointer)
             values += fields
-        self.grid = tuple(int(g) for g in grid)
-        self.block = tuple(int(b) for b in block)
+        self.grid, self.block = _dim3(grid), _dim3(block)
         self.values = (ctypes.c_int64 * len(values))(*values)
         base = ctypes.addressof(self.values)
         self.params = (ctypes.c_void_p * len(values))(*(base + 8 * i for i in range(len(values))))

@@ -62,6 +62,7 @@ class DeviceRuntime:
         self.sequence = None
         self._host_inputs: list | None = None
         self._torch_outputs: dict = {}
+        self._ran = False
 
     # ---- buffers ------------------------------------------------------------------------
 
@@ -150,14 +151,18 @@ class DeviceRuntime:
 
     def _run_kernels(self, named: dict) -> None:
         """Every kernel through its ``CudaKernel`` (Numba's dispatch, on the default
-        stream; compiles on the first call): the device is synchronised around it so
-        that the caller's stream and this one see each other's work."""
+        stream; Numba compiles them on the first call, when the device is synchronised
+        around it so that the caller's stream and this one see each other's work)."""
         from numba import cuda
 
-        cuda.synchronize()
+        first = not self._ran
+        if first:
+            cuda.synchronize()
         for kernel in self.model.kernels:
             kernel.kernel(*self._kernel_arrays(kernel, named))
-        cuda.synchronize()
+        if first:
+            cuda.synchronize()
+            self._ran = True
 
     def _make_sequence(self, named: dict):
         """The launches of every kernel with packed arguments, and where inputs go."""
@@ -217,8 +222,35 @@ class DeviceRuntime:
             self._torch_outputs[name] = view
         return view.clone()
 
+    def kernel_seconds(self, *inputs, repeat: int = 20) -> list[float]:
+        """Median device seconds of each kernel of the model (CUDA events around its
+        launches, ``repeat`` times; under the simulator, wall time), after a warm-up call."""
+        from workbench.backends.cuda_device import EventTimer
+
+        self(*inputs)  # compiles every kernel
+        arrays, _ = self._device_inputs(inputs)
+        if self.sequence is None:  # the "kernels" mode makes none
+            self.sequence = self._make_sequence(dict(zip(self.model.graph.inputs, arrays,
+                                                         strict=True)))
+        self.sequence.set_inputs(arrays)
+        stream = caller_stream_handle()
+        timer = EventTimer(stream)
+        per_kernel = [len(k.kernel._compiled.kernels) for k in self.model.kernels]
+        runs = []
+        for _ in range(repeat):
+            times, first = [], 0
+            for count in per_kernel:
+                timer.start()
+                for launch in self.sequence.launches[first:first + count]:
+                    launch(stream)
+                times.append(timer.stop())
+                first += count
+            runs.append(times)
+        return [float(t) for t in np.median(np.array(runs), axis=0)]
+
     def invalidate(self) -> None:
         """Forget the launch sequence and its graphs (a kernel was rebuilt)."""
         if self.sequence is not None:
             self.sequence.invalidate()
         self.sequence = None
+        self._ran = False
