@@ -13,7 +13,9 @@ if [[ $parts == *tests* ]]; then
     tests/tune/test_cuda_space_candidates.py -k "not attention" 2>&1 | tee $out/e2e_tests.log | tail -15
 fi
 if [[ $parts == *model* ]]; then
-  timeout ${MODEL_TIMEOUT:-200} python3 bench/gpu/bench_gpu_e2e.py --part model --out $out 2>&1 | tee $out/e2e_model.log | tail -12
+  for b in ${BATCHES:-16}; do
+    timeout ${MODEL_TIMEOUT:-200} python3 bench/gpu/bench_gpu_e2e.py --part model --batch $b --out $out 2>&1 | tee $out/e2e_model_b$b.log | tail -12
+  done
 fi
 if [[ $parts == *tune* ]]; then
   timeout ${TUNE_TIMEOUT:-280} python3 bench/gpu/bench_gpu_e2e.py --part tune --trials ${TRIALS:-24} --budget ${BUDGET:-200} --out $out 2>&1 | tee $out/e2e_tune.log | tail -12

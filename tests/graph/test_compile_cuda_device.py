@@ -183,7 +183,17 @@ def test_torch_cuda_tensors_in_and_out_on_the_current_stream():
     assert cuda_device.COPIES["to_host"] == before["to_host"]
     assert isinstance(out, torch.Tensor) and out.is_cuda
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
-    assert c.runtime.sequence.stats.replayed >= 1
+    stats = c.runtime.sequence.stats
+    assert stats.replayed >= 1
+    captured = stats.captured
+    x2 = torch.randn(2, 8, device="cuda")  # another address: a new graph
+    torch.testing.assert_close(c(x2), model(x2), rtol=1e-5, atol=1e-5)
+    assert stats.captured == captured + 1
+    x.copy_(torch.randn(2, 8, device="cuda"))  # same address, new contents: replayed
+    torch.testing.assert_close(c(x), model(x), rtol=1e-5, atol=1e-5)
+    assert stats.captured == captured + 1
+    c.runtime.mode = "lean"
+    torch.testing.assert_close(c(x2), model(x2), rtol=1e-5, atol=1e-5)
 
 
 def test_latency_report_times_each_kernel_on_the_device(compiled):
