@@ -10,14 +10,17 @@ local copy filled per tile is never read by another tile). Our cache buffers kee
 shape (TVM compacts them to the tile, 4x4 here): see docs/decisions.md.
 """
 
+import pytest
 from schedule_checks import (
     assert_structural,
     check_numbers,
+    compare_with_reference,
     raises_unchanged,
     verify_trace_roundtrip,
 )
 
 from workbench import T, from_source
+from workbench.backends import build
 from workbench.schedule import (
     ConsumerOutsideScopeError,
     NotAConsumerError,
@@ -270,3 +273,24 @@ def test_cache_write_of_a_scope_that_updates_its_output(rng):
     sch.cache_write(sch.get_block("scope"), 0, "global")
     assert "A_global_fill" not in block_names(sch.mod)
     check_numbers(sch, rng)
+
+
+@pytest.mark.cuda
+def test_cache_read_under_scope_on_the_gpu(rng):
+    """The issue's GPU case (CUDA simulator in CI): with the scope's loops bound to blocks
+    and threads, the local copy is a per-thread array of one tile, read by ``B`` only;
+    ``C`` reads the global copy, made by its own kernel after the producer's."""
+    sch = Schedule(access_under_scope)
+    sch.cache_read(sch.get_block("B"), 0, "local")
+    sch.cache_read(sch.get_block("C"), 0, "global")
+    for block in ("scope", "A_global", "C"):
+        outer, inner = sch.get_loops(sch.get_block(block))
+        sch.bind(outer, "blockIdx.x")
+        sch.bind(inner, "threadIdx.x")
+    source = build(sch, target="cuda").source
+    kernels = source.split("@cuda.jit")[1:]
+    assert len(kernels) == 3
+    assert "A_local = cuda.local.array((4, 4), numba.float32)" in kernels[0]
+    assert all("A_local" not in k for k in kernels[1:])
+    assert "C[i_1, j_1] = A_global[i_1, j_1]" in kernels[2]
+    compare_with_reference(sch, access_under_scope, rng, [("cuda", {})])

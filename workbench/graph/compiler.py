@@ -190,6 +190,8 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     Parameters
     ----------
     model : torch.nn.Module, onnx.ModelProto, path to an .onnx file, or Graph
+        A torch module is traced in eval mode (as ``torch.onnx.export`` does by default)
+        and left as it was: every submodule's ``training`` flag is restored afterwards.
     example_inputs : tuple
         Example inputs (torch tensors or numpy arrays): they fix the shapes.
     target : str
@@ -200,7 +202,8 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     schedules : "default", "none" or a tuning-records path
         The rule-based schedules of ``workbench.graph.schedules`` for ``target`` (recipes on
         cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
-        kernel.
+        kernel (the default schedule for kernels the records do not hold; a path that does
+        not exist raises ``FileNotFoundError``).
     pipeline : Pipeline, optional
         The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
         folding, DCE, fusion).
@@ -309,11 +312,19 @@ class CompiledModel:
             pending = next(views, None)
 
     def __call__(self, *inputs):
-        """The model's output(s) as numpy arrays (copies: the buffers are reused); on a
+        """The model's output(s) as numpy arrays (copies: the buffers are reused), nested as
+        the torch model returns them (a tuple, list or dict); one array for one output. On a
         device-resident target (``cuda``) device inputs give device outputs, no host copy
-        (``workbench.graph.compiled_cuda``)."""
+        (``workbench.graph.compiled_cuda``).
+
+        Raises ``ModelInputError`` for an input of another count, shape or dtype than the
+        model was compiled for: inputs are never reshaped or cast."""
         if self.runtime is not None:
-            return self.runtime(*inputs)
+            result = self.runtime(*inputs)
+            if self.output_structure is None:
+                return result
+            flat = [result] if len(self.graph.outputs) == 1 else list(result)
+            return _unflatten(self.output_structure, flat)
         values = self._bind(inputs)
         self._run(values)
         outputs = [np.array(values[name]) for name in self.graph.outputs]

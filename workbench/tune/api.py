@@ -155,6 +155,7 @@ def tune(
     cost_model: bool | object = True,
     progress: bool = True,
     callbacks: list[Callable] | None = None,
+    stages: list[Callable] | None = None,
     resume: bool = True,
     repeats: int = 5,
     min_repeat_s: float = 0.0,
@@ -187,6 +188,9 @@ def tune(
         A tqdm bar (a widget in notebooks).
     callbacks : list of callables
         Called with each ``Record`` as it is written.
+    stages : list of callables
+        Called with each ``progress.Stage`` of a candidate (building, measuring, measured,
+        failed; "starting" while the workers start), before its record exists.
     repeats, min_repeat_s : timed calls per candidate, and the least time one timing lasts.
     time_budget_s : float, optional
         Stop proposing new batches after this many seconds.
@@ -237,10 +241,11 @@ def tune(
     todo = max(0, trials - len(earlier))
     own_runner = runner is None
     runner = runner or LocalRunner()
-    bar = Progress(todo, func.name, progress, callbacks)
+    bar = Progress(todo, func.name, progress, callbacks, stages)
     trial = len(earlier)
     warming = None
     if todo > 0 and hasattr(runner, "warm_up"):  # workers start while the strategy ranks
+        bar.stage(None, "starting")
         warming = threading.Thread(target=_quietly, args=(runner.warm_up, task), daemon=True)
         warming.start()
     try:
@@ -267,7 +272,10 @@ def tune(
                     record.error = f"{type(err).__name__}: {err}"[:2000]
                     record.error_kind = "schedule"
                 batch.append(record)
-            outcomes = iter(runner.run(task, candidates)) if candidates else iter(())
+            trials_of = [trial + i for i, r in enumerate(batch) if r.error_kind != "schedule"]
+            outcomes = iter(runner.run(task, candidates, events=lambda index, state,
+                                       trials_of=trials_of: bar.stage(trials_of[index], state))
+                            if candidates else ())
             for record in batch:
                 if record.error_kind != "schedule":
                     outcome = next(outcomes)

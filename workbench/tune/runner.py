@@ -38,9 +38,9 @@ import dataclasses
 import os
 import queue
 import statistics
-import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -260,21 +260,20 @@ def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
 
 
 def default_cache_dir() -> Path:
-    """The tuner's own kernel cache folder (pruned), apart from the interactive one."""
-    return Path(tempfile.gettempdir()) / f"workbench-tune-kernels-{os.getuid()}"
+    """The tuner's own kernel cache folder (pruned), apart from the interactive one: under
+    the user's private cache folder (``kernel_cache.cache_root``), never a shared ``/tmp``
+    name another user could create first."""
+    from workbench.backends.kernel_cache import cache_root, private_dir
+
+    return private_dir(cache_root() / "tune-kernels")
 
 
 def prune_kernel_cache(directory: Path, max_entries: int) -> int:
-    """Keep the ``max_entries`` newest generated kernels (and their Numba cache files)."""
-    modules = sorted(directory.glob("workbench_kernel_*.py"), key=lambda p: p.stat().st_mtime)
-    removed = 0
-    for path in modules[: max(0, len(modules) - max_entries)]:
-        stem = path.stem
-        for cached in (directory / "__pycache__").glob(f"{stem}.*"):
-            cached.unlink(missing_ok=True)
-        path.unlink(missing_ok=True)
-        removed += 1
-    return removed
+    """Keep the ``max_entries`` most recently used generated kernels (and their Numba cache
+    files); see ``kernel_cache.prune_disk_cache``."""
+    from workbench.backends.kernel_cache import prune_disk_cache
+
+    return prune_disk_cache(directory, max_entries=max_entries)
 
 
 class LocalRunner:
@@ -346,18 +345,29 @@ class LocalRunner:
                 for job in jobs:
                     job.result()
 
-    def run(self, task: Task, candidates: list[Candidate]) -> list[Outcome]:
-        """Build all candidates in parallel, then measure the built ones one by one."""
+    def run(self, task: Task, candidates: list[Candidate],
+            events: Callable[[int, str], None] | None = None) -> list[Outcome]:
+        """Build all candidates in parallel, then measure the built ones one by one.
+
+        ``events(index, state)``, when given, hears each candidate go through
+        ``building``, ``measuring`` and ``measured`` or ``failed`` (``progress.STAGES``).
+        """
+        tell = events or (lambda index, state: None)
         with self._lock:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
+            for index in range(len(candidates)):
+                tell(index, "building")
             with ThreadPoolExecutor(self.n_build) as pool:
                 built = list(pool.map(lambda c: self._build_one(task, c), candidates))
             outcomes = []
-            for candidate, build_reply in zip(candidates, built, strict=True):
+            for index, (candidate, build_reply) in enumerate(zip(candidates, built,
+                                                                 strict=True)):
                 if build_reply[0] != "ok":
                     outcomes.append(Outcome(error=build_reply[2], error_kind=build_reply[1]))
+                    tell(index, "failed")
                     continue
                 build_s = build_reply[1]["build_s"]
+                tell(index, "measuring")
                 reply = self._measurer.call(
                     measure_candidate,
                     (task, candidate.trace, candidate.config),
@@ -368,6 +378,7 @@ class LocalRunner:
                     outcomes.append(Outcome(times_s=list(reply[1]), build_s=build_s))
                 else:
                     outcomes.append(Outcome(build_s=build_s, error=reply[2], error_kind=reply[1]))
+                tell(index, "measured" if outcomes[-1].ok else "failed")
             prune_kernel_cache(self.cache_dir, self.max_cache_entries)
             return outcomes
 

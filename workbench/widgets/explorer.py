@@ -96,12 +96,13 @@ class Explorer:
             )
         self.target = target
         self.measuring = measure
+        self.runner = MeasureRunner(
+            schedule.func_before, target, budget_s=budget_s, debounce_s=debounce_s, peaks=peaks
+        )
         self.history = History(
             schedule,
             "start" if not len(schedule.trace) else f"opened at step {len(schedule.trace)}",
-        )
-        self.runner = MeasureRunner(
-            schedule.func_before, target, budget_s=budget_s, debounce_s=debounce_s, peaks=peaks
+            baseline=self.runner.baseline_name,
         )
         self.last_error: ScheduleError | None = None
         self.timings: dict[str, float] = {}
@@ -135,8 +136,9 @@ class Explorer:
 
     @property
     def table(self):
-        """The history as a DataFrame: step, primitive, ms median, IQR, GFLOP/s, GB/s, x numpy,
-        compile s (NaN until measured)."""
+        """The history as a DataFrame: step, primitive, ms median, IQR, GFLOP/s, GB/s,
+        ``x <baseline>`` (``x np.matmul`` or ``x reference``), compile s (NaN until
+        measured), note (a noisy timing, re-measured)."""
         return self.history.to_frame()
 
     # --- actions (each one is a public Schedule method) ------------------------------
@@ -429,15 +431,18 @@ class Explorer:
         )
 
     def roofline_points(self) -> list[tuple[str, float, float, bool]]:
-        """``(label, intensity, GFLOP/s, measured)`` along the path to the current node."""
+        """``(label, intensity, GFLOP/s, measured)``: the function's analytic point
+        (``wb.analytic_point``: the same for every schedule of it), then each measured node
+        along the path to the current one."""
         peaks = self.runner._peaks
         points = []
+        if peaks is not None:
+            node = self.node
+            intensity, gflops = self.cache.get(
+                (node.id, "analytic point"), lambda: panes.analytic_point(node.func, peaks)
+            )
+            points.append(("roof", intensity, gflops, False))
         for node in self.history.path():
-            if peaks is not None:
-                intensity, gflops = self.cache.get(
-                    (node.id, "analytic point"), lambda n=node: panes.analytic_point(n.func, peaks)
-                )
-                points.append((f"[{node.id}]", intensity, gflops, False))
             if node.measurement is not None:
                 res = node.measurement.result
                 if res.arithmetic_intensity:
@@ -547,10 +552,16 @@ class Explorer:
             return
         self.progress.layout.visibility = "hidden"
         res = measurement.result
+        note = (
+            f" · <span class='wb-noisy'>⚠ {html.escape(measurement.note)}</span>"
+            if measurement.note
+            else ""
+        )
         self.views["status"].value = (
             f"<span class='wb-measured'>measured: {res.median_s * 1e3:.3f} ms ± "
             f"{res.iqr_s * 1e3:.3f} · {res.gflops or 0:.1f} GFLOP/s · "
-            f"{measurement.vs_numpy:.2f}x numpy · compile {measurement.compile_s:.2f} s</span>"
+            f"{measurement.speedup:.2f}x {html.escape(measurement.baseline)} · "
+            f"compile {measurement.compile_s:.2f} s</span>{note}"
         )
         self.views["header"].value = self._header_html()
         self._show_table()
