@@ -158,11 +158,15 @@ def test_lean_and_kernel_modes_compute_the_same(compiled):
 def test_bad_inputs_are_refused_before_any_launch(compiled):
     from numba import cuda
 
+    from workbench.graph.compiler import ModelInputError
+
     _, c = compiled
-    with pytest.raises(ValueError, match="expected float32 of shape"):
+    with pytest.raises(ModelInputError, match=r"expected float32 array of shape \(2, 8\)"):
         c(cuda.to_device(np.zeros((3, 8), np.float32)))
-    with pytest.raises(TypeError, match="takes 1 input"):
+    with pytest.raises(ModelInputError, match="takes 1 input"):
         c()
+    with pytest.raises(ModelInputError, match="got list"):
+        c([[0.0] * 8] * 2)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a real GPU")

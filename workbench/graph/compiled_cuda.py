@@ -110,24 +110,32 @@ class DeviceRuntime:
         return arrays, on_device
 
     def _check_inputs(self, inputs) -> tuple[list, bool]:
+        from workbench.graph.compiler import ModelInputError
+
         graph = self.model.graph
         if len(inputs) != len(graph.inputs):
-            raise TypeError(f"the model takes {len(graph.inputs)} input(s), got {len(inputs)}")
+            raise ModelInputError(f"the model takes {len(graph.inputs)} input(s) "
+                                  f"({', '.join(graph.inputs)}), got {len(inputs)}")
         on_device = [is_device_array(x) for x in inputs]
         if any(on_device) and not all(on_device):
-            raise TypeError("pass every input on the device or every input on the host")
+            raise ModelInputError("pass every input on the device or every input on the host")
         arrays = []
         for (name, ty), x in zip(graph.inputs.items(), inputs, strict=True):
             shape, dtype = tuple(ty.shape), np.dtype(ty.dtype)
+            expected = f"{dtype} array of shape {shape}"
+            if not (on_device[0] or isinstance(x, np.ndarray) or hasattr(x, "detach")):
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {type(x).__name__}")
             got_dtype = np.dtype(str(x.dtype).replace("torch.", ""))
             if tuple(x.shape) != shape or got_dtype != dtype:
-                raise ValueError(f"input {name!r}: expected {dtype} of shape {shape}, got "
-                                 f"{got_dtype} of shape {tuple(x.shape)}")
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {got_dtype} array of shape {tuple(x.shape)}")
             arrays.append(x)
         if all(on_device):
             for name, x in zip(graph.inputs, arrays, strict=True):
                 if is_torch_tensor(x) and not x.is_contiguous():
-                    raise ValueError(f"input {name!r} is not contiguous (call .contiguous())")
+                    raise ModelInputError(f"input {name!r} of the model is not contiguous "
+                                          "(call .contiguous())")
             return arrays, True
         if self._host_inputs is None:
             self._host_inputs = [device_empty(ty.shape, ty.dtype) for ty in graph.inputs.values()]
