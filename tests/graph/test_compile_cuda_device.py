@@ -210,3 +210,12 @@ def test_latency_report_times_each_kernel_on_the_device(compiled):
     assert list(frame["kernel"]) == [k.node for k in c.kernels]
     assert (frame["median_us"] > 0).all()
     assert cuda_device.COPIES == before
+
+
+def test_the_copy_counters_docstring_example_runs():
+    import doctest
+
+    if not simulator_enabled():
+        pytest.skip("the simulator")
+    outcome = doctest.testmod(cuda_device)
+    assert outcome.attempted > 0 and outcome.failed == 0
