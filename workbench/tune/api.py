@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from workbench.backends.target import resolve_target
 from workbench.tune.database import (
     Database,
     Record,
@@ -142,7 +143,7 @@ class TuneResult:
 
 def tune(
     func,
-    target: str = "cpu",
+    target="cpu",
     trials: int = 64,
     db: str | Database = "records.jsonl",
     space=None,
@@ -168,8 +169,9 @@ def tune(
     Parameters
     ----------
     func : PrimFunc
-    target : str
-        ``"cpu"``, ``"cuda"`` (or ``"numpy"``, for tests: it runs the cpu space).
+    target : str or Target
+        ``"cpu"``, ``"cuda"`` (or ``"numpy"``, for tests: it runs the cpu space); any
+        registered target (its kind's ``tuning_rules`` make the generated space).
     trials : int
         Candidates to measure for this workload, counting records already in ``db`` when
         ``resume`` (so a killed run, re-run, finishes).
@@ -211,15 +213,17 @@ def tune(
     from workbench.tune.cost_model import CostModel
 
     start = time.perf_counter()
+    resolved = resolve_target(target, "tune")
+    target = resolved.name  # records and workload keys hold the name
     database = db if isinstance(db, Database) else Database(db)
-    space = make_space(space, func, target)
+    space = make_space(space, func, resolved)
     if pin:
         space.pin(**pin)
     search = get_strategy(strategy, seed=seed)
     model = CostModel(seed=seed) if cost_model is True else (cost_model or None)
     search.setup(space, model)
     workload = workload_key(func, target)
-    task = Task(func, target, dict(options or {}), seed=seed, repeats=repeats,
+    task = Task(func, resolved, dict(options or {}), seed=seed, repeats=repeats,
                 min_repeat_s=min_repeat_s, kernel_hook=kernel_hook, key=workload,
                 warm_trace=_warm_trace(space))
     flops = analysis.flops(func)
@@ -320,7 +324,7 @@ def _quietly(fn, *args) -> None:
         pass
 
 
-def load_best(db, func, target: str = "cpu"):
+def load_best(db, func, target="cpu"):
     """The best recorded schedule of ``func`` on ``target``, replayed from its trace.
 
     Example
@@ -330,6 +334,7 @@ def load_best(db, func, target: str = "cpu"):
     """
     from workbench.schedule import Trace
 
+    target = resolve_target(target, "load_best").name
     database = db if isinstance(db, Database) else Database(db)
     best = database.best(workload_key(func, target), target)
     if best is None:

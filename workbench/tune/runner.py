@@ -59,7 +59,7 @@ class Task:
     """
 
     func: object  # PrimFunc
-    target: str = "cpu"
+    target: object = "cpu"  # a Target (or its name)
     options: dict = dataclasses.field(default_factory=dict)
     seed: int = 0
     repeats: int = 5
