@@ -255,3 +255,28 @@ def test_an_old_artifact_without_hashes_is_refused(tune_artifact, tmp_path):
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ArtifactIntegrityError, match="no file list"):
         load_artifact(folder)
+
+
+def test_the_error_is_public_and_a_value_error():
+    assert wb.ArtifactIntegrityError is ArtifactIntegrityError
+    assert issubclass(ArtifactIntegrityError, ValueError)
+    error = ArtifactIntegrityError("/x", "weights/0.npy", "is missing")
+    assert error.name == "weights/0.npy" and "weights/0.npy: is missing" in str(error)
+    assert pickle.loads(pickle.dumps(error)).name == "weights/0.npy"
+
+
+def test_a_symlink_to_the_artifact_folder_itself_loads(tune_artifact, tmp_path):
+    (tmp_path / "latest").symlink_to(tune_artifact)
+    kernel = load_artifact(tmp_path / "latest")
+    a, b = np.random.default_rng(1).standard_normal((2, 4, 8)).astype("float32")
+    c = np.empty((4, 8), "float32")
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+def test_the_integrity_module_example_runs():
+    import doctest
+
+    import workbench.integrity
+
+    assert doctest.testmod(workbench.integrity).failed == 0

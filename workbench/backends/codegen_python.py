@@ -136,13 +136,21 @@ def generate_source(
     For ``cpu`` the target passes run first (``cpu_passes``); for both, allocations are
     placed (``place_allocations``), then the target's printer prints.
     """
-    if target not in ("cpu", "python"):
+    steps = _SOURCE_STEPS.get(target)
+    if steps is None:
         raise ValueError(f"generate_source: unknown target {target!r} (expected 'cpu' or 'python')")
-    func = cpu_passes(lowered, promote=promote) if target == "cpu" else lowered
-    func = place_allocations(func)
-    if target == "python":
-        return PythonPrinter(func).run()
-    return CpuPrinter(func, fastmath, fast_exp, boundscheck, cache, workspace).run()
+    passes, print_source = steps
+    func = place_allocations(passes(lowered, promote))
+    return print_source(func, fastmath, fast_exp, boundscheck, cache, workspace)
+
+
+_SOURCE_STEPS = {
+    "cpu": (lambda func, promote: cpu_passes(func, promote=promote),
+            lambda func, *flags: CpuPrinter(func, *flags).run()),
+    "python": (lambda func, promote: func, lambda func, *flags: PythonPrinter(func).run()),
+}
+"""``generate_source``'s passes and printer per source kind (the ``cpu`` target's own
+compile step runs ``Target.run_passes`` and its kind's printer instead)."""
 
 
 def _names_in(func: PrimFunc) -> set[str]:

@@ -40,7 +40,7 @@ import warnings
 from pathlib import Path
 
 from workbench.backends import kernel_cache
-from workbench.backends.codegen_python import GeneratedSource, generate_source
+from workbench.backends.codegen_python import GeneratedSource
 from workbench.backends.kernel_cache import LRUCache
 from workbench.ir import PrimFunc
 
@@ -89,17 +89,27 @@ def source_digest(source: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def compile_cpu(lowered: PrimFunc, options: dict) -> tuple[CompiledKernel, str | None]:
-    """Compile lowered ``lowered`` with ``options``; return it and where it came from.
+def _as_target(target):
+    """A ``Target``; a plain options dict means the ``cpu`` target with those options."""
+    from workbench.backends.target import Target
 
+    return target if isinstance(target, Target) else Target("cpu", **target)
+
+
+def compile_cpu(lowered: PrimFunc, target) -> tuple[CompiledKernel, str | None]:
+    """Compile lowered ``lowered`` for ``target`` (a ``Target``, or the ``cpu`` target's
+    options); return it and where it came from.
+
+    On a miss, the target's passes run (``Target.run_passes``) and its printer prints.
     The second value is ``"memory"`` or ``"disk"`` for a cache hit, else None.
     """
-    key = (lowered, tuple(sorted(options.items())))
+    target = _as_target(target)
+    key = (lowered, target.key())
     with _COMPILE_LOCK:
         cached = _MEMORY_CACHE.get(key)
         if cached is not None:
             return cached, "memory"
-        compiled = _compile(lowered, options, debug=False)
+        compiled = _compile(lowered, target, debug=False)
         _MEMORY_CACHE[key] = compiled
     return compiled, ("disk" if compiled.disk_cache_hit else None)
 
@@ -128,7 +138,7 @@ def clear_memory_cache() -> int:
     return dropped
 
 
-def compile_twin(lowered: PrimFunc, options: dict, *, debug: bool) -> CompiledKernel:
+def compile_twin(lowered: PrimFunc, target, *, debug: bool) -> CompiledKernel:
     """The same kernel compiled again without Numba's disk cache, for inspection.
 
     Numba cannot show the LLVM IR or assembly of code it loaded from its disk cache, so
@@ -137,26 +147,29 @@ def compile_twin(lowered: PrimFunc, options: dict, *, debug: bool) -> CompiledKe
     instructions to loops with it. Debug info does not change LLVM's optimizations, and the
     generated source has the same lines.
     """
-    key = (lowered, tuple(sorted(options.items())), "debug" if debug else "inspect")
+    target = _as_target(target)
+    key = (lowered, target.key(), "debug" if debug else "inspect")
     with _COMPILE_LOCK:
         cached = _MEMORY_CACHE.get(key)
         if cached is None:
             with warnings.catch_warnings():
                 # parallel kernels: Numba cannot find source for its generated gufunc
                 warnings.filterwarnings("ignore", message="Could not find source")
-                cached = _compile(lowered, options, debug=debug, cache=False)
+                cached = _compile(lowered, target, debug=debug, cache=False)
             _MEMORY_CACHE[key] = cached
     return cached
 
 
-def _compile(
-    lowered: PrimFunc, options: dict, *, debug: bool, cache: bool = True
-) -> CompiledKernel:
+def _compile(lowered: PrimFunc, target, *, debug: bool, cache: bool = True) -> CompiledKernel:
     import numba
     import numpy as np
     from numba import types
 
-    generated = generate_source(lowered, target="cpu", cache=cache, **options)
+    o = target.options
+    generated = target.kind.printer(
+        target.run_passes(lowered), o["fastmath"], o["fast_exp"], o["boundscheck"], cache,
+        o["workspace"],
+    ).run()
     source = generated.source
     if debug:
         source = source.replace("@numba.njit(", "@numba.njit(debug=True, ", 1)

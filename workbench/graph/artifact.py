@@ -12,13 +12,14 @@ Layout of ``folder`` (JSON, text and .npy only: never pickle, never imported)::
 ``load`` checks every file's hash first (``ArtifactIntegrityError`` naming the file), then
 derives the model again from the artifact's data: the graph is lowered to its kernels'
 functions (which must equal the stored DSL text), each trace is replayed on its function and
-built for the ``cpu`` target with the stored options, and the generated source must equal the
-stored one (``ArtifactIntegrityError`` naming the kernel). Nothing from the folder is
-imported or unpickled: the code that runs is the code workbench generates, compiled through
-``wb.build``'s own private kernel cache. Numba's machine code is not shipped (its cache
-index is a pickle): the first load on a machine compiles every kernel (the CNN of
-``tests/graph``, six kernels: ~2 s; see docs/decisions.md), later loads by the same user hit
-the kernel cache and compile nothing (``compile_free``).
+built for the stored target (one whose kind has an artifact format: ``cpu``) with the stored
+options, and the generated source must equal the stored one (``ArtifactIntegrityError``
+naming the kernel). Nothing from the folder is imported or unpickled: the code that runs
+is the code workbench generates, compiled through ``wb.build``'s own private kernel cache.
+Numba's machine code is not shipped (its cache index is a pickle): the first load on a
+machine compiles every kernel (the CNN of ``tests/graph``, six kernels: ~2 s; see
+docs/decisions.md), later loads by the same user hit the kernel cache and compile nothing
+(``compile_free``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.backends.target import artifact_target
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.integrity import ArtifactIntegrityError, verify_folder, write_manifest
 
@@ -89,9 +91,10 @@ def save(compiled, folder) -> None:
     refuses files it does not list.
     """
     folder = Path(folder)
-    if compiled.target != "cpu":
-        raise ValueError("only cpu-target models are saved (their kernels are generated "
-                         "again from the artifact when it is loaded)")
+    if compiled.target_info.kind.artifact_format is None:
+        raise ValueError(f"only models of a target with an artifact format (cpu) are saved "
+                         f"(their kernels are generated again from the artifact when it is "
+                         f"loaded), not {compiled.target!r}")
     if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} is not empty: save writes a new artifact folder")
     weights: dict[int, np.ndarray] = {}
@@ -113,7 +116,7 @@ def save(compiled, folder) -> None:
                            "bytes_with_reuse": memory.bytes_with_reuse}}
     # what load will derive must be what was compiled: check before writing anything
     for kernel, item in zip(compiled.kernels, kernels, strict=True):
-        _check_derivable(kernel, item)
+        _check_derivable(kernel, item, compiled.target_info.name)
     (folder / "weights").mkdir(parents=True, exist_ok=True)
     (folder / "kernels").mkdir(exist_ok=True)
     for index, array in weights.items():
@@ -125,13 +128,13 @@ def save(compiled, folder) -> None:
     write_manifest(folder, manifest)
 
 
-def _check_derivable(kernel, item: dict) -> None:
+def _check_derivable(kernel, item: dict, target) -> None:
     from workbench.backends import build
     from workbench.schedule import Trace
     from workbench.script import from_source
 
     func = from_source(kernel.func_source)
-    rebuilt = build(Trace.from_json(kernel.trace_json).apply(func), target="cpu",
+    rebuilt = build(Trace.from_json(kernel.trace_json).apply(func), target=target,
                     **item["options"])
     if rebuilt.source != kernel.source:
         raise ValueError(f"kernel {kernel.node!r}: its trace replayed on its function does "
@@ -171,13 +174,13 @@ def load(folder):
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ArtifactIntegrityError(folder, "manifest.json", "does not describe a model "
                                      f"({type(error).__name__}: {error})") from None
-    if target != "cpu":
+    if artifact_target(target) is None:
         raise ArtifactIntegrityError(folder, "manifest.json", f"unknown target {target!r}")
-    kernels = _derive_kernels(files, graph, items, fold_layout)
+    kernels = _derive_kernels(files, graph, items, fold_layout, target)
     return _assemble(files, graph, kernels, manifest)
 
 
-def _derive_kernels(files, graph: Graph, items: list, fold_layout) -> list:
+def _derive_kernels(files, graph: Graph, items: list, fold_layout, target="cpu") -> list:
     """The kernels generated again from the graph and the stored traces and options; each
     must equal what the artifact stores."""
     from workbench.backends import build
@@ -212,7 +215,7 @@ def _derive_kernels(files, graph: Graph, items: list, fold_layout) -> list:
                                          "is not the one its graph node lowers to")
         try:
             sch = Trace.from_json(trace).apply(lowered.func)
-            kernel = build(sch, target="cpu", **dict(item["options"]))
+            kernel = build(sch, target=target, **dict(item["options"]))
         except Exception as error:  # noqa: BLE001 -- a trace or options we did not write
             raise ArtifactIntegrityError(folder, f"kernel {node!r}", "its trace or options "
                                          f"do not build ({type(error).__name__}: {error})"
@@ -223,7 +226,7 @@ def _derive_kernels(files, graph: Graph, items: list, fold_layout) -> list:
                                          "trace and options (edited, or made by another "
                                          "workbench version)")
         kernels.append(CompiledKernel(node, lowered.pattern, lowered.inputs,
-                                      _runner_of(kernel, "cpu"), kernel.source, trace, dsl,
+                                      _runner_of(kernel, target), kernel.source, trace, dsl,
                                       sch, kernel, lowered.shapes, lowered.func))
     return kernels
 
@@ -241,7 +244,8 @@ def _assemble(files, graph: Graph, kernels: list, manifest: dict):
                                      "graph's")
     _check_bindings(folder, graph, kernels)
     try:
-        return CompiledModel(graph, kernels, memory, "cpu", fold_layout=manifest["fold_layout"],
+        return CompiledModel(graph, kernels, memory, manifest["target"],
+                             fold_layout=manifest["fold_layout"],
                              plan=manifest["plan"], output_structure=manifest["outputs"])
     except (KeyError, TypeError, ValueError) as error:
         raise ArtifactIntegrityError(folder, "manifest.json", "does not describe a model "

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.backends.target import resolve_target
 from workbench.graph.errors import GraphError
 from workbench.graph.ir import Graph
 from workbench.graph.lower import LoweredKernel, lower_graph
@@ -49,11 +50,20 @@ class KernelRunner:
         self.dispatcher(*arrays, *self.workspace)
 
 
-def _runner_of(kernel, target: str):
+def cpu_runner(kernel):
+    """The ``cpu`` kind's ``graph_runner``: the Numba dispatcher called directly, with the
+    kernel's workspace (no argument checks per call)."""
     compiled = getattr(kernel, "_compiled", None)
-    if compiled is None or target != "cpu":
-        return kernel  # numpy reference / cuda (copies to and from the device): the Kernel
+    if compiled is None:
+        return kernel
     return KernelRunner(compiled.dispatcher, getattr(kernel, "workspace", ()))
+
+
+def _runner_of(kernel, target):
+    """How a compiled model calls ``kernel``: the target's ``graph_runner`` (the Kernel
+    itself where the kind has none: the numpy reference, cuda)."""
+    runner = resolve_target(target, "compile").hook("graph_runner")
+    return kernel if runner is None else runner(kernel)
 
 
 @dataclass
@@ -81,9 +91,7 @@ class CompiledKernel:
 
 def _device_resident(target) -> bool:
     """Whether ``target``'s kernels run on a device that keeps the model's buffers."""
-    from workbench.backends.target import Target
-
-    kind = target.kind if isinstance(target, Target) else Target(target).kind
+    kind = resolve_target(target, "compile").kind
     return bool(getattr(kind.kernel_class, "device_resident", False))
 
 
@@ -168,7 +176,7 @@ def _check_records_path(schedules) -> None:
                                 "records file")
 
 
-def _schedule_for(kernel: LoweredKernel, target: str, schedules, parallel: bool):
+def _schedule_for(kernel: LoweredKernel, target, schedules, parallel: bool):
     from workbench.graph.schedules import default_schedule
 
     if schedules == "default":
@@ -182,7 +190,7 @@ def _schedule_for(kernel: LoweredKernel, target: str, schedules, parallel: bool)
     return records_schedule(kernel.func, target, schedules, parallel=parallel)
 
 
-def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
+def compile(model, example_inputs=(), target="cpu", schedules="default",
             pipeline: Pipeline | None = None, plan: bool = True,
             parallel: bool = True, fold_layout: bool = False) -> CompiledModel:
     """Import, optimise, lower, schedule and build ``model``.
@@ -194,7 +202,7 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
         and left as it was: every submodule's ``training`` flag is restored afterwards.
     example_inputs : tuple
         Example inputs (torch tensors or numpy arrays): they fix the shapes.
-    target : str
+    target : str or Target
         ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; weights and intermediates stay
         on the device, device inputs such as torch CUDA tensors are used in place and give
         device outputs, host inputs are copied in and the output out: see
@@ -219,6 +227,7 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     """
     from workbench.backends import build
 
+    target = resolve_target(target, "compile")
     _check_records_path(schedules)
     graph = import_graph(model, example_inputs)
     structure = None
@@ -248,12 +257,16 @@ class CompiledModel:
         In execution order.
     memory : MemoryPlan
         Where every intermediate lives; the buffers are allocated once, here.
+    target : str
+        The target's name (``target_info``: the ``Target`` itself).
     """
 
     def __init__(self, graph: Graph, kernels: list[CompiledKernel], memory: MemoryPlan,
-                 target: str = "cpu", *, fold_layout: bool = False, plan: bool = True,
+                 target="cpu", *, fold_layout: bool = False, plan: bool = True,
                  output_structure=None):
-        self.graph, self.kernels, self.memory, self.target = graph, kernels, memory, target
+        self.graph, self.kernels, self.memory = graph, kernels, memory
+        self.target_info = resolve_target(target, "CompiledModel")
+        self.target = self.target_info.name
         self.fold_layout, self.plan = bool(fold_layout), bool(plan)
         self.output_structure = output_structure
         self._arena = [np.empty(size, np.uint8) for size in memory.buffers]
@@ -395,8 +408,7 @@ class CompiledModel:
         except AttributeError as error:
             raise NotImplementedError("wb.explore is not available in this build; "
                                       "use .schedule(node) instead") from error
-        target = self.target if self.target != "numpy" else "cpu"
-        return explore(self.schedule(node), target=target, **kwargs)
+        return explore(self.schedule(node), target=self.target_info.explore_target, **kwargs)
 
     def reschedule(self, node: str, schedule, *, check: bool = True) -> None:
         """Swap the schedule of ``node``'s kernel, rebuild it, and use it from now on.
@@ -424,11 +436,11 @@ class CompiledModel:
 
         kernel = self._kernel(node)
         sch = self._as_schedule(node, schedule)
-        built = build(sch, target=self.target)
+        built = build(sch, target=self.target_info)
         if check:
             self._check_kernel(node, built)
         kernel.schedule, kernel.kernel = sch, built
-        kernel.runner = _runner_of(built, self.target)
+        kernel.runner = _runner_of(built, self.target_info)
         if self.runtime is not None:
             self.runtime.invalidate()  # its launches and graphs hold the old kernel
         kernel.trace_json, kernel.source = sch.trace.to_json(), built.source

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.backends.target import artifact_target, resolve_target
 from workbench.integrity import ArtifactIntegrityError, verify_folder, write_manifest
 
 MANIFEST = "manifest.json"
@@ -58,8 +59,11 @@ def export_artifact(result_or_schedule, folder, target: str = "cpu", func=None,
         if func is None:
             raise TypeError("export_artifact(schedule, folder, func=...) needs the unscheduled "
                             "function the schedule's trace replays on")
-    if target != "cpu":
-        raise ValueError(f"artifacts hold Numba CPU kernels; target {target!r} is not supported")
+    resolved = resolve_target(target, "export_artifact")
+    if resolved.kind.artifact_format is None:
+        raise ValueError(f"artifacts hold Numba CPU kernels; target {resolved.name!r} is "
+                         "not supported")
+    target = resolved.name
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} is not empty: export writes a new artifact folder")
@@ -68,7 +72,7 @@ def export_artifact(result_or_schedule, folder, target: str = "cpu", func=None,
     if replayed.mod != sch.mod:
         raise ValueError(f"the schedule's trace replayed on {func.name} does not give the "
                          "schedule's function: pass the function the schedule started from")
-    kernel = build(replayed, target=target, **options)
+    kernel = build(replayed, target=resolved, **options)
     compiled = kernel._compiled  # the CompiledKernel: its module file and function name
     module_name = Path(compiled.path).name
     scheduled = replayed.mod
@@ -159,13 +163,14 @@ def load_artifact(folder) -> LoadedKernel:
     func_text = files.read_text("func.py")
     trace_text = files.read_text("trace.json")
     stored = files.read_text(manifest.get("module"))
-    if manifest.get("target") != "cpu":
+    target = artifact_target(manifest.get("target"))
+    if target is None:
         raise ArtifactIntegrityError(folder, MANIFEST, f"unknown target "
                                      f"{manifest.get('target')!r}")
     try:
         func = from_source(func_text)
         sch = Trace.from_json(trace_text).apply(func)
-        kernel = build(sch, target="cpu", **dict(manifest["options"]))
+        kernel = build(sch, target=target, **dict(manifest["options"]))
     except Exception as error:  # noqa: BLE001 -- any failure: data we did not write
         raise ArtifactIntegrityError(folder, "kernel", "its function, trace or options do "
                                      f"not build ({type(error).__name__}: {error})") from None

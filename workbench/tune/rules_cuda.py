@@ -441,3 +441,11 @@ def _bind_the_rest(sch: Schedule) -> None:
         if any(sch.get(lp).thread_binding for lp in loops):
             continue
         attempt(bind_block, sch, sch.get(block).name)
+
+
+def cuda_rules(sch: Schedule, d: Decisions, target) -> None:
+    """The ``cuda`` kind's ``tuning_rules``: ``apply_cuda`` within ``target``'s device's
+    thread and shared-memory limits."""
+    facts = target.device
+    limits = Limits(shared_memory_per_block=facts.shared_memory_per_block)
+    apply_cuda(sch, d, facts.max_threads_per_block, limits)

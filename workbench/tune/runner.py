@@ -39,6 +39,7 @@ import queue
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -57,7 +58,7 @@ class Task:
     """
 
     func: object  # PrimFunc
-    target: str = "cpu"
+    target: object = "cpu"  # a Target (or its name)
     options: dict = dataclasses.field(default_factory=dict)
     seed: int = 0
     repeats: int = 5
@@ -343,18 +344,29 @@ class LocalRunner:
                 for job in jobs:
                     job.result()
 
-    def run(self, task: Task, candidates: list[Candidate]) -> list[Outcome]:
-        """Build all candidates in parallel, then measure the built ones one by one."""
+    def run(self, task: Task, candidates: list[Candidate],
+            events: Callable[[int, str], None] | None = None) -> list[Outcome]:
+        """Build all candidates in parallel, then measure the built ones one by one.
+
+        ``events(index, state)``, when given, hears each candidate go through
+        ``building``, ``measuring`` and ``measured`` or ``failed`` (``progress.STAGES``).
+        """
+        tell = events or (lambda index, state: None)
         with self._lock:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
+            for index in range(len(candidates)):
+                tell(index, "building")
             with ThreadPoolExecutor(self.n_build) as pool:
                 built = list(pool.map(lambda c: self._build_one(task, c), candidates))
             outcomes = []
-            for candidate, build_reply in zip(candidates, built, strict=True):
+            for index, (candidate, build_reply) in enumerate(zip(candidates, built,
+                                                                 strict=True)):
                 if build_reply[0] != "ok":
                     outcomes.append(Outcome(error=build_reply[2], error_kind=build_reply[1]))
+                    tell(index, "failed")
                     continue
                 build_s = build_reply[1]["build_s"]
+                tell(index, "measuring")
                 reply = self._measurer.call(
                     measure_candidate,
                     (task, candidate.trace, candidate.config),
@@ -365,6 +377,7 @@ class LocalRunner:
                     outcomes.append(Outcome(times_s=list(reply[1]), build_s=build_s))
                 else:
                     outcomes.append(Outcome(build_s=build_s, error=reply[2], error_kind=reply[1]))
+                tell(index, "measured" if outcomes[-1].ok else "failed")
             prune_kernel_cache(self.cache_dir, self.max_cache_entries)
             return outcomes
 

@@ -30,6 +30,7 @@ reductions (rfactor) on ``cuda``.
 
 from __future__ import annotations
 
+from workbench.backends.target import resolve_target
 from workbench.schedule import Schedule, Trace
 from workbench.schedule.sampling import with_decision
 from workbench.tune.database import _jsonable
@@ -39,27 +40,16 @@ from workbench.tune.space import SearchSpace
 SAMPLING = ("sample_perfect_tile", "sample_categorical")
 
 
-def _target_name(target) -> str:
-    return target if isinstance(target, str) else getattr(target, "name", str(target))
-
-
 def apply_rules(func, config: dict | None, target="cpu") -> tuple[Schedule, Decisions]:
     """Run ``target``'s rules; returns the schedule and its decisions (domains met on the
     way, and the values chosen: ``config``'s, or the rules' defaults when it is None)."""
     d = Decisions(config)
     sch = Schedule(func)
-    if _target_name(target) == "cuda":
-        from workbench.backends.numba_cuda import device_facts
-        from workbench.tune.rules_cuda import Limits, apply_cuda
-
-        facts = device_facts()
-        limits = Limits(shared_memory_per_block=facts.shared_memory_per_block)
-        apply_cuda(sch, d, facts.max_threads_per_block, limits)
-    else:
-        from workbench.backends.cpu_facts import vector_lanes
-        from workbench.tune.rules_cpu import apply_cpu
-
-        apply_cpu(sch, d, vector_lanes(func.params[-1].dtype))
+    target = resolve_target(target, "GeneratedSpace")
+    rules = target.hook("tuning_rules")
+    if rules is None:
+        raise ValueError(f"GeneratedSpace: target {target.name!r} has no tuning rules")
+    rules(sch, d, target)
     return sch, d
 
 
@@ -79,8 +69,9 @@ class GeneratedSpace(SearchSpace):
 
     def __init__(self, func, name: str = "generated", target="cpu"):
         super().__init__(func, name)
-        self.target = _target_name(target)
-        _, decisions = apply_rules(func, None, self.target)
+        self.target_info = resolve_target(target, "GeneratedSpace")
+        self.target = self.target_info.name
+        _, decisions = apply_rules(func, None, self.target_info)
         self._domains = decisions.domains
         self._defaults = decisions.chosen
         self._weights = decisions.weights
@@ -114,7 +105,7 @@ class GeneratedSpace(SearchSpace):
         return {k: self.pinned.get(k, v) for k, v in self._defaults.items()}
 
     def _schedule(self, config: dict) -> Schedule:
-        return apply_rules(self.func, config, self.target)[0]
+        return apply_rules(self.func, config, self.target_info)[0]
 
     # --- traces ------------------------------------------------------------------------
 
