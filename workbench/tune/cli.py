@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def _parse_shape(text: str) -> list[int]:
@@ -59,6 +60,11 @@ def make_op(name: str, shape: list[int] | None):
 def cmd_tune(args) -> int:
     from workbench.tune.api import tune
 
+    export = Path(args.export) if args.export else None
+    if export is not None and export.exists() and (not export.is_dir() or any(export.iterdir())):
+        print(f"workbench tune: error: --export {args.export}: not a new or empty folder "
+              "(an artifact folder holds exactly its listed files)", file=sys.stderr)
+        return 2
     func = make_op(args.op, args.shape)
     result = tune(func, target=args.target, trials=args.trials, db=args.db, space=args.space,
                   strategy=args.strategy, seed=args.seed, batch_size=args.batch_size,

@@ -1,0 +1,224 @@
+"""The device-resident runtime of a model compiled for ``cuda`` (``wb.compile(...,
+target="cuda")``).
+
+What lives on the device, allocated once: the weights (every constant of the graph, copied
+once, when the first call needs them), the memory plan's arena (one device buffer per
+plan buffer; each intermediate a view into it) and the kernels' workspaces. What a call
+copies:
+
+* **device inputs** (torch CUDA tensors, CuPy arrays, ``numba.cuda`` device arrays:
+  anything with ``__cuda_array_interface__``; the simulator's device arrays) are read in
+  place, no copy; the output is a new device array of the caller's kind (a torch tensor
+  for torch inputs, else a Numba device array), one device-to-device copy out of the
+  arena (the arena is reused by the next call);
+* **host inputs** (numpy arrays, CPU tensors) are copied into device input buffers, and
+  the output comes back as a numpy array: the only host copies, counted in
+  ``workbench.backends.cuda_device.COPIES``.
+
+Streams: the kernels run on the caller's stream (torch's current stream when torch has
+initialised CUDA, else the default stream), so a torch program needs no synchronisation
+around the call.
+
+Launch paths (``mode``): the first call runs every kernel through ``CudaKernel`` (Numba
+compiles each kernel then); after it, ``"graph"`` (the default off the simulator's
+defaults) replays the whole kernel sequence as one CUDA graph, captured once per input
+address (``workbench.backends.cuda_graph``); ``"lean"`` launches each kernel with its
+arguments packed once (one driver call per kernel); ``"kernels"`` keeps calling the
+``CudaKernel`` objects (checks and Numba's dispatch every time; for comparison).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.backends.cuda_device import (
+    caller_stream_handle,
+    device_empty,
+    is_device_array,
+    is_torch_tensor,
+    to_device,
+    to_host,
+)
+from workbench.graph.passes.memory_plan import VIEW_OPS
+
+MODES = ("graph", "lean", "kernels")
+
+
+class DeviceRuntime:
+    """Runs a ``CompiledModel``'s kernels on device-resident buffers (module docstring).
+
+    Attributes
+    ----------
+    mode : "graph", "lean" or "kernels"
+    sequence : LaunchSequence or None
+        Made after the first call (the kernels are compiled then).
+    """
+
+    def __init__(self, model, mode: str = "graph"):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        self.model, self.mode = model, mode
+        self.values: dict | None = None
+        self.sequence = None
+        self._host_inputs: list | None = None
+        self._torch_outputs: dict = {}
+
+    # ---- buffers ------------------------------------------------------------------------
+
+    def _allocate(self) -> None:
+        """Weights to the device, the arena and every intermediate's view of it."""
+        model = self.model
+        graph, memory = model.graph, model.memory
+        arena = [device_empty((size,), np.uint8) for size in memory.buffers]
+        values = {name: to_device(array) for name, array in graph.constants.items()}
+        for node in graph.nodes:
+            if node.op in VIEW_OPS or node.name not in memory.assignment:
+                continue
+            ty = node.type
+            raw = arena[memory.assignment[node.name]][: ty.nbytes]
+            values[node.name] = raw.view(np.dtype(ty.dtype)).reshape(ty.shape)
+        self.arena, self.values = arena, values
+
+    def _resolve(self, name: str, inputs: dict):
+        """The device array of value ``name``: an input, a weight, an arena view, or a
+        reshape of one of those (a view node)."""
+        if name in inputs:
+            return inputs[name]
+        if name in self.values:
+            return self.values[name]
+        node = self.model.graph.producer(name)
+        if node is not None and node.op in VIEW_OPS:
+            return self._resolve(node.inputs[0], inputs).reshape(node.type.shape)
+        raise KeyError(f"no device buffer for value {name!r}")
+
+    def _device_inputs(self, inputs) -> tuple[list, bool]:
+        """The inputs as device arrays (copied only when on the host) and whether the
+        caller passed device arrays."""
+        graph = self.model.graph
+        if len(inputs) != len(graph.inputs):
+            raise TypeError(f"the model takes {len(graph.inputs)} input(s), got {len(inputs)}")
+        on_device = [is_device_array(x) for x in inputs]
+        if any(on_device) and not all(on_device):
+            raise TypeError("pass every input on the device or every input on the host")
+        arrays = []
+        for (name, ty), x in zip(graph.inputs.items(), inputs, strict=True):
+            shape, dtype = tuple(ty.shape), np.dtype(ty.dtype)
+            got_dtype = np.dtype(str(x.dtype).replace("torch.", ""))
+            if tuple(x.shape) != shape or got_dtype != dtype:
+                raise ValueError(f"input {name!r}: expected {dtype} of shape {shape}, got "
+                                 f"{got_dtype} of shape {tuple(x.shape)}")
+            arrays.append(x)
+        if all(on_device):
+            for name, x in zip(graph.inputs, arrays, strict=True):
+                if is_torch_tensor(x) and not x.is_contiguous():
+                    raise ValueError(f"input {name!r} is not contiguous (call .contiguous())")
+            return arrays, True
+        if self._host_inputs is None:
+            self._host_inputs = [device_empty(ty.shape, ty.dtype) for ty in graph.inputs.values()]
+        for buffer, x in zip(self._host_inputs, arrays, strict=True):
+            host = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+            to_device(np.ascontiguousarray(host, dtype=buffer.dtype), out=buffer)
+        return list(self._host_inputs), False
+
+    # ---- running ------------------------------------------------------------------------
+
+    def __call__(self, *inputs):
+        arrays, on_device = self._device_inputs(inputs)
+        if self.values is None:
+            self._allocate()
+        named = dict(zip(self.model.graph.inputs, arrays, strict=True))
+        stream = caller_stream_handle()
+        if self.mode == "kernels" or self.sequence is None:
+            self._run_kernels(named)
+            if self.mode != "kernels":
+                self.sequence = self._make_sequence(named)
+        elif self.mode == "lean":
+            self.sequence.set_inputs(arrays)
+            self.sequence.run(stream)
+        else:
+            key = self.sequence.set_inputs(arrays)
+            self.sequence.replay(key, stream)
+        return self._outputs(named, arrays, on_device)
+
+    def _kernel_arrays(self, kernel, named: dict) -> list:
+        args = [self._resolve(n, named) for n in kernel.inputs] + [self._resolve(kernel.node,
+                                                                                  named)]
+        if kernel.shapes:
+            args = [a if tuple(a.shape) == tuple(s) else a.reshape(s)
+                    for a, s in zip(args, kernel.shapes, strict=True)]
+        return args
+
+    def _run_kernels(self, named: dict) -> None:
+        """Every kernel through its ``CudaKernel`` (Numba's dispatch, on the default
+        stream; compiles on the first call): the device is synchronised around it so
+        that the caller's stream and this one see each other's work."""
+        from numba import cuda
+
+        cuda.synchronize()
+        for kernel in self.model.kernels:
+            kernel.kernel(*self._kernel_arrays(kernel, named))
+        cuda.synchronize()
+
+    def _make_sequence(self, named: dict):
+        """The launches of every kernel with packed arguments, and where inputs go."""
+        from workbench.backends.cuda_graph import LaunchSequence, PackedLaunch, SimulatedLaunch
+        from workbench.backends.numba_cuda import simulator_enabled
+
+        simulated = simulator_enabled()
+        make = SimulatedLaunch if simulated else PackedLaunch
+        roots = {name: name for name in self.model.graph.inputs}
+        launches, slots = [], {name: [] for name in self.model.graph.inputs}
+        for kernel in self.model.kernels:
+            arrays = self._kernel_arrays(kernel, named)
+            compiled = kernel.kernel._compiled
+            workspace = tuple(kernel.kernel.workspace)
+            names = list(kernel.inputs) + [kernel.node]
+            for dispatcher, config in zip(compiled.kernels, compiled.launches, strict=True):
+                for position, name in enumerate(names):
+                    root = self._root(name, roots)
+                    if root is not None:
+                        slots[root].append((len(launches), position, tuple(arrays[position].shape)))
+                launches.append(make(dispatcher, config.grid, config.block,
+                                     [*arrays, *workspace]))
+        return LaunchSequence(launches, [slots[n] for n in self.model.graph.inputs], simulated)
+
+    def _root(self, name: str, roots: dict) -> str | None:
+        """The model input ``name`` reads (through views), or None."""
+        while name not in roots:
+            node = self.model.graph.producer(name)
+            if node is None or node.op not in VIEW_OPS:
+                return None
+            name = node.inputs[0]
+        return roots[name]
+
+    def _outputs(self, named: dict, arrays: list, on_device: bool):
+        results = []
+        torch_caller = on_device and arrays and is_torch_tensor(arrays[0])
+        for name in self.model.graph.outputs:
+            value = self._resolve(name, named)
+            if not on_device:
+                results.append(to_host(value))
+            elif torch_caller:
+                results.append(self._torch_copy(name, value))
+            else:
+                out = device_empty(value.shape, value.dtype)
+                out.copy_to_device(value)
+                results.append(out)
+        return results[0] if len(results) == 1 else results
+
+    def _torch_copy(self, name: str, value):
+        """A new torch tensor holding ``value`` (a device-to-device copy on torch's
+        stream; the arena is reused by the next call)."""
+        import torch
+
+        view = self._torch_outputs.get(name)
+        if view is None:
+            view = torch.as_tensor(value, device="cuda")  # zero-copy, through the interface
+            self._torch_outputs[name] = view
+        return view.clone()
+
+    def invalidate(self) -> None:
+        """Forget the launch sequence and its graphs (a kernel was rebuilt)."""
+        if self.sequence is not None:
+            self.sequence.invalidate()
+        self.sequence = None
