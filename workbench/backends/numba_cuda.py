@@ -461,6 +461,7 @@ CUDA = register_target(
         graph_schedule="workbench.graph.schedules_cuda:graph_schedule",
         tuning_rules="workbench.tune.rules_cuda:cuda_rules",
         warnings="workbench.viz.advice:cuda_schedule_warnings",
+        explorer_views="workbench.widgets.target_views:cuda_views",
         module=__name__,
     )
 )
