@@ -9,8 +9,10 @@ copies:
 * **device inputs** (torch CUDA tensors, CuPy arrays, ``numba.cuda`` device arrays:
   anything with ``__cuda_array_interface__``; the simulator's device arrays) are read in
   place, no copy; the output is a new device array of the caller's kind (a torch tensor
-  for torch inputs, else a Numba device array), one device-to-device copy out of the
-  arena (the arena is reused by the next call);
+  for torch inputs, a CuPy array for CuPy inputs, else a Numba device array), one
+  device-to-device copy out of the arena (the arena is reused by the next call); objects
+  that offer only DLPack (``__dlpack__``) are not accepted: wrap them with
+  ``torch.from_dlpack`` first;
 * **host inputs** (numpy arrays, CPU tensors) are copied into device input buffers, and
   the output comes back as a numpy array: the only host copies, counted in
   ``workbench.backends.cuda_device.COPIES``.
@@ -138,8 +140,10 @@ class DeviceRuntime:
             shape, dtype = tuple(ty.shape), np.dtype(ty.dtype)
             expected = f"{dtype} array of shape {shape}"
             if not (on_device[0] or isinstance(x, np.ndarray) or hasattr(x, "detach")):
+                hint = (" (a DLPack-only array: pass torch.from_dlpack(x))"
+                        if hasattr(x, "__dlpack__") else "")
                 raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
-                                      f"got {type(x).__name__}")
+                                      f"got {type(x).__name__}{hint}")
             got_dtype = np.dtype(str(x.dtype).replace("torch.", ""))
             if tuple(x.shape) != shape or got_dtype != dtype:
                 raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
@@ -242,6 +246,10 @@ class DeviceRuntime:
                 results.append(to_host(value))
             elif torch_caller:
                 results.append(self._torch_copy(name, value))
+            elif type(arrays[0]).__module__.startswith("cupy"):
+                import cupy
+
+                results.append(cupy.array(value))  # a device-to-device copy, CuPy's kind
             else:
                 out = device_empty(value.shape, value.dtype)
                 out.copy_to_device(value)
