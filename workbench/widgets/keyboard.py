@@ -53,11 +53,9 @@ class Keyboard:
         self.events = []
 
     def attach(self, *widgets) -> None:
-        """Listen to key presses on ``widgets`` (needs ``ipyevents``; without it, nothing)."""
-        try:
-            from ipyevents import Event
-        except ImportError:  # pragma: no cover - a core dependency; a bare install still runs
-            return
+        """Listen to key presses on ``widgets`` (``ipyevents``)."""
+        from ipyevents import Event
+
         for widget in widgets:
             event = Event(source=widget, watched_events=["keydown"],
                           prevent_default_action=True)
