@@ -442,8 +442,9 @@ class CpuPrinter(PythonPrinter):
         o = self.options
         fastmath = "rt.FASTMATH_FLAGS" if o["fastmath"] else "False"
         return [
-            f"@numba.njit(cache={o['cache']}, parallel={self.parallel}, fastmath={fastmath}, "
-            f'boundscheck={o["boundscheck"]}, error_model="numpy")'
+            # bool(): option values are data (an artifact's manifest), never printed raw
+            f"@numba.njit(cache={bool(o['cache'])}, parallel={bool(self.parallel)}, "
+            f'fastmath={fastmath}, boundscheck={bool(o["boundscheck"])}, error_model="numpy")'
         ]
 
     def _allocation(self, buf: Buffer) -> str:

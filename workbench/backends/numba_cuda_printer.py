@@ -127,7 +127,7 @@ class CudaPrinter(PythonPrinter):
             head = [
                 f"# kernel {number}: grid {config.grid}, block {config.block} "
                 f"({threads} threads per block)",
-                f"@cuda.jit(fastmath={self.fastmath})",
+                f"@cuda.jit(fastmath={bool(self.fastmath)})",
                 f"def {name}({', '.join(params)}):",
             ]
             sections.append("\n".join(head + self.lines))
