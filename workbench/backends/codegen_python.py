@@ -451,7 +451,8 @@ class CpuPrinter(PythonPrinter):
         if buf in self.workspace:
             return ""  # a workspace parameter
         if buf.name in self.stack:
-            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {buf.scope}, stack"
+            scope = source_comment(buf.scope)
+            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {scope}, stack"
         return _allocation_line(self.names[buf.name], "np.empty", buf)
 
     def _loop_function(self, stmt: For) -> str:
