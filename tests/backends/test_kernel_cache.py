@@ -17,6 +17,7 @@ import pytest
 
 import ir_examples
 from workbench.backends import build
+from workbench.backends.common import kernel_cache
 from workbench.backends.common.kernel_cache import (
     CacheFolderError,
     kernel_cache_dir,
@@ -161,3 +162,19 @@ def test_a_kernel_evicted_from_memory_is_freed(fresh_cache):
         _check_add_relu(held, 30)  # evicted, but a Kernel the user holds still runs
     finally:
         cache.resize(size)
+
+
+def test_an_evicted_cuda_module_leaves_sys_modules():
+    import types
+
+    from workbench.backends.cuda import numba_cuda
+
+    module = types.ModuleType("workbench_kernel_fake_cuda_0")
+    module.__file__ = "/nonexistent/workbench_kernel_fake_cuda_0.py"
+    exec("def host():\n    pass\n", module.__dict__)
+    sys.modules[module.__name__] = module
+    compiled = types.SimpleNamespace(host=module.host)
+    cache = kernel_cache.LRUCache(maxsize=1, on_evict=numba_cuda._forget)
+    cache["a"] = compiled
+    cache["b"] = types.SimpleNamespace(host=len)  # evicts "a"
+    assert module.__name__ not in sys.modules
