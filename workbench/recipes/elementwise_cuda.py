@@ -30,6 +30,13 @@ def _inlined(func: PrimFunc) -> tuple[Schedule, object]:
     return sch, sch.get_child_blocks(sch.get_block("root"))[-1]
 
 
+def _rows_on_blocks_y(sch: Schedule, outer: list) -> None:
+    """The loops outside the columns (rows), fused, on ``blockIdx.y``."""
+    if outer:
+        rows = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+        sch.bind(rows, "blockIdx.y")
+
+
 def v4(func: PrimFunc, threads: int = 256) -> Schedule:
     """One thread, 4 consecutive elements (one 128-bit load per input, one store).
 
@@ -44,9 +51,7 @@ def v4(func: PrimFunc, threads: int = 256) -> Schedule:
     sch.vectorize(lanes)
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
-    if outer:
-        rows = sch.fuse(*outer) if len(outer) > 1 else outer[0]
-        sch.bind(rows, "blockIdx.y")
+    _rows_on_blocks_y(sch, outer)
     return sch
 
 
@@ -61,9 +66,7 @@ def grid_stride(func: PrimFunc, threads: int = 256, blocks_per_row: int = 1) -> 
     sch.vectorize(lanes)
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
-    if outer:
-        rows = sch.fuse(*outer) if len(outer) > 1 else outer[0]
-        sch.bind(rows, "blockIdx.y")
+    _rows_on_blocks_y(sch, outer)
     return sch
 
 

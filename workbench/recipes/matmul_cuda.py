@@ -47,6 +47,24 @@ def _cooperative_fetch(sch: Schedule, stage, threads: tuple[int, int], vector: b
     sch.bind(x, "threadIdx.x")
 
 
+def _thread_tiles(sch: Schedule, c, threads: int, per_thread: int, k_tile: int):
+    """``bi, bj (blockIdx) / ty, tx (threadIdx) / k_0 / k_1 / ii, jj``: ``threads x threads``
+    threads per block, each a ``per_thread x per_thread`` tile of C accumulated in a
+    ``local`` buffer written back under ``tx``. Returns that buffer's block, ``k_0``, ``k_1``."""
+    i, j, k = sch.get_loops(c)
+    bi, ty, ii = sch.split(i, factors=[None, threads, per_thread])
+    bj, tx, jj = sch.split(j, factors=[None, threads, per_thread])
+    ko, ki = sch.split(k, factors=[None, k_tile])
+    sch.reorder(bi, bj, ty, tx, ko, ki, ii, jj)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+    c_local = sch.cache_write(c, 0, "local")
+    sch.reverse_compute_at(c_local, tx)
+    return c_local, ko, ki
+
+
 @register("matmul", "naive", "cuda")
 def naive(func: PrimFunc, tile: int = 16, block: str = "C") -> Schedule:
     """One thread per element of C, ``tile x tile`` threads per block; A and B from global."""
@@ -108,19 +126,8 @@ def register_blocked(
     """
     sch = Schedule(func)
     c = sch.get_block(block)
-    i, j, k = sch.get_loops(c)
-    bi, ty, ii = sch.split(i, factors=[None, threads, per_thread])
-    bj, tx, jj = sch.split(j, factors=[None, threads, per_thread])
-    ko, ki = sch.split(k, factors=[None, k_tile])
-    sch.reorder(bi, bj, ty, tx, ko, ki, ii, jj)
-    sch.bind(bi, "blockIdx.y")
-    sch.bind(bj, "blockIdx.x")
-    sch.bind(ty, "threadIdx.y")
-    sch.bind(tx, "threadIdx.x")
-
     # the thread's tile of C in registers, written back with 128-bit stores
-    c_local = sch.cache_write(c, 0, "local")
-    sch.reverse_compute_at(c_local, tx)
+    c_local, ko, ki = _thread_tiles(sch, c, threads, per_thread, k_tile)
     *_, wi, wj = sch.get_loops(c_local)
     _, lanes = sch.split(wj, factors=[None, 4])
     sch.vectorize(lanes)
@@ -164,17 +171,7 @@ def register_local(
     """
     sch = Schedule(func)
     c = sch.get_block(block)
-    i, j, k = sch.get_loops(c)
-    bi, ti, ii = sch.split(i, factors=[None, threads, per_thread])
-    bj, tj, ij = sch.split(j, factors=[None, threads, per_thread])
-    ko, ki = sch.split(k, factors=[None, k_tile])
-    sch.reorder(bi, bj, ti, tj, ko, ki, ii, ij)
-    sch.bind(bi, "blockIdx.y")
-    sch.bind(bj, "blockIdx.x")
-    sch.bind(ti, "threadIdx.y")
-    sch.bind(tj, "threadIdx.x")
-    c_local = sch.cache_write(c, 0, "local")
-    sch.reverse_compute_at(c_local, tj)
+    _, ko, _ = _thread_tiles(sch, c, threads, per_thread, k_tile)
     a_shared = sch.cache_read(c, 1, "shared")
     sch.compute_at(a_shared, ko)
     _cooperative_fetch(sch, a_shared, (threads, threads), vector=False)
