@@ -32,6 +32,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+from workbench.backends.common.target import CPU_FACTS, DeviceFacts
+
 CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
 DEFAULT_CACHES = (("L1d", 32 << 10), ("L2", 1 << 20), ("L3", 32 << 20))
 """Where the machine says nothing: a common desktop core's data caches."""
@@ -98,9 +100,50 @@ class MachineFacts:
         return l1, l2, sizes[-1] if len(sizes) > 2 else l2
 
     @property
+    def vector_bits(self) -> int:
+        """The SIMD width LLVM vectorizes with on this machine (``vector_bits_for``)."""
+        return vector_bits_for(set(self.simd_features), self.llvm_cpu)
+
+    @property
     def simd_features(self) -> frozenset[str]:
         """LLVM's SIMD features, or ``/proc/cpuinfo``'s flags where LLVM could not say."""
         return self.llvm_features or self.flags
+
+
+def vector_bits_of(features: set[str]) -> int:
+    """The SIMD register width a set of CPU feature names (LLVM's or ``/proc/cpuinfo``'s
+    ``flags``) gives: 512 (``avx512f``), 256 (``avx2`` / ``avx``), else 128 (SSE, NEON).
+
+    Example
+    -------
+    >>> vector_bits_of({"sse2", "avx", "avx2", "fma"})
+    256
+    """
+    if "avx512f" in features:
+        return 512
+    if "avx2" in features or "avx" in features:
+        return 256
+    return 128
+
+
+# Host CPU names (LLVM's) whose tuning has ``TuningPrefer256Bit``: AVX-512 is there, but
+# LLVM's loop and SLP vectorizers use 256-bit vectors unless told otherwise.
+PREFER_256_BIT_CPUS = frozenset({
+    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+})
+
+
+def vector_bits_for(features: set[str], cpu_name: str) -> int:
+    """The vector width LLVM's vectorizers use on ``cpu_name`` with ``features``.
+
+    Example
+    -------
+    >>> vector_bits_for({"avx512f", "avx2"}, "rocketlake"), vector_bits_for({"avx512f"}, "znver5")
+    (256, 512)
+    """
+    bits = vector_bits_of(features)
+    return 256 if bits == 512 and cpu_name in PREFER_256_BIT_CPUS else bits
 
 
 def parse_cache_size(text: str) -> int | None:
@@ -243,3 +286,17 @@ def use_machine_facts(facts: MachineFacts) -> Iterator[MachineFacts]:
         yield facts
     finally:
         _INJECTED.pop()
+
+
+def host_device_facts() -> DeviceFacts:
+    """The ``DeviceFacts`` of the ``cpu`` and ``numpy`` targets: the host's vector width,
+    cache line and data caches (``machine_facts()``)."""
+    return _device_facts_of(machine_facts())
+
+
+@functools.lru_cache(maxsize=4)
+def _device_facts_of(facts: MachineFacts) -> DeviceFacts:
+    return dataclasses.replace(
+        CPU_FACTS, vector_bytes=facts.vector_bits // 8, cache_line_bytes=facts.cache_line_bytes,
+        cache_bytes=tuple(size for _, size in facts.caches),
+    )

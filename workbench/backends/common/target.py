@@ -88,7 +88,7 @@ class DeviceFacts:
 
 CPU_FACTS = DeviceFacts(vector_bytes=32, cache_bytes=(48 * 1024, 2 * 1024 * 1024, 32 * 1024**2))
 """A typical AVX2 core; the ``cpu`` and ``numpy`` targets report the host's own facts
-(``workbench.backends.cpu.cpu_facts.host_device_facts``: the vector width LLVM compiles for)."""
+(``workbench.backends.common.machine.host_device_facts``: the vector width LLVM compiles for)."""
 
 CUDA_FACTS = DeviceFacts(
     vector_bytes=16,

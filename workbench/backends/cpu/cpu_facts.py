@@ -24,61 +24,28 @@ True
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from workbench.backends.common.machine import MachineFacts, machine_facts
-from workbench.backends.common.target import CPU_FACTS, DeviceFacts
+from workbench.backends.common.machine import (  # noqa: F401 - re-exported: the cpu's facts
+    PREFER_256_BIT_CPUS,
+    host_device_facts,
+    machine_facts,
+    vector_bits_for,
+    vector_bits_of,
+)
+from workbench.backends.common.target import DeviceFacts
 
 if TYPE_CHECKING:
     from workbench.backends.common.target import Target
-
-
-def vector_bits_of(features: set[str]) -> int:
-    """The SIMD register width a set of CPU feature names (LLVM's or ``/proc/cpuinfo``'s
-    ``flags``) gives: 512 (``avx512f``), 256 (``avx2`` / ``avx``), else 128 (SSE, NEON).
-
-    Example
-    -------
-    >>> vector_bits_of({"sse2", "avx", "avx2", "fma"})
-    256
-    """
-    if "avx512f" in features:
-        return 512
-    if "avx2" in features or "avx" in features:
-        return 256
-    return 128
-
-
-# Host CPU names (LLVM's) whose tuning has ``TuningPrefer256Bit``: AVX-512 is there, but
-# LLVM's loop and SLP vectorizers use 256-bit vectors unless told otherwise.
-PREFER_256_BIT_CPUS = frozenset({
-    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
-    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
-})
-
-
-def vector_bits_for(features: set[str], cpu_name: str) -> int:
-    """The vector width LLVM's vectorizers use on ``cpu_name`` with ``features``.
-
-    Example
-    -------
-    >>> vector_bits_for({"avx512f", "avx2"}, "rocketlake"), vector_bits_for({"avx512f"}, "znver5")
-    (256, 512)
-    """
-    bits = vector_bits_of(features)
-    return 256 if bits == 512 and cpu_name in PREFER_256_BIT_CPUS else bits
 
 
 def vector_bits() -> int:
     """The SIMD width the host CPU's LLVM target vectorizes with: 512, 256 or 128 bits
     (from ``machine_facts()``: LLVM's features, ``/proc/cpuinfo``'s flags where LLVM
     cannot say)."""
-    facts = machine_facts()
-    return vector_bits_for(set(facts.simd_features), facts.llvm_cpu)
+    return machine_facts().vector_bits
 
 
 def vector_lanes(dtype: str = "float32", bits: int | None = None) -> int:
@@ -118,21 +85,6 @@ def reduction_lanes(dtype: str = "float32", bits: int | None = None) -> int:
 # ---------------------------------------------------------------------------------------
 # The same facts, as a target's DeviceFacts
 # ---------------------------------------------------------------------------------------
-
-
-def host_device_facts() -> DeviceFacts:
-    """The ``DeviceFacts`` of the ``cpu`` and ``numpy`` targets: the host's vector width,
-    cache line and data caches (``machine_facts()``)."""
-    return _device_facts_of(machine_facts())
-
-
-@functools.lru_cache(maxsize=4)
-def _device_facts_of(facts: MachineFacts) -> DeviceFacts:
-    bits = vector_bits_for(set(facts.simd_features), facts.llvm_cpu)
-    return dataclasses.replace(
-        CPU_FACTS, vector_bytes=bits // 8, cache_line_bytes=facts.cache_line_bytes,
-        cache_bytes=tuple(size for _, size in facts.caches),
-    )
 
 
 def _device(target: Target | str) -> DeviceFacts:

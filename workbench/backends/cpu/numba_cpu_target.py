@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from workbench.backends.common.allocation import place_allocations
 from workbench.backends.common.codegen_python import CpuPrinter, cpu_passes
+from workbench.backends.common.machine import host_device_facts
 from workbench.backends.common.target import Target, TargetKind, register_target
-from workbench.backends.cpu.cpu_facts import host_device_facts
 from workbench.backends.cpu.numba_cpu_kernel import CpuKernel
 from workbench.ir import PrimFunc
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from workbench.backends.common.kernel import Kernel
+from workbench.backends.common.machine import host_device_facts
 from workbench.backends.common.target import Target, TargetKind, register_target
-from workbench.backends.cpu.cpu_facts import host_device_facts
 from workbench.ir import PrimFunc
 
 NUMPY_DEFAULTS = {
