@@ -15,6 +15,7 @@ ignores ``j``) and implement the rule both targets start with, ``inline_producer
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -132,6 +133,20 @@ class Decisions:
         if len(set(probs)) > 1:
             self.weights[name] = list(weights)
         return sch.sample_categorical(list(candidates), probs, decision=index)
+
+
+@dataclasses.dataclass
+class BlockPlan:
+    """One block's place in a rule-generated schedule: its handle, name, whether it is
+    tiled, its spatial and reduction loops, and the tile decisions sampled for them (each
+    target's rules add their own decisions in a subclass)."""
+
+    block: object
+    name: str
+    tiled: bool
+    spatial: list
+    reduce_: list
+    tiles: dict = dataclasses.field(default_factory=dict)
 
 
 legal = applies

@@ -54,6 +54,7 @@ import dataclasses
 from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.schedule import Schedule
 from workbench.tune.rules_common import (
+    BlockPlan,
     Decisions,
     attempt,
     block_loops,
@@ -83,15 +84,9 @@ JOBS_PER_CORE = 2  # a parallel loop fuses outer tile loops until it has this ma
 
 
 @dataclasses.dataclass
-class _Plan:
+class _Plan(BlockPlan):
     """One block's decisions (sampled) and, once applied, the loops to annotate."""
 
-    block: object
-    name: str
-    tiled: bool
-    spatial: list
-    reduce_: list
-    tiles: dict = dataclasses.field(default_factory=dict)
     parallel: int = 0
     unroll: int = 0
     write_cache: int = 0

@@ -80,6 +80,7 @@ from workbench.ir.expr import Var
 from workbench.ir.stmt import IterKind
 from workbench.schedule import Schedule
 from workbench.tune.rules_common import (
+    BlockPlan,
     Decisions,
     attempt,
     block_loops,
@@ -99,13 +100,7 @@ KNOBS = ("shared", "vector", "double_buffer", "fragment", "unroll", "unroll_k")
 
 
 @dataclasses.dataclass
-class _Plan:
-    block: object
-    name: str
-    tiled: bool
-    spatial: list
-    reduce_: list
-    tiles: dict = dataclasses.field(default_factory=dict)
+class _Plan(BlockPlan):
     choices: dict = dataclasses.field(default_factory=dict)  # knob -> 1 / 0
 
 
