@@ -59,6 +59,11 @@ def test_linear_gelu_gets_the_register_tile_with_the_epilogue_inlined():
     assert "threadIdx.y" in script and "shared" in script
 
 
+def test_a_single_k_step_matmul_is_not_double_buffered():
+    compiled = _check(nn.Linear(8, 16), torch.randn(16, 8), rules={"matmul_tiled"})
+    assert "double_buffer_scope" not in str(compiled.kernels[0].schedule.trace)
+
+
 def test_layernorm_gets_one_block_per_row():
     compiled = _check(nn.LayerNorm(40), torch.randn(2, 40), rules={"rows"})
     script = compiled.kernels[0].schedule.mod.script()

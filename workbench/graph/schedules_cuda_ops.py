@@ -108,9 +108,13 @@ def matmul_tiled(func) -> Schedule | None:
     if tiling is None:
         return None
     threads, per_thread, k_tile = tiling
+    # double buffering needs two k steps (with one, the recipe's prefetch indexes past the
+    # shared tile: IndexError under the simulator, at K == k_tile)
+    steps = _extents(head)[2] // k_tile
     try:
         sch = recipes.get("matmul", "register_blocked", "cuda")(
-            func, threads=threads, per_thread=per_thread, k_tile=k_tile)
+            func, threads=threads, per_thread=per_thread, k_tile=k_tile,
+            double_buffer=steps >= 2)
     except _FAILS:
         return None
     if not _inline_epilogue(sch, "C_local"):
