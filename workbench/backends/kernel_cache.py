@@ -93,11 +93,6 @@ class LRUCache:
     def __len__(self) -> int:
         return len(self._data)
 
-    def __contains__(self, key: Hashable) -> bool:
-        """Whether ``key`` is cached (counted neither as a hit nor a miss, not moved)."""
-        with self._lock:
-            return key in self._data
-
     def keys(self) -> list:
         with self._lock:
             return list(self._data)
