@@ -1,10 +1,17 @@
-"""Facts about the host CPU the ``cpu`` target compiles for: its SIMD vector width.
+"""Facts about the host CPU the ``cpu`` target compiles for: its SIMD vector width, feature
+flags, cores, cache sizes and L1 geometry.
 
 One place to read it from, so that schedules (``workbench.recipes``) size their vector
 loops and register tiles for the machine they run on instead of a hard-coded 16 lanes. The
 ``cpu`` and ``numpy`` targets report these facts as their ``Target.device``
 (``host_device_facts``); a schedule asks its target (``target_vector_lanes``,
 ``target_reduction_lanes``), so a target for another machine plans for that machine.
+
+The facts themselves are read once per process by ``workbench.backends.common.machine``
+(``machine_facts()``); this module is the ``cpu`` target's view of them (``host_features``,
+``host_cores``, ``cache_sizes``, ``l1_geometry``, ``vector_bits``). A test describes another
+machine by injecting its facts (``use_machine_facts``; ``tests/machines.py``), and CI checks
+AVX2 and AVX-512, 1 and 4 cores, on one host.
 
 The width comes from the features LLVM detects on the host (what Numba compiles for):
 AVX-512 gives 512 bits, AVX/AVX2 256, anything else (SSE, NEON) 128, except that on the
@@ -39,6 +46,28 @@ from workbench.backends.common.target import DeviceFacts
 
 if TYPE_CHECKING:
     from workbench.backends.common.target import Target
+
+
+def host_features() -> set[str]:
+    """The host's SIMD feature names (``avx512f``, ``avx2``, ``avx``...): LLVM's, else
+    ``/proc/cpuinfo``'s flags (``machine_facts()``)."""
+    return set(machine_facts().simd_features)
+
+
+def host_cores() -> int:
+    """The cores this process may run on (the parallel loops' threads)."""
+    return machine_facts().cores
+
+
+def cache_sizes() -> tuple[int, int, int]:
+    """(L1d, L2, last level) in bytes."""
+    return machine_facts().levels
+
+
+def l1_geometry() -> tuple[int, int]:
+    """(line bytes, ways) of the L1 data cache."""
+    facts = machine_facts()
+    return facts.cache_line_bytes, facts.l1_ways
 
 
 def vector_bits() -> int:
