@@ -84,10 +84,9 @@ def _run_worker() -> None:
 
 
 def _is_cached(func, target) -> bool:
-    if target.name != "cpu" or target.options.get("debug"):
+    is_cached = target.hook("is_cached")
+    if is_cached is None or target.options.get("debug"):
         return True  # no disk cache to fill: nothing for a worker to do
-    from workbench.backends.cpu.numba_cpu import is_cached
-
     return is_cached(func, target)
 
 

@@ -20,6 +20,8 @@ supplies:
                     it (``None``: not exportable)
 ``graph_runner``    ``(kernel) -> callable``: how a compiled model calls a kernel (default
                     the kernel itself)
+``is_cached``       ``(func, target) -> bool``: whether building compiles nothing (the
+                    kind keeps compiled code on disk); ``None``: no disk cache to fill
 ``recipes``         the target name whose recipes, rules and views it shares (default its own)
 ``explore_as``      the target the explorer builds for (``numpy``: ``cpu``)
 ``explorer_views``  ``(target) -> TargetViews``: the explorer's code, machine code and
@@ -121,7 +123,7 @@ class TargetKind:
         ``device() -> DeviceFacts`` (queried lazily: a CUDA device may be absent).
     description : str
     printer, graph_schedule, tuning_rules, cost_prior, warnings, artifact_format,
-    graph_runner, recipes, explore_as, explorer_views, module
+    graph_runner, is_cached, recipes, explore_as, explorer_views, module
         The hooks of the module docstring's table (all optional). A hook may be a callable
         or ``"package.module:function"``, imported on first use (``Target.hook``): a
         backend names hooks of the layers above it without importing them.
@@ -141,6 +143,7 @@ class TargetKind:
     warnings: Callable | str | None = None
     artifact_format: str | None = None
     graph_runner: Callable | str | None = None
+    is_cached: Callable | str | None = None
     recipes: str | None = None
     explore_as: str | None = None
     explorer_views: Callable | str | None = None

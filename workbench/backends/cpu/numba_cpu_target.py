@@ -103,6 +103,7 @@ CPU = register_target(
         explorer_views="workbench.widgets.target_views:cpu_views",
         artifact_format="numba-cpu-module",
         graph_runner="workbench.graph.compiler:cpu_runner",
+        is_cached="workbench.backends.cpu.numba_cpu:is_cached",
         module=__name__,
     )
 )
