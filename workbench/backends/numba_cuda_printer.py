@@ -68,7 +68,7 @@ class CudaExprPrinter(ExprPrinter):
         if op.startswith("cuda."):  # warp intrinsics placed by passes (cuda_reduction)
             return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", 9
         self.uses_math = True
-        if op in ("exp", "log", "sqrt", "tanh", "erf"):
+        if op in ("exp", "log", "sqrt", "tanh", "erf", "sin", "cos"):
             return f"{cast}(math.{op}({args[0]}))", 9
         if op == "abs":
             return f"abs({args[0]})", 9
