@@ -68,6 +68,7 @@ def test_pyproject_metadata(pyproject: dict) -> None:
         "ipywidgets",
         "pygments",
         "tqdm",
+        "platformdirs",  # the user's cache folder (kernel cache, issue 17)
     }
     # every core dependency carries a lower bound
     assert all(">=" in r for r in project["dependencies"])

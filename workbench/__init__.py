@@ -67,6 +67,9 @@ _PUBLIC = {
     # graph level (issue 11)
     "compile": "workbench.graph",
     "load": "workbench.graph",
+    "ModelInputError": "workbench.graph.compiler",
+    # artifacts (issue 17): files checked by hash, kernels generated again on load
+    "ArtifactIntegrityError": "workbench.integrity",
     "graph": "workbench.graph",
 }
 

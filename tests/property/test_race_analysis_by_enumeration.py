@@ -1,4 +1,4 @@
-"""The race analysis (``scope_access.iterations_overlap``) against enumeration.
+"""The race analysis (``workbench.ir.dependence.overlap.iterations_overlap``) against enumeration.
 
 Random loop schedules (the primitives of ``test_random_schedules``, no compiling) on small
 operators; for every leaf block, every loop around it and every write/access pair of one
@@ -24,8 +24,8 @@ from test_random_schedules import LONG_EXAMPLES, MAX_STEPS, apply_step
 import workbench as wb
 from workbench.ir import BlockRealize, For, const_value
 from workbench.ir.arith import evaluate
+from workbench.ir.dependence import block_accesses, iterations_overlap
 from workbench.schedule import Schedule
-from workbench.schedule.scope_access import block_accesses, iterations_overlap
 from workbench.schedule.tree import walk
 
 CI_EXAMPLES = 60

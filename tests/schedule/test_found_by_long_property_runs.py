@@ -398,7 +398,7 @@ def test_only_zero_decides_small_linear_equations(terms, forced):
     """The mixed-radix rule behind the point-access check, against enumeration."""
     import itertools
 
-    from workbench.schedule.scope_access import _only_zero
+    from workbench.ir.dependence.overlap import _only_zero
 
     names = list(terms)
     boxes = [range(-span, span + 1) for _, span in terms.values()]

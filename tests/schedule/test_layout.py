@@ -81,7 +81,7 @@ def test_regions_of_a_window_are_mapped():
     block = sch.get(sch.get_block("conv2d_nchw"))
     (region,) = [r for r in block.reads if r.buffer.name == "pad_temp"]
     assert region.buffer.shape == (1, 8, 8, 4)
-    from workbench.script.printer_expr import expr_text
+    from workbench.ir.expr_text import expr_text
 
     assert [expr_text(r.min) for r in region.region] == ["vn", "vy + vry", "vx + vrx", "vrc"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from schedule_checks import raises_unchanged
+from schedule_checks import check_numbers, raises_unchanged
 from schedule_examples import add_relu, matmul, row_sum, scale, two_stages
 
 from workbench import T, from_source
@@ -22,7 +22,7 @@ from workbench.schedule import (
     Trace,
     UnknownScopeError,
 )
-from workbench.schedule.tree import find_block
+from workbench.schedule.tree import block_names, find_block
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 
@@ -199,16 +199,21 @@ def test_fresh_names_when_cached_twice():
     assert names == ["A_local", "A_local_local"]
 
 
-def test_enclosing_block_declares_the_cache():
+def test_cache_lives_in_the_enclosing_block(rng):
+    """As TVM: a cache of a block under another block is allocated in that block (its
+    scope) and copied there; the enclosing block still reads A and writes B."""
     sch = Schedule(nested)
     sch.cache_read(sch.get_block("load"), 0, "shared")
     sch.cache_write(sch.get_block("store"), 0, "local")
     outer = sch.get(sch.get_block("outer"))
-    assert [r.buffer.name for r in outer.reads] == ["A_shared"]
-    assert [r.buffer.name for r in outer.writes] == ["B_local"]
-    names = [s.block.name for s in sch.mod.root_block.body.stmts if isinstance(s, BlockRealize)]
-    assert names == []  # all three are loop nests at the top level
-    assert [b.name for b in sch.mod.root_block.alloc_buffers] == ["A_shared", "B_local"]
+    assert [r.buffer.name for r in outer.reads] == ["A"]
+    assert [r.buffer.name for r in outer.writes] == ["B"]
+    assert [b.name for b in outer.alloc_buffers] == ["tile", "A_shared", "B_local"]
+    assert sch.mod.root_block.alloc_buffers == ()
+    assert block_names(sch.mod) == [
+        "outer", "A_shared", "load", "store", "B_local"
+    ]
+    check_numbers(sch, rng)
 
 
 # --- numerics -----------------------------------------------------------------------------

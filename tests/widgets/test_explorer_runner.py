@@ -61,3 +61,49 @@ def test_the_worker_waits_for_the_callers_event_before_building():
     runner.wait()
     assert results == ["a", "b"] and time.perf_counter() - start >= 0.2
     runner.close()
+
+
+def test_one_baseline_with_one_name():
+    """Issue 21 item 3: a matmul is compared with np.matmul, anything else with the
+    reference executor, called "reference" (never "numpy") wherever the ratio shows."""
+    import numpy as np
+
+    from workbench.widgets.runner import baseline_for, baseline_name
+
+    matmul = baseline_for(ops.matmul(8, 4, 6))
+    assert matmul.name == "np.matmul" == baseline_name(ops.matmul(8, 4, 6))
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(-1, 1, (8, 6)).astype("float32"), rng.uniform(-1, 1, (6, 4)).astype(
+        "float32")
+    c = np.empty((8, 4), "float32")
+    matmul.run(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-6)
+    assert baseline_name(ops.softmax(4, 8)) == "reference"
+    assert baseline_name(ops.batch_matmul(2, 4, 4, 4)) == "reference"
+    runner = MeasureRunner(ops.softmax(4, 8))
+    assert runner.baseline_name == "reference" and runner.baseline.name == "reference"
+    runner.close()
+
+
+def test_a_noisy_timing_is_measured_again_and_says_so(monkeypatch):
+    """Issue 21 item 7: a large spread or a busy machine triggers one re-measure; the note
+    says what happened; the faster median is kept."""
+    from workbench.measure import noise
+    from workbench.measure.result import MeasureResult
+
+    runner = MeasureRunner(ops.matmul(8, 8, 8))
+    medians = iter([(8e-3, 6e-3), (1e-3, 1e-5), (2e-3, 2e-3), (3e-3, 3e-3)])
+
+    def fake_measure(kernel, *args, **kwargs):
+        median, iqr = next(medians)
+        return MeasureResult("k", "cpu", median_s=median, iqr_s=iqr, repeats=3,
+                             times_s=(median,) * 3)
+
+    calm = noise.CpuSample(load=0.0, cores=2, steal=0, total=100)
+    monkeypatch.setattr("workbench.measure.measure", fake_measure)
+    monkeypatch.setattr(noise, "cpu_sample", lambda: calm)
+    result, note = runner._timed(None, [])
+    assert result.median_s == 1e-3 and note == "re-measured (spread: IQR 75% of the median)"
+    result, note = runner._timed(None, [])
+    assert result.median_s == 2e-3 and note.startswith("noisy after a re-measure (spread")
+    runner.close()

@@ -73,15 +73,18 @@ def test_table_columns_and_numbers(history):
     result = MeasureResult("matmul", "cpu", median_s=2e-3, iqr_s=1e-4, repeats=3,
                            times_s=(2e-3,) * 3, flops=2 * 32**3, bytes=3 * 32 * 32 * 4,
                            peaks=MachinePeaks(gflops=100.0, gbps=10.0))
-    history.current.measurement = Measurement(result, compile_s=0.5, vs_numpy=1.5)
+    history.current.measurement = Measurement(result, compile_s=0.5, speedup=1.5,
+                                              note="re-measured (spread: IQR 30% of the median)")
     frame = history.to_frame()
     assert list(frame.columns) == ["step", "parent", "primitive", "ms median", "IQR ms",
-                                   "GFLOP/s", "GB/s", "x numpy", "compile s", "current"]
+                                   "GFLOP/s", "GB/s", "x reference", "compile s", "note",
+                                   "current"]
     row = frame.iloc[1]
-    assert row["primitive"] == "split i 8"
+    assert row["primitive"] == "split i 8" and row["note"].startswith("re-measured (spread")
     np.testing.assert_allclose(
-        [row["ms median"], row["IQR ms"], row["GFLOP/s"], row["x numpy"], row["compile s"]],
+        [row["ms median"], row["IQR ms"], row["GFLOP/s"], row["x reference"], row["compile s"]],
         [2.0, 0.1, 2 * 32**3 / 2e-3 / 1e9, 1.5, 0.5])
+    assert frame.iloc[0]["note"] == ""
     assert np.isnan(frame.iloc[0]["ms median"])
     assert frame["current"].tolist() == [False, True]
     assert "measurement" in json.loads(history.export_json())

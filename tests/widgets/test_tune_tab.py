@@ -75,3 +75,17 @@ def test_a_few_trials_with_pins_then_the_best_becomes_a_node(tmp_path):
     kernel(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
     ex.close()
+
+
+def test_the_status_names_the_candidate_building_or_measuring_and_the_time():
+    """Issue 21 item 6: between records the tab says what runs now, not "0 of 4"."""
+    from workbench.tune.progress import Stage
+
+    ex = wb.explore(ops.matmul(16, 16, 16), peaks=PEAKS, measure=False)
+    tab = ex.tuner
+    tab.progress.max = 4
+    tab._stage(Stage(None, "starting", 0.4))
+    assert "0 of 4 trials done · workers: starting (0.4 s)" in tab.status.value
+    tab._stage(Stage(1, "measuring", 7.25))
+    assert "trial 1: measuring (7.2 s)" in tab.status.value
+    ex.close()

@@ -11,11 +11,12 @@ from workbench.ir import BufferStore, PrimFunc
 from workbench.ir.functor import collect
 from workbench.ir.verify import verify
 
-TARGETS = ("numpy", "cpu", "cuda")
-"""The built-in targets (``workbench.backends.target.target_names()`` lists registered ones)."""
-
 
 def __getattr__(name: str):
+    if name == "TARGETS":  # one list: the target registry's (built in and registered)
+        from workbench.backends.target import target_names
+
+        return target_names()
     # CPU_DEFAULTS / NUMPY_DEFAULTS moved to the targets' modules; kept importable from here
     if name == "CPU_DEFAULTS":
         from workbench.backends.numba_cpu_target import CPU_DEFAULTS

@@ -5,12 +5,15 @@ Caching, two levels:
 * **in memory**: keyed by the lowered function (structural equality and hash) plus the
   options; a second ``build`` of the same schedule in one process compiles nothing;
 * **on disk**: the generated module is written to the kernel cache directory
-  (``$WORKBENCH_CACHE_DIR``, else ``~/.cache/workbench/kernels``) under a file name made
-  from a sha256 digest of its source (stable across processes, unlike ``hash()``), and
-  imported with importlib. Its function is ``@numba.njit(cache=True)``, so Numba stores the
-  machine code next to it (``__pycache__``); a new process (a re-run notebook) loads it
-  instead of compiling. The file is never rewritten once it exists, since Numba's cache
-  checks the file's modification time.
+  (``kernel_cache.kernel_cache_dir``: ``$WORKBENCH_CACHE_DIR``, else the user's private cache
+  folder) under a file name made from a sha256 digest of its source (stable across
+  processes, unlike ``hash()``). The module is executed from the source this process
+  generated, never read back from the file: a file whose content differs (corrupted, edited)
+  is written again, with its Numba cache files removed. Its function is
+  ``@numba.njit(cache=True)``, so Numba stores the machine code next to it (``__pycache__``);
+  a new process (a re-run notebook) loads it instead of compiling. A file that matches is
+  never rewritten, since Numba's cache checks the file's modification time. The folder is
+  pruned to its bounds (``kernel_cache.prune_disk_cache``) after each new module.
 
 Compiling turns on LLVM's SLP vectorizer (``numba.config.SLP_VECTORIZE``, off by default in
 Numba) for the duration of the compile, then restores the previous value. Numba reads the
@@ -27,20 +30,36 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
 import os
 import sys
 import tempfile
 import threading
 import time
+import types
 import warnings
 from pathlib import Path
 
-from workbench.backends.codegen_python import GeneratedSource, generate_source
+from workbench.backends import kernel_cache
+from workbench.backends.codegen_python import GeneratedSource
 from workbench.backends.kernel_cache import LRUCache
 from workbench.ir import PrimFunc
 
-_MEMORY_CACHE = LRUCache()
+
+def _forget(key, compiled) -> None:
+    """An evicted kernel: its module leaves ``sys.modules`` and its dispatcher leaves the
+    module's globals, so that the dispatcher is freed once no ``Kernel`` holds it (the cycle
+    dispatcher -> overloads -> Numba environment -> module globals -> dispatcher goes through
+    Numba objects the garbage collector cannot see into, so it was never collected)."""
+    module = sys.modules.get(compiled.path.stem)
+    if module is not None and getattr(module, compiled.generated.func_name, None) is \
+            compiled.dispatcher:
+        del sys.modules[compiled.path.stem]
+    globals_ = getattr(compiled.dispatcher, "py_func", None).__globals__
+    if globals_.get(compiled.generated.func_name) is compiled.dispatcher:
+        del globals_[compiled.generated.func_name]
+
+
+_MEMORY_CACHE = LRUCache(on_evict=_forget)
 """Compiled kernels of this process, least recently used dropped first (bounded)."""
 _COMPILE_LOCK = threading.Lock()
 
@@ -58,13 +77,8 @@ class CompiledKernel:
 
 
 def kernel_cache_dir() -> Path:
-    """The directory generated kernel modules are written to (created if missing)."""
-    directory = os.environ.get("WORKBENCH_CACHE_DIR") or os.path.join(
-        "~", ".cache", "workbench", "kernels"
-    )
-    path = Path(directory).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """The directory generated kernel modules are written to (created private if missing)."""
+    return kernel_cache.kernel_cache_dir()
 
 
 def source_digest(source: str) -> str:
@@ -75,17 +89,27 @@ def source_digest(source: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def compile_cpu(lowered: PrimFunc, options: dict) -> tuple[CompiledKernel, str | None]:
-    """Compile lowered ``lowered`` with ``options``; return it and where it came from.
+def _as_target(target):
+    """A ``Target``; a plain options dict means the ``cpu`` target with those options."""
+    from workbench.backends.target import Target
 
+    return target if isinstance(target, Target) else Target("cpu", **target)
+
+
+def compile_cpu(lowered: PrimFunc, target) -> tuple[CompiledKernel, str | None]:
+    """Compile lowered ``lowered`` for ``target`` (a ``Target``, or the ``cpu`` target's
+    options); return it and where it came from.
+
+    On a miss, the target's passes run (``Target.run_passes``) and its printer prints.
     The second value is ``"memory"`` or ``"disk"`` for a cache hit, else None.
     """
-    key = (lowered, tuple(sorted(options.items())))
+    target = _as_target(target)
+    key = (lowered, target.key())
     with _COMPILE_LOCK:
         cached = _MEMORY_CACHE.get(key)
         if cached is not None:
             return cached, "memory"
-        compiled = _compile(lowered, options, debug=False)
+        compiled = _compile(lowered, target, debug=False)
         _MEMORY_CACHE[key] = compiled
     return compiled, ("disk" if compiled.disk_cache_hit else None)
 
@@ -109,12 +133,12 @@ def clear_memory_cache() -> int:
     """
     with _COMPILE_LOCK:
         dropped = _MEMORY_CACHE.clear()
-        for name in [m for m in sys.modules if m.startswith("workbench_kernel_")]:
+        for name in [m for m in sys.modules if m.startswith(kernel_cache.MODULE_PREFIX)]:
             del sys.modules[name]
     return dropped
 
 
-def compile_twin(lowered: PrimFunc, options: dict, *, debug: bool) -> CompiledKernel:
+def compile_twin(lowered: PrimFunc, target, *, debug: bool) -> CompiledKernel:
     """The same kernel compiled again without Numba's disk cache, for inspection.
 
     Numba cannot show the LLVM IR or assembly of code it loaded from its disk cache, so
@@ -123,26 +147,29 @@ def compile_twin(lowered: PrimFunc, options: dict, *, debug: bool) -> CompiledKe
     instructions to loops with it. Debug info does not change LLVM's optimizations, and the
     generated source has the same lines.
     """
-    key = (lowered, tuple(sorted(options.items())), "debug" if debug else "inspect")
+    target = _as_target(target)
+    key = (lowered, target.key(), "debug" if debug else "inspect")
     with _COMPILE_LOCK:
         cached = _MEMORY_CACHE.get(key)
         if cached is None:
             with warnings.catch_warnings():
                 # parallel kernels: Numba cannot find source for its generated gufunc
                 warnings.filterwarnings("ignore", message="Could not find source")
-                cached = _compile(lowered, options, debug=debug, cache=False)
+                cached = _compile(lowered, target, debug=debug, cache=False)
             _MEMORY_CACHE[key] = cached
     return cached
 
 
-def _compile(
-    lowered: PrimFunc, options: dict, *, debug: bool, cache: bool = True
-) -> CompiledKernel:
+def _compile(lowered: PrimFunc, target, *, debug: bool, cache: bool = True) -> CompiledKernel:
     import numba
     import numpy as np
     from numba import types
 
-    generated = generate_source(lowered, target="cpu", cache=cache, **options)
+    o = target.options
+    generated = target.kind.printer(
+        target.run_passes(lowered), o["fastmath"], o["fast_exp"], o["boundscheck"], cache,
+        o["workspace"],
+    ).run()
     source = generated.source
     if debug:
         source = source.replace("@numba.njit(", "@numba.njit(debug=True, ", 1)
@@ -167,23 +194,42 @@ def _compile(
 
 
 def _import_generated(source: str, func_name: str):
-    """Write ``source`` to the cache directory (once) and import it as a module."""
+    """Write ``source`` to the cache directory (once) and execute it as a module.
+
+    The module runs the text this process generated, never what the file holds; the file
+    (which Numba's cache index is keyed on) must hold the same text, else it is written
+    again and its Numba cache files are removed.
+    """
     digest = source_digest(source)
-    module_name = f"workbench_kernel_{func_name}_{digest}"
+    module_name = f"{kernel_cache.MODULE_PREFIX}{func_name}_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    path = kernel_cache_dir() / f"{module_name}.py"
-    if not path.exists():
+    directory = kernel_cache_dir()
+    path = directory / f"{module_name}.py"
+    data = source.encode()
+    try:
+        current = path.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current != data:
+        if current is not None:
+            warnings.warn(f"kernel cache: {path.name} did not hold the source its name's digest "
+                          "stands for (corrupted or edited); it is written again", stacklevel=3)
+            for cached in (directory / "__pycache__").glob(f"{module_name}.*"):
+                cached.unlink(missing_ok=True)
         # write then rename: a concurrent process never sees a half-written module
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(source)
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
+        kernel_cache.prune_disk_cache(directory)
+    else:
+        kernel_cache.touch(path)
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 -- generated here
     except BaseException:
         del sys.modules[module_name]
         raise

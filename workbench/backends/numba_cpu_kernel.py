@@ -46,7 +46,7 @@ class CpuKernel(Kernel):
 
         compiled = self._compiled
         if compiled.disk_cache_hit:
-            return compile_twin(self.lowered, self.options, debug=False)
+            return compile_twin(self.lowered, self.target_info or self.options, debug=False)
         return compiled
 
     @property
@@ -82,6 +82,6 @@ class CpuKernel(Kernel):
         from workbench.backends import vectorization
         from workbench.backends.numba_cpu import compile_twin
 
-        twin = compile_twin(self.lowered, self.options, debug=True)
+        twin = compile_twin(self.lowered, self.target_info or self.options, debug=True)
         llvm_ir = twin.dispatcher.inspect_llvm(twin.signature)
         return vectorization.report(self._compiled.generated.loops, llvm_ir)

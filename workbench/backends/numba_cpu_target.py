@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from workbench.backends.allocation import place_allocations
-from workbench.backends.codegen_python import cpu_passes
+from workbench.backends.codegen_python import CpuPrinter, cpu_passes
 from workbench.backends.cpu_facts import host_device_facts
 from workbench.backends.numba_cpu_kernel import CpuKernel
 from workbench.backends.target import Target, TargetKind, register_target
@@ -63,18 +63,18 @@ def _place_allocations(func: PrimFunc, target: Target) -> PrimFunc:
 def compile_cpu_kernel(func: PrimFunc, lowered: PrimFunc, target: Target, written) -> CpuKernel:
     """Compile (or fetch from the caches) and wrap in a ``CpuKernel``.
 
-    The passes and the printer run inside ``numba_cpu.compile_cpu`` on a cache miss only
-    (``generate_source`` = ``cpu_passes`` + ``place_allocations`` + ``CpuPrinter``).
+    The passes (``target.run_passes``: ``cpu_passes`` + ``place_allocations``) and the
+    printer (``CpuPrinter``) run inside ``numba_cpu.compile_cpu`` on a cache miss only.
     """
     from workbench.backends.numba_cpu import compile_cpu
 
     options = dict(target.options)
-    compiled, hit = compile_cpu(lowered, options)
+    compiled, hit = compile_cpu(lowered, target)
     seconds = 0.0 if hit == "memory" else compiled.compile_seconds
     return CpuKernel(
         func,
         lowered,
-        "cpu",
+        target.name,
         compiled.dispatcher,
         options=options,
         source=compiled.generated.source,
@@ -95,5 +95,14 @@ CPU = register_target(
         kernel_class=CpuKernel,
         device=host_device_facts,
         description="Python source compiled with numba.njit (prange for parallel loops)",
+        printer=CpuPrinter,
+        graph_schedule="workbench.graph.schedules:cpu_schedule",
+        tuning_rules="workbench.tune.rules_cpu:cpu_rules",
+        cost_prior=True,
+        warnings="workbench.viz.advice:cpu_schedule_warnings",
+        explorer_views="workbench.widgets.target_views:cpu_views",
+        artifact_format="numba-cpu-module",
+        graph_runner="workbench.graph.compiler:cpu_runner",
+        module=__name__,
     )
 )

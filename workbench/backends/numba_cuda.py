@@ -23,6 +23,7 @@ CI has no GPU: the tests run this target under Numba's CUDA simulator
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import time
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from workbench.backends.allocation import Allocate, place_allocations
 from workbench.backends.arguments import KernelArgumentError, check_arguments
+from workbench.backends.cuda_device import is_device_array, to_device, to_host
 from workbench.backends.cuda_launch import LeanLauncher
 from workbench.backends.cuda_memory import MEMORY_PASSES
 from workbench.backends.cuda_reduction import lower_cross_thread_reductions
@@ -55,7 +57,16 @@ max_threads_per_block
     Override the device's limit (None: the device's, 1024 under the simulator).
 """
 
-_MEMORY_CACHE = LRUCache()
+def _forget(key, compiled) -> None:
+    """An evicted module leaves ``sys.modules`` (see ``numba_cpu._forget``)."""
+    name = getattr(compiled.host, "__module__", None)
+    module = sys.modules.get(name) if name else None
+    if module is not None and getattr(module, "__file__", None) and \
+            any(value is compiled.host for value in vars(module).values()):
+        del sys.modules[name]
+
+
+_MEMORY_CACHE = LRUCache(on_evict=_forget)
 _LOCK = threading.Lock()
 
 
@@ -268,11 +279,7 @@ def clear_memory_cache() -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _on_device(value) -> bool:
-    """A device array: ``__cuda_array_interface__`` (numba, CuPy, torch) or the simulator's."""
-    if isinstance(value, np.ndarray):
-        return False
-    return hasattr(value, "__cuda_array_interface__") or type(value).__name__ == "FakeCUDAArray"
+_on_device = is_device_array
 
 
 class CudaKernel(Kernel):
@@ -289,6 +296,8 @@ class CudaKernel(Kernel):
     device_func : PrimFunc
         The function after the CUDA passes (``Allocate`` and ``SyncThreads`` included).
     """
+
+    device_resident = True  # compiled models and the tuner keep arrays on the device
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -322,13 +331,11 @@ class CudaKernel(Kernel):
             self._lean.remember(arrays)
             return
         check_arguments(self.func, arrays, self._written, self._read)
-        from numba import cuda
-
-        device = [cuda.to_device(a) for a in arrays]
+        device = [to_device(a) for a in arrays]
         self._runner(*device, *self.workspace)
         for param, host, dev in zip(self.func.params, arrays, device, strict=True):
             if param.name in self._written:
-                dev.copy_to_host(host)
+                to_host(dev, host)
 
     def _check_device_arguments(self, arrays) -> None:
         """Shape and dtype of device arrays, against the parameters (kept cheap: this runs
@@ -429,7 +436,7 @@ def compile_cuda_kernel(func: PrimFunc, lowered: PrimFunc, target: Target, writt
     return CudaKernel(
         func,
         lowered,
-        "cuda",
+        target.name,
         compiled.host,
         options=dict(target.options),
         source=compiled.source,
@@ -450,5 +457,11 @@ CUDA = register_target(
         kernel_class=CudaKernel,
         device=device_facts,
         description="@cuda.jit kernels (Numba CUDA; the simulator in CI)",
+        printer=CudaPrinter,
+        graph_schedule="workbench.graph.schedules_cuda:graph_schedule",
+        tuning_rules="workbench.tune.rules_cuda:cuda_rules",
+        warnings="workbench.viz.advice:cuda_schedule_warnings",
+        explorer_views="workbench.widgets.target_views:cuda_views",
+        module=__name__,
     )
 )

@@ -31,7 +31,12 @@ from workbench.backends import cuda_vector
 from workbench.backends.allocation import Allocate, workspace_buffers
 from workbench.backends.codegen_python import GeneratedSource, PythonPrinter, python_identifier
 from workbench.backends.cuda_sync import SyncThreads
-from workbench.backends.expr_printer import ExprPrinter, np_dtype_name
+from workbench.backends.expr_printer import (
+    ExprPrinter,
+    np_dtype_name,
+    source_comment,
+    source_dtype,
+)
 from workbench.ir import Buffer, Call, Div, For, ForKind, IntImm, PrimFunc, is_float
 
 _AXES = ("x", "y", "z")
@@ -159,10 +164,11 @@ class CudaPrinter(PythonPrinter):
         if buf in self.workspace:
             return ""
         shape = repr(tuple(int(n) for n in buf.shape))
-        element = f"numba.{'boolean' if buf.dtype == 'bool' else buf.dtype}"
+        element = f"numba.{'boolean' if buf.dtype == 'bool' else source_dtype(buf.dtype)}"
         if buf.scope == "shared":
             return f"{self.names[buf.name]} = cuda.shared.array({shape}, {element})"
-        return f"{self.names[buf.name]} = cuda.local.array({shape}, {element})  # scope {buf.scope}"
+        scope = source_comment(buf.scope)
+        return f"{self.names[buf.name]} = cuda.local.array({shape}, {element})  # scope {scope}"
 
     def _stmt_Allocate(self, stmt: Allocate, depth: int):
         line = self._allocation(stmt.buffer)
@@ -188,7 +194,7 @@ class CudaPrinter(PythonPrinter):
             self._emit(depth, line)
 
     def _stmt_CodeComment(self, stmt, depth: int):
-        self._emit(depth, f"# {stmt.text}")
+        self._emit(depth, f"# {source_comment(stmt.text)}")
 
     def _stmt_For(self, stmt: For, depth: int):
         if stmt.kind is not ForKind.THREAD_BINDING:

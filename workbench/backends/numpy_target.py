@@ -38,7 +38,7 @@ def compile_numpy(func: PrimFunc, lowered: PrimFunc, target: Target, written) ->
     return Kernel(
         func,
         lowered,
-        "numpy",
+        target.name,
         program,
         options=dict(target.options),
         source=source,
@@ -57,5 +57,10 @@ NUMPY = register_target(
         kernel_class=Kernel,
         device=host_device_facts,
         description="reference executor: whole numpy arrays where possible, Python loops elsewhere",
+        tuning_rules="workbench.tune.rules_cpu:cpu_rules",  # runs the cpu space's schedules
+        cost_prior=True,
+        warnings="workbench.viz.advice:cpu_schedule_warnings",
+        explore_as="cpu",
+        module=__name__,
     )
 )

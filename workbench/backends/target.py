@@ -1,12 +1,38 @@
 """Targets: what ``build`` compiles for, as plug-in objects (TVM's ``Target`` / ``TargetKind``).
 
 A ``TargetKind`` is registered once per target (``"numpy"``, ``"cpu"``, ``"cuda"``) and says
-everything ``build`` needs: the default options, the IR passes to run after the common
-lowering, how to compile (printer + compiler, in the target's backend module), the kernel
-class, and the device facts that legality checks and the GPU verifier use. A ``Target`` is a
-kind plus option values; ``build(sch, target="cpu")`` is ``build(sch, target=Target("cpu"))``.
+everything the layers above need, so that none of them branches on a target's name. A kind
+supplies:
 
-Adding a target adds files (a backend module that calls ``register_target``), not branches.
+==================  ====================================================================
+``defaults``        every option and its default (``build`` refuses other names)
+``passes``          IR passes run after the common lowering (``Target.run_passes``)
+``compile``         ``compile(func, lowered, target, written) -> Kernel`` (printer, compiler)
+``kernel_class``    the class of the kernels it builds
+``device``          ``device() -> DeviceFacts`` (queried lazily, cached per process)
+``printer``         the source printer class (``None``: the kind prints no source)
+``graph_schedule``  ``(func, target, parallel) -> Schedule``: default schedule of a graph
+                    kernel (``wb.compile``); ``None``: the generic rules, no annotations
+``tuning_rules``    ``(sch, decisions, target) -> None``: the generated search space's rules
+``cost_prior``      whether the tuner's analytic prior models its candidates (CPU-like)
+``warnings``        ``(func, target, loop, caches, facts) -> list[str]``: schedule advice
+``artifact_format`` the name of what ``export_artifact`` / ``CompiledModel.save`` write for
+                    it (``None``: not exportable)
+``graph_runner``    ``(kernel) -> callable``: how a compiled model calls a kernel (default
+                    the kernel itself)
+``recipes``         the target name whose recipes, rules and views it shares (default its own)
+``explore_as``      the target the explorer builds for (``numpy``: ``cpu``)
+``explorer_views``  ``(target) -> TargetViews``: the explorer's code, machine code and
+                    capacity views, opening schedule (``workbench.widgets.target_views``)
+``module``          the module that registers it (imported where a ``Target`` is unpickled)
+==================  ====================================================================
+
+A ``Target`` is a kind plus option values; ``build(sch, target="cpu")`` is
+``build(sch, target=Target("cpu"))``. Public entry points resolve the target once
+(``resolve_target``) and pass the object down.
+
+Adding a target adds files (a module that calls ``register_target``), not branches: see
+``tests/targets/cpu_serial.py``, a test target every entry point accepts.
 
 Example
 -------
@@ -94,6 +120,11 @@ class TargetKind:
     device : callable
         ``device() -> DeviceFacts`` (queried lazily: a CUDA device may be absent).
     description : str
+    printer, graph_schedule, tuning_rules, cost_prior, warnings, artifact_format,
+    graph_runner, recipes, explore_as, explorer_views, module
+        The hooks of the module docstring's table (all optional). A hook may be a callable
+        or ``"package.module:function"``, imported on first use (``Target.hook``): a
+        backend names hooks of the layers above it without importing them.
     """
 
     name: str
@@ -103,6 +134,22 @@ class TargetKind:
     kernel_class: type
     device: Callable[[], DeviceFacts]
     description: str = ""
+    printer: type | None = None
+    graph_schedule: Callable | str | None = None
+    tuning_rules: Callable | str | None = None
+    cost_prior: bool = False
+    warnings: Callable | str | None = None
+    artifact_format: str | None = None
+    graph_runner: Callable | str | None = None
+    recipes: str | None = None
+    explore_as: str | None = None
+    explorer_views: Callable | str | None = None
+    module: str = ""
+
+    @property
+    def recipe_target(self) -> str:
+        """The target name whose recipes (and tuning rules) this kind uses."""
+        return self.recipes or self.name
 
 
 _REGISTRY: dict[str, TargetKind] = {}
@@ -119,6 +166,13 @@ def register_target(kind: TargetKind) -> TargetKind:
     """Add (or replace) a target kind in the registry; returns it."""
     _REGISTRY[kind.name] = kind
     return kind
+
+
+def unregister_target(name: str) -> None:
+    """Remove a registered (non built-in) kind; a no-op when it is not registered."""
+    if name in _BUILTIN_MODULES:
+        raise ValueError(f"the built-in target {name!r} cannot be unregistered")
+    _REGISTRY.pop(name, None)
 
 
 def target_names() -> tuple[str, ...]:
@@ -176,6 +230,29 @@ class Target:
         """The device facts (queried from the device where there is one)."""
         return self.kind.device()
 
+    @property
+    def recipe_target(self) -> str:
+        """The target name whose recipes and tuning rules this target uses."""
+        return self.kind.recipe_target
+
+    @property
+    def explore_target(self) -> Target:
+        """The target the explorer builds for (the reference explores as ``cpu``)."""
+        return Target(self.kind.explore_as) if self.kind.explore_as else self
+
+    def hook(self, name: str) -> Callable | None:
+        """The kind's hook ``name`` (``graph_schedule``, ``tuning_rules``, ``warnings``...),
+        imported on first use when the registry names it ``"package.module:function"``
+        (a backend names hooks of the layers above it without importing them); None when
+        the kind has none."""
+        value = getattr(self.kind, name)
+        if isinstance(value, str):
+            module, _, attr = value.partition(":")
+            value = importlib.import_module(module)
+            for part in attr.split("."):
+                value = getattr(value, part)
+        return value
+
     def key(self) -> tuple:
         """A hashable key: name and sorted options (part of the kernel cache key)."""
         return (self.name, tuple(sorted(self.options.items())))
@@ -189,6 +266,10 @@ class Target:
         for ir_pass in self.kind.passes:
             func = ir_pass(func, self)
         return func
+
+    def __reduce__(self):
+        # by name and options: the kind's module is imported again where it is unpickled
+        return _target_from, (self.kind.module, self.name, dict(self.options))
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
@@ -204,6 +285,47 @@ class Target:
     def __repr__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
         return f"Target({self.name!r}{', ' if options else ''}{options})"
+
+
+def _target_from(module: str, name: str, options: dict) -> Target:
+    if module and name not in _REGISTRY:
+        importlib.import_module(module)
+    return Target(name, **options)
+
+
+def resolve_target(target: str | Target, where: str = "target", **options) -> Target:
+    """``target`` (a name or a ``Target``) resolved once, at a public entry point.
+
+    ``where`` names the caller in the error of an unknown name or a wrong type.
+
+    Example
+    -------
+    >>> resolve_target("cpu") == resolve_target(Target("cpu"))
+    True
+    """
+    if isinstance(target, Target):
+        return target.with_options(**options) if options else target
+    if not isinstance(target, str):
+        raise TypeError(f"{where}: target must be a name or a Target, got {type(target).__name__}")
+    try:
+        return Target(target, **options)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def artifact_target(name) -> Target | None:
+    """The target an artifact's manifest names, when it is a known target whose kind has an
+    artifact format; None otherwise (an unknown or a non-exportable name: the caller
+    reports it). Never imports anything but the built-in targets' modules."""
+    if not isinstance(name, str) or name not in target_names():
+        return None
+    target = Target(name)
+    return target if target.kind.artifact_format is not None else None
+
+
+def target_name(target: str | Target) -> str:
+    """The name of ``target`` (a ``Target`` or a name), for records and messages."""
+    return target.name if isinstance(target, Target) else str(target)
 
 
 def as_target(target: str | Target, options: Mapping[str, Any]) -> Target:

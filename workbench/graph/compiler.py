@@ -12,15 +12,31 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.backends.target import resolve_target
+from workbench.graph.errors import GraphError
 from workbench.graph.ir import Graph
 from workbench.graph.lower import LoweredKernel, lower_graph
 from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
 from workbench.graph.passes.pipeline import Pipeline
+
+
+class ModelInputError(GraphError, ValueError):
+    """An input passed to a compiled model does not match the model's: its count, shape or
+    dtype. Inputs are never reshaped or cast (a same-size array of another shape would be
+    read in the wrong order, a float64 array silently rounded).
+
+    Example
+    -------
+    ``input 'x' of the model: expected float32 array of shape (2, 3, 8, 8), got float64
+    array of shape (2, 3, 8, 8)``
+    """
 
 
 class KernelRunner:
@@ -34,11 +50,20 @@ class KernelRunner:
         self.dispatcher(*arrays, *self.workspace)
 
 
-def _runner_of(kernel, target: str):
+def cpu_runner(kernel):
+    """The ``cpu`` kind's ``graph_runner``: the Numba dispatcher called directly, with the
+    kernel's workspace (no argument checks per call)."""
     compiled = getattr(kernel, "_compiled", None)
-    if compiled is None or target != "cpu":
-        return kernel  # numpy reference / cuda (copies to and from the device): the Kernel
+    if compiled is None:
+        return kernel
     return KernelRunner(compiled.dispatcher, getattr(kernel, "workspace", ()))
+
+
+def _runner_of(kernel, target):
+    """How a compiled model calls ``kernel``: the target's ``graph_runner`` (the Kernel
+    itself where the kind has none: the numpy reference, cuda)."""
+    runner = resolve_target(target, "compile").hook("graph_runner")
+    return kernel if runner is None else runner(kernel)
 
 
 @dataclass
@@ -64,6 +89,12 @@ class CompiledKernel:
         self.runner(*arrays)
 
 
+def _device_resident(target) -> bool:
+    """Whether ``target``'s kernels run on a device that keeps the model's buffers."""
+    kind = resolve_target(target, "compile").kind
+    return bool(getattr(kind.kernel_class, "device_resident", False))
+
+
 def import_graph(model, example_inputs) -> Graph:
     """A ``Graph`` from a torch module, an ONNX model (or path), or a ``Graph``."""
     if isinstance(model, Graph):
@@ -74,10 +105,78 @@ def import_graph(model, example_inputs) -> Graph:
         return from_onnx(model)
     from workbench.graph.frontends.torch_fx import from_torch
 
-    return from_torch(model, example_inputs)
+    with _modes_kept(model):
+        return from_torch(model, example_inputs)
 
 
-def _schedule_for(kernel: LoweredKernel, target: str, schedules, parallel: bool):
+@contextlib.contextmanager
+def _modes_kept(model):
+    """Trace in eval mode (as ``torch.onnx.export`` does by default) and give every
+    submodule its own ``training`` flag back afterwards: ``wb.compile`` never changes the
+    user's model (docs/decisions.md)."""
+    modules = list(model.modules()) if hasattr(model, "modules") else []
+    flags = [m.training for m in modules]
+    try:
+        yield
+    finally:
+        for module, flag in zip(modules, flags, strict=True):
+            module.training = flag
+
+
+def output_structure(model, example_inputs, count: int):
+    """How a torch ``model`` nests its outputs, as JSON-able data (leaves: indices into the
+    graph's flat outputs): ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": [[key,
+    ...], ...]}`` or an index. None for other models, or when the nesting does not have
+    ``count`` tensor leaves (the outputs are then returned flat)."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return None
+    with _modes_kept(model), torch.no_grad():
+        model.eval()
+        result = model(*example_inputs)
+    leaves = []
+
+    def encode(value):
+        if isinstance(value, torch.Tensor):
+            leaves.append(value)
+            return len(leaves) - 1
+        if isinstance(value, dict):
+            return {"dict": [[key, encode(v)] for key, v in value.items()]}
+        if isinstance(value, list):
+            return {"list": [encode(v) for v in value]}
+        if isinstance(value, tuple):
+            return {"tuple": [encode(v) for v in value]}
+        raise TypeError(type(value).__name__)
+
+    try:
+        tree = encode(result)
+    except TypeError:
+        return None
+    if len(leaves) != count or isinstance(tree, int):
+        return None
+    return tree
+
+
+def _unflatten(tree, outputs: list):
+    if isinstance(tree, int):
+        return outputs[tree]
+    (kind, items), = tree.items()
+    if kind == "dict":
+        return {key: _unflatten(sub, outputs) for key, sub in items}
+    values = [_unflatten(sub, outputs) for sub in items]
+    return tuple(values) if kind == "tuple" else values
+
+
+def _check_records_path(schedules) -> None:
+    if schedules in ("default", "none", None) or not isinstance(schedules, str | os.PathLike):
+        return
+    if not os.path.exists(schedules):
+        raise FileNotFoundError(f"wb.compile(schedules={str(schedules)!r}): no such tuning "
+                                "records file")
+
+
+def _schedule_for(kernel: LoweredKernel, target, schedules, parallel: bool):
     from workbench.graph.schedules import default_schedule
 
     if schedules == "default":
@@ -91,7 +190,7 @@ def _schedule_for(kernel: LoweredKernel, target: str, schedules, parallel: bool)
     return records_schedule(kernel.func, target, schedules, parallel=parallel)
 
 
-def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
+def compile(model, example_inputs=(), target="cpu", schedules="default",
             pipeline: Pipeline | None = None, plan: bool = True,
             parallel: bool = True, fold_layout: bool = False) -> CompiledModel:
     """Import, optimise, lower, schedule and build ``model``.
@@ -99,16 +198,20 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     Parameters
     ----------
     model : torch.nn.Module, onnx.ModelProto, path to an .onnx file, or Graph
+        A torch module is traced in eval mode (as ``torch.onnx.export`` does by default)
+        and left as it was: every submodule's ``training`` flag is restored afterwards.
     example_inputs : tuple
         Example inputs (torch tensors or numpy arrays): they fix the shapes.
-    target : str
-        ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; host arrays in and out, so each
-        kernel copies its operands to the device and back) or ``"numpy"`` (the reference
-        executor of every kernel).
+    target : str or Target
+        ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; weights and intermediates stay
+        on the device, device inputs such as torch CUDA tensors are used in place and give
+        device outputs, host inputs are copied in and the output out: see
+        ``workbench.graph.compiled_cuda``) or ``"numpy"`` (the reference executor).
     schedules : "default", "none" or a tuning-records path
         The rule-based schedules of ``workbench.graph.schedules`` for ``target`` (recipes on
         cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
-        kernel.
+        kernel (the default schedule for kernels the records do not hold; a path that does
+        not exist raises ``FileNotFoundError``).
     pipeline : Pipeline, optional
         The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
         folding, DCE, fusion).
@@ -124,7 +227,12 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
     """
     from workbench.backends import build
 
+    target = resolve_target(target, "compile")
+    _check_records_path(schedules)
     graph = import_graph(model, example_inputs)
+    structure = None
+    if not isinstance(model, Graph | str) and type(model).__name__ != "ModelProto":
+        structure = output_structure(model, example_inputs, len(graph.outputs))
     graph = (pipeline or Pipeline())(graph)
     kernels = []
     for lowered in lower_graph(graph, fold_layout=fold_layout):
@@ -134,7 +242,8 @@ def compile(model, example_inputs=(), target: str = "cpu", schedules="default",
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
                                       kernel, lowered.shapes, lowered.func))
-    return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target)
+    return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target,
+                         fold_layout=fold_layout, plan=plan, output_structure=structure)
 
 
 class CompiledModel:
@@ -148,11 +257,18 @@ class CompiledModel:
         In execution order.
     memory : MemoryPlan
         Where every intermediate lives; the buffers are allocated once, here.
+    target : str
+        The target's name (``target_info``: the ``Target`` itself).
     """
 
     def __init__(self, graph: Graph, kernels: list[CompiledKernel], memory: MemoryPlan,
-                 target: str = "cpu"):
-        self.graph, self.kernels, self.memory, self.target = graph, kernels, memory, target
+                 target="cpu", *, fold_layout: bool = False, plan: bool = True,
+                 output_structure=None):
+        self.graph, self.kernels, self.memory = graph, kernels, memory
+        self.target_info = resolve_target(target, "CompiledModel")
+        self.target = self.target_info.name
+        self.fold_layout, self.plan = bool(fold_layout), bool(plan)
+        self.output_structure = output_structure
         self._arena = [np.empty(size, np.uint8) for size in memory.buffers]
         self._values: dict[str, np.ndarray] = dict(graph.constants)
         for node in graph.nodes:
@@ -163,17 +279,32 @@ class CompiledModel:
             self._values[node.name] = raw.view(ty.dtype).reshape(ty.shape)
         self._views = [n for n in graph.nodes if n.op in VIEW_OPS]
         self._by_node = {k.node: k for k in kernels}
+        self.runtime = None  # device-resident targets: buffers and launches on the device
+        if _device_resident(target):
+            from workbench.graph.compiled_cuda import DeviceRuntime
+
+            self.runtime = DeviceRuntime(self)
 
     # ---- running -------------------------------------------------------------------------
 
     def _bind(self, inputs) -> dict[str, np.ndarray]:
+        """The inputs checked (count, shape, dtype: never reshaped or cast) and bound."""
         if len(inputs) != len(self.graph.inputs):
-            raise TypeError(f"the model takes {len(self.graph.inputs)} input(s), "
-                            f"got {len(inputs)}")
+            names = ", ".join(self.graph.inputs)
+            raise ModelInputError(f"the model takes {len(self.graph.inputs)} input(s) "
+                                  f"({names}), got {len(inputs)}")
         values = dict(self._values)
         for (name, ty), x in zip(self.graph.inputs.items(), inputs, strict=True):
-            array = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
-            values[name] = np.ascontiguousarray(array, dtype=ty.dtype)
+            array = x.detach().cpu().numpy() if hasattr(x, "detach") else x
+            expected = f"{ty.dtype} array of shape {tuple(ty.shape)}"
+            if not isinstance(array, np.ndarray):
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {type(x).__name__}")
+            if array.dtype != np.dtype(ty.dtype) or tuple(array.shape) != tuple(ty.shape):
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {array.dtype} array of shape "
+                                      f"{tuple(array.shape)}")
+            values[name] = np.ascontiguousarray(array)
         return values
 
     def _run(self, values: dict, timings: list | None = None) -> None:
@@ -194,16 +325,37 @@ class CompiledModel:
             pending = next(views, None)
 
     def __call__(self, *inputs):
-        """The model's output(s) as numpy arrays (copies: the buffers are reused)."""
+        """The model's output(s) as numpy arrays (copies: the buffers are reused), nested as
+        the torch model returns them (a tuple, list or dict); one array for one output. On a
+        device-resident target (``cuda``) device inputs give device outputs, no host copy
+        (``workbench.graph.compiled_cuda``).
+
+        Raises ``ModelInputError`` for an input of another count, shape or dtype than the
+        model was compiled for: inputs are never reshaped or cast."""
+        if self.runtime is not None:
+            result = self.runtime(*inputs)
+            if self.output_structure is None:
+                return result
+            flat = [result] if len(self.graph.outputs) == 1 else list(result)
+            return _unflatten(self.output_structure, flat)
         values = self._bind(inputs)
         self._run(values)
         outputs = [np.array(values[name]) for name in self.graph.outputs]
+        if self.output_structure is not None:
+            return _unflatten(self.output_structure, outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
     def latency_report(self, *inputs, repeat: int = 20):
         """Per-kernel median latency as a DataFrame (kernel, pattern, median_us, share)."""
         import pandas as pd
 
+        if self.runtime is not None:  # device time per kernel, CUDA events
+            medians = np.array(self.runtime.kernel_seconds(*inputs, repeat=repeat)) * 1e6
+            frame = pd.DataFrame({"kernel": [k.node for k in self.kernels],
+                                  "pattern": [k.pattern for k in self.kernels],
+                                  "median_us": medians})
+            frame["share"] = frame["median_us"] / frame["median_us"].sum()
+            return frame
         values = self._bind(inputs)
         self._run(values)  # warm-up
         runs = []
@@ -263,8 +415,7 @@ class CompiledModel:
         except AttributeError as error:
             raise NotImplementedError("wb.explore is not available in this build; "
                                       "use .schedule(node) instead") from error
-        target = self.target if self.target != "numpy" else "cpu"
-        return explore(self.schedule(node), target=target, **kwargs)
+        return explore(self.schedule(node), target=self.target_info.explore_target, **kwargs)
 
     def reschedule(self, node: str, schedule, *, check: bool = True) -> None:
         """Swap the schedule of ``node``'s kernel, rebuild it, and use it from now on.
@@ -292,11 +443,13 @@ class CompiledModel:
 
         kernel = self._kernel(node)
         sch = self._as_schedule(node, schedule)
-        built = build(sch, target=self.target)
+        built = build(sch, target=self.target_info)
         if check:
             self._check_kernel(node, built)
         kernel.schedule, kernel.kernel = sch, built
-        kernel.runner = _runner_of(built, self.target)
+        kernel.runner = _runner_of(built, self.target_info)
+        if self.runtime is not None:
+            self.runtime.invalidate()  # its launches and graphs hold the old kernel
         kernel.trace_json, kernel.source = sch.trace.to_json(), built.source
 
     def _as_schedule(self, node: str, schedule):

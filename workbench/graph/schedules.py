@@ -1,12 +1,14 @@
 """Default schedules by rule, per target, for the kernels of a lowered graph.
 
-``default_schedule(func, target)`` dispatches:
+``default_schedule(func, target)`` asks the target's kind (its ``graph_schedule`` hook,
+``workbench.backends.target``):
 
-- ``target="cuda"``: thread binding rules (``workbench.graph.schedules_cuda``);
-- ``target="cpu"``: a kernel whose head is a library operator with a recipe (packed matmul,
+- ``cuda``: thread binding rules (``workbench.graph.schedules_cuda.cuda_schedule``);
+- ``cpu``: a kernel whose head is a library operator with a recipe (packed matmul,
   fused softmax, fused layernorm, attention by rows) gets that recipe
-  (``workbench.graph.schedules_ops``); every other kernel gets the generic rules below;
-- ``target="numpy"``: the generic rules without annotations.
+  (``workbench.graph.schedules_ops``); every other kernel gets the generic rules below
+  (``cpu_schedule``);
+- a kind without the hook (``numpy``): the generic rules without annotations.
 
 Generic rules (each step is tried; a primitive that does not apply raises ``ScheduleError``
 and the schedule stays as it was):
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+from workbench.backends.target import resolve_target
 from workbench.ir.analysis import find_blocks
 from workbench.ir.stmt import IterKind
 from workbench.schedule import Schedule, ScheduleError
@@ -63,7 +66,7 @@ def _leading_spatial(block) -> int:
     return count
 
 
-def default_schedule(func, target: str = "cpu", *, parallel: bool = True) -> Schedule:
+def default_schedule(func, target="cpu", *, parallel: bool = True) -> Schedule:
     """The rule-based schedule of one kernel for ``target`` (see the module docstring).
 
     Example
@@ -73,21 +76,27 @@ def default_schedule(func, target: str = "cpu", *, parallel: bool = True) -> Sch
     >>> "cache_write" in str(sch.trace)    # the register-tile recipe
     True
     """
-    if target == "cuda":
-        from workbench.graph.schedules_cuda import cuda_schedule
-
-        return cuda_schedule(func)
-    if target == "cpu":
-        from workbench.graph.schedules_ops import recipe_schedule
-
-        sch = recipe_schedule(func, parallel)
-        if sch is not None:
-            return sch
-    return generic_schedule(func, target, parallel=parallel)
+    target = resolve_target(target, "default_schedule")
+    rules = target.hook("graph_schedule")
+    if rules is None:
+        return generic_schedule(func, annotate=False)
+    return rules(func, target, parallel)
 
 
-def generic_schedule(func, target: str = "cpu", *, parallel: bool = True) -> Schedule:
-    """The generic rules of the module docstring (no recipe)."""
+def cpu_schedule(func, target=None, parallel: bool = True) -> Schedule:
+    """The ``cpu`` kind's ``graph_schedule``: the operator's recipe where one applies
+    (``workbench.graph.schedules_ops``), else the generic rules with annotations."""
+    from workbench.graph.schedules_ops import recipe_schedule
+
+    sch = recipe_schedule(func, parallel)
+    if sch is not None:
+        return sch
+    return generic_schedule(func, annotate=True, parallel=parallel)
+
+
+def generic_schedule(func, *, annotate: bool = True, parallel: bool = True) -> Schedule:
+    """The generic rules of the module docstring (no recipe); ``annotate=False`` leaves out
+    the vectorize and parallel annotations (the reference target's)."""
     sch = Schedule(func)
     blocks = find_blocks(func)
     names = [b.name for b in blocks]
@@ -112,7 +121,7 @@ def generic_schedule(func, target: str = "cpu", *, parallel: bool = True) -> Sch
             loops = _try(sch.get_loops, sch.get_block(block.name))
             if loops and 0 < spatial < len(loops):
                 _try(sch.decompose_reduction, sch.get_block(block.name), loops[spatial - 1])
-    if target != "cpu":
+    if not annotate:
         return sch
     _vectorize_spatial(sch)
     if not parallel:
@@ -147,7 +156,7 @@ def _vectorize_spatial(sch: Schedule) -> None:
             _try(sch.vectorize, loops[-1])
 
 
-def records_schedule(func, target: str, records, *, parallel: bool = True) -> Schedule:
+def records_schedule(func, target, records, *, parallel: bool = True) -> Schedule:
     """The best schedule recorded for ``func`` in the tuning records ``records``; the default
     schedule when the records hold none for it."""
     from workbench.tune import load_best  # on use: the graph level loads without the tuner

@@ -83,4 +83,10 @@ def cuda_schedule(func, threads: int = THREADS) -> Schedule:
     return sch
 
 
-__all__ = ["THREADS", "bind_block", "cuda_schedule"]
+def graph_schedule(func, target=None, parallel: bool = True) -> Schedule:
+    """The ``cuda`` kind's ``graph_schedule`` hook: ``cuda_schedule`` (``parallel`` is a
+    CPU notion: every CUDA kernel is parallel)."""
+    return cuda_schedule(func)
+
+
+__all__ = ["THREADS", "bind_block", "cuda_schedule", "graph_schedule"]

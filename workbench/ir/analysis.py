@@ -23,7 +23,7 @@ The counting rules, in one place:
   Intermediate buffers (``alloc_buffers``) are not compulsory traffic and cost nothing.
 
 Producers and consumers are not here: they are the dependence edges of a block scope
-(``workbench.schedule.scope.BlockScope``: ``scope_of(func, block).producers(block)``, or
+(``workbench.ir.dependence.BlockScope``: ``scope_of(func, block).producers(block)``, or
 ``Schedule.get_producers`` / ``get_consumers``), TVM's program-order rule in one place.
 
 Example

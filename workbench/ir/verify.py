@@ -145,7 +145,7 @@ class OutOfBoundsError(IRVerifyError):
 
 def access_text(node: BufferLoad | BufferStore) -> str:
     """``A[vi + 1]``: the DSL text of an access (the store's target for a store)."""
-    from workbench.script.printer_expr import expr_text
+    from workbench.ir.expr_text import expr_text
 
     if not node.indices:
         return f"{node.buffer.name}[()]"
@@ -494,7 +494,7 @@ def _with_condition(ctx: _Context, cond: PrimExpr) -> _Context:
 
 
 def _text(expr: PrimExpr) -> str:
-    from workbench.script.printer_expr import expr_text
+    from workbench.ir.expr_text import expr_text
 
     try:
         return expr_text(expr)

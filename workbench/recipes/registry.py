@@ -49,15 +49,23 @@ def register(op: str, name: str, target: str = "cpu"):
     return add
 
 
-def get(op: str, name: str, target: str = "cpu") -> Recipe:
-    """The recipe ``name`` for operator ``op`` on ``target``; ``KeyError`` lists the known ones.
+def get(op: str, name: str, target="cpu") -> Recipe:
+    """The recipe ``name`` for operator ``op`` on ``target`` (a name or a ``Target``: a kind
+    that shares another's recipes, ``TargetKind.recipes``, gets that one's); ``KeyError``
+    lists the known ones.
 
     Example
     -------
     >>> from workbench import ops, recipes
     >>> sch = recipes.get("matmul", "packed", "cpu")(ops.matmul(64, 64, 64))
     """
-    key = (op, name, target)
+    from workbench.backends.target import resolve_target, target_names
+
+    if isinstance(target, str) and target not in target_names():
+        target_key = target  # not a target: reported as an unknown recipe below
+    else:
+        target_key = resolve_target(target, "recipes.get").recipe_target
+    key = (op, name, target_key)
     if key not in RECIPES:
         known = ", ".join(f"{o}/{n}/{t}" for o, n, t in sorted(RECIPES))
         raise KeyError(f"no recipe {op}/{name}/{target}; known: {known}")

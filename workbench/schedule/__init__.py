@@ -26,15 +26,25 @@ from workbench.schedule import (  # noqa: E402
     scope_errors,
 )
 from workbench.schedule.errors import (
-    AnnotatedLoopError,
     BlockNotFoundError,
-    DependentLoopBoundError,
-    DuplicateLoopError,
     ForeignHandleError,
-    HasAnnotationOrThreadBindingError,
     InvalidAnnotationError,
     InvalidArgumentError,
     LoopNotFoundError,
+    NothingToUndoError,
+    RemovedHandleError,
+    ScheduleError,
+    WrongHandleKindError,
+)
+from workbench.schedule.errors_binding import *  # noqa: F403
+from workbench.schedule.errors_blockize import *  # noqa: F403
+from workbench.schedule.errors_compute_location import *  # noqa: F403
+from workbench.schedule.errors_layout import *  # noqa: F403
+from workbench.schedule.errors_loops import (
+    AnnotatedLoopError,
+    DependentLoopBoundError,
+    DuplicateLoopError,
+    HasAnnotationOrThreadBindingError,
     LoopsNotAdjacentError,
     LoopsNotInSameNestError,
     MixedLoopReorderError,
@@ -44,20 +54,12 @@ from workbench.schedule.errors import (
     NonDividingFactorError,
     NonPositiveFactorError,
     NonSerialLoopError,
-    NothingToUndoError,
     NotInnermostLoopError,
     NotPerfectlyNestedError,
     ReductionLoopError,
-    RemovedHandleError,
-    ScheduleError,
     ThreadBoundLoopError,
     WrongFactorProductError,
-    WrongHandleKindError,
 )
-from workbench.schedule.errors_binding import *  # noqa: F403
-from workbench.schedule.errors_blockize import *  # noqa: F403
-from workbench.schedule.errors_compute_location import *  # noqa: F403
-from workbench.schedule.errors_layout import *  # noqa: F403
 from workbench.schedule.errors_memory import *  # noqa: F403
 from workbench.schedule.errors_padding import *  # noqa: F403
 from workbench.schedule.errors_reduction import *  # noqa: F403

@@ -9,12 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.ir import For, ForKind, PrimFunc, const_value
-from workbench.schedule.errors import (
-    InvalidAnnotationError,
-    InvalidArgumentError,
-    NonConstantExtentError,
-    ReductionLoopError,
-)
+from workbench.schedule.errors import InvalidAnnotationError, InvalidArgumentError
+from workbench.schedule.errors_loops import NonConstantExtentError, ReductionLoopError
 from workbench.schedule.handles import BlockRV, LoopRV
 from workbench.schedule.scope import DepKind, loop_conflicts
 from workbench.schedule.scope_errors import (

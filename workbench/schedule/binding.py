@@ -21,7 +21,6 @@ from __future__ import annotations
 from workbench.ir import For, ForKind, PrimFunc, SeqStmt, Stmt, const_value
 from workbench.ir.functor import collect
 from workbench.schedule.binding_reduction import is_cross_thread_reduction
-from workbench.schedule.errors import NonConstantExtentError, ReductionLoopError
 from workbench.schedule.errors_binding import (
     THREAD_AXES,
     InvalidThreadAxisError,
@@ -30,6 +29,7 @@ from workbench.schedule.errors_binding import (
     ThreadExtentMismatchError,
     TooManyThreadsError,
 )
+from workbench.schedule.errors_loops import NonConstantExtentError, ReductionLoopError
 from workbench.schedule.handles import LoopRV
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import find_loop, reduce_binding, replace_loop, walk

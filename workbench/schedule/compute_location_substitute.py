@@ -39,7 +39,7 @@ __all__ = [
 
 
 def expr_text(expr: PrimExpr) -> str:
-    from workbench.script.printer_expr import expr_text as text
+    from workbench.ir.expr_text import expr_text as text
 
     return text(expr)
 

@@ -12,6 +12,7 @@ __all__ = [
     "ParameterScopeError",
     "CacheReadOfWrittenBufferError",
     "NotAConsumerError",
+    "ConsumerOutsideScopeError",
 ]
 
 
@@ -120,3 +121,19 @@ class NotAConsumerError(_MemoryError):
         "{block!r} never reads it"
     )
     suggestion = "list only blocks that read the buffer (or leave consumer_blocks out)"
+
+
+class ConsumerOutsideScopeError(_MemoryError):
+    """A block in ``consumer_blocks`` reads the buffer but outside the cached block's scope
+    (the block the cache is allocated in)."""
+
+    fields = ("block", "buffer", "scope")
+    message = "block {block!r} is outside block {scope!r}, where the cache of {buffer!r} lives"
+    why = (
+        "the cache is allocated in the scope of the cached block ({scope!r}) and filled "
+        "there; a block outside it cannot read it"
+    )
+    suggestion = (
+        "cache {buffer!r} for {block!r} with a cache_read from {block!r} itself, or leave it "
+        "out of consumer_blocks"
+    )

@@ -86,7 +86,7 @@ class IndexMap:
 
     def text(self) -> str:
         """The canonical text, printed from the IR (what the trace stores)."""
-        from workbench.script.printer_expr import expr_text
+        from workbench.ir.expr_text import expr_text
 
         params = ", ".join(p.name for p in self.params)
         items = [expr_text(r) for r in self.results]
@@ -307,7 +307,7 @@ def new_shape(
 
 
 def _safe_expr_text(expr: PrimExpr) -> str:
-    from workbench.script.printer_expr import expr_text
+    from workbench.ir.expr_text import expr_text
 
     return expr_text(expr)
 

@@ -11,6 +11,10 @@ A *cache* is a new buffer of a chosen storage scope (``"global"``, ``"shared"``,
   loop nest;
 * ``set_scope(block, i, scope)`` changes the scope of an intermediate buffer in place.
 
+As in TVM, both work in the *scope* of ``block`` (its nearest enclosing block; the root
+for a top-level block): the cache is allocated there and only blocks under it read or
+write the cache. A block outside the scope keeps the original buffer.
+
 The copy block is named like its buffer (``"A_local"``), has one spatial iteration
 variable per dimension (``v0, v1, ...``, bound to new loops ``ax0, ax1, ...``) and declares
 point regions in terms of them, so compute_at's region inference can move it under a tile
@@ -28,105 +32,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workbench.ir import (
-    SCOPES,
-    Block,
-    Buffer,
-    BufferRegion,
-    PrimFunc,
-)
+from workbench.ir import Block, Buffer, BufferRegion, PrimFunc
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_memory import (
-    BufferIndexError,
     CacheReadOfWrittenBufferError,
-    NotAConsumerError,
     ParameterScopeError,
-    UnknownScopeError,
 )
 from workbench.schedule.handles import BlockRV
+from workbench.schedule.memory_args import buffer_region, check_scope, resolve_consumers
 from workbench.schedule.memory_placement import (
     add_cache,
     blocks_touching,
-    buffer_users,
     cache_name,
     place_copy,
+    reads_unwritten,
     redirect_consumers,
-    redirect_enclosing,
     replace_buffers,
+    scope_block,
+    writes_partially,
 )
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
-from workbench.schedule.tree import (
-    block_names,
-    find_block,
-    fresh_name,
-)
+from workbench.schedule.tree import block_names, find_block, fresh_name
 
-# ---------------------------------------------------------------------------------------
-# Helpers shared with the layout family
-# ---------------------------------------------------------------------------------------
-
-
-def buffer_region(
-    primitive: str, func: PrimFunc, block: Block, kind: str, index: object
-) -> BufferRegion:
-    """The ``index``-th read (``kind="read"``) or write region of ``block``; raises
-    ``InvalidArgumentError`` for a non-int index and ``BufferIndexError`` out of range."""
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise InvalidArgumentError(primitive, f"{kind}_buffer_index", "an int", index)
-    regions = block.reads if kind == "read" else block.writes
-    if not 0 <= index < len(regions):
-        raise BufferIndexError(primitive, block, kind, index, func)
-    return regions[index]
-
-
-def check_scope(primitive: str, func: PrimFunc, block: Block, scope: object) -> str:
-    """``scope`` if it is one of ``SCOPES``, else ``UnknownScopeError``."""
-    if not isinstance(scope, str) or scope not in SCOPES:
-        raise UnknownScopeError(primitive, block, scope, func)
-    return scope
-
-
-def resolve_consumers(
-    primitive: str,
-    func: PrimFunc,
-    block: Block,
-    buffer: Buffer,
-    consumer_blocks: Sequence[str] | None,
-    *,
-    default_all: bool,
-) -> list[str]:
-    """The names of the blocks that are to read the cache, in program order.
-
-    ``consumer_blocks=None`` means every block reading ``buffer`` without writing it
-    (``default_all``: TVM's cache_read) or none (TVM's cache_write). Listed blocks must
-    read ``buffer`` (``NotAConsumerError``); for cache_read they must not write it
-    (``CacheReadOfWrittenBufferError``).
-    """
-    users = buffer_users(func, buffer, block.name)
-    readers = [u.name for u in users if u.reads]
-    writers = {u.name for u in users if u.writes}
-    if consumer_blocks is None:
-        if not default_all:
-            return []
-        return [name for name in readers if name not in writers]
-    if isinstance(consumer_blocks, (str, bytes)) or not isinstance(consumer_blocks, Sequence):
-        expected = "a list of blocks"
-        raise InvalidArgumentError(primitive, "consumer_blocks", expected, consumer_blocks)
-    names = []
-    for name in consumer_blocks:
-        if not isinstance(name, str):
-            raise InvalidArgumentError(primitive, "consumer_blocks", "a list of blocks", name)
-        found, _ = find_block(func, name, primitive)
-        itself = name == block.name and primitive == "cache_read"
-        if not itself and name not in readers:
-            raise NotAConsumerError(primitive, found, buffer, func)
-        if primitive == "cache_read" and name in writers:
-            raise CacheReadOfWrittenBufferError(primitive, found, buffer, func)
-        if name not in names:
-            names.append(name)
-    order = block_names(func)
-    return sorted(names, key=order.index)
-
+__all__ = [
+    "buffer_region",  # re-exported: the layout family imports them from here
+    "check_scope",
+    "resolve_consumers",
+    "replace_buffers",
+    "cache_read",
+    "cache_write",
+    "set_scope",
+    "MemoryMethods",
+]
 
 # ---------------------------------------------------------------------------------------
 # cache_read
@@ -174,9 +111,9 @@ def cache_read(
     storage_scope : str
         ``"global"``, ``"shared"`` or ``"local"``.
     consumer_blocks : list of str, optional
-        The blocks that read the copy (TVM): None means every block reading the buffer
-        without writing it; a list means exactly those (``block`` only if listed). The copy
-        covers what all of them read.
+        The blocks that read the copy (TVM): None means every block of ``block``'s scope
+        reading the buffer without writing it; a list means exactly those (``block`` only
+        if listed; all in the scope). The copy covers what all of them read.
 
     Returns
     -------
@@ -187,7 +124,25 @@ def cache_read(
     Raises
     ------
     BlockNotFoundError, InvalidArgumentError, BufferIndexError, UnknownScopeError,
-    CacheReadOfWrittenBufferError, NotAConsumerError
+    CacheReadOfWrittenBufferError, NotAConsumerError, ConsumerOutsideScopeError
+
+    Under a scope (``block`` inside a block ``scope``; TVM's ``access_under_scope``), the
+    cache is allocated in ``scope`` and only the readers under it read it: for a buffer
+    ``A`` produced and read in ``scope`` and read by ``C`` after it,
+    ``cache_read(func, "B", 0, "local")`` gives::
+
+        for i0, j0 in T.grid(4, 4):
+            with T.block("scope"):
+                ...
+                A_local = T.alloc_buffer((16, 16), "float32", scope="local")
+                for x, y in T.grid(4, 4):
+                    with T.block("A"): ...           # writes A[i * 4 + x, j * 4 + y]
+                for ax0, ax1 in T.grid(4, 4):
+                    with T.block("A_local"): ...     # A_local[..] = A[..], this tile only
+                for x, y in T.grid(4, 4):
+                    with T.block("B"): ...           # reads A_local
+        for i, j in T.grid(16, 16):
+            with T.block("C"): ...                   # still reads A
 
     Example
     -------
@@ -229,12 +184,9 @@ def cache_read(
     anchor, copy = place_copy(
         func, first, first_anc, writers, first_region, src, cache, name, taken, also=readers[1:]
     )
-    new_func = add_cache(func, first, first, anchor, copy, cache, after=False)
-    new_func = redirect_consumers(new_func, redirected, src, cache)
-    for reader in redirected:
-        _, reader_anc = find_block(new_func, reader, primitive)
-        new_func = redirect_enclosing(new_func, reader_anc, src, cache, ("reads",))
-    return new_func, name
+    home = scope_block(ancestors)
+    new_func = add_cache(func, first, first, anchor, copy, cache, home, after=False)
+    return redirect_consumers(new_func, redirected, src, cache), name
 
 
 # ---------------------------------------------------------------------------------------
@@ -299,11 +251,13 @@ def cache_write(
     Raises
     ------
     BlockNotFoundError, InvalidArgumentError, BufferIndexError, UnknownScopeError,
-    NotAConsumerError
+    NotAConsumerError, ConsumerOutsideScopeError
 
-    A block that reads the buffer before writing it without an init (an update) gets its
-    cache filled from the buffer first, by a block ``<cache>_fill`` placed after the other
-    writers.
+    A block that reads the buffer before writing it without an init (an update), or whose
+    ``T.where`` (or an inner block's) skips iterations of its domain, gets its cache filled
+    from the buffer first, by a block ``<cache>_fill`` placed after the other writers: the
+    copy-back then never writes values the block did not compute. Under a scope the cache
+    is allocated in the scope and copied back there.
 
     Example
     -------
@@ -320,7 +274,9 @@ def cache_write(
         primitive, func, target, dst, consumer_blocks, default_all=False
     )
     read_of_dst = next((r for r in target.reads if r.buffer == dst), None)
-    needs_fill = target.init is None and read_of_dst is not None
+    needs_fill = reads_unwritten(func, target, dst) or writes_partially(
+        target, ancestors[-1], dst
+    )
 
     name, taken = cache_name(func, dst, scope)
     cache = Buffer(name, dst.shape, dst.dtype, scope)
@@ -337,11 +293,12 @@ def cache_write(
         reads=replace_buffers(target.reads, mapping),
         writes=replace_buffers(target.writes, mapping),
     )
-    new_func = add_cache(func, target, new_block, anchor, copy, cache, after=True)
-    new_func = redirect_enclosing(new_func, ancestors, dst, cache, ("reads", "writes"))
+    home = scope_block(ancestors)
+    new_func = add_cache(func, target, new_block, anchor, copy, cache, home, after=True)
     new_func = redirect_consumers(new_func, consumers, dst, cache)
     if needs_fill:
-        new_func = _fill_cache(new_func, block, read_of_dst, dst, cache, name, taken)
+        fill_region = region if read_of_dst is None else read_of_dst
+        new_func = _fill_cache(new_func, block, fill_region, dst, cache, name, taken)
     return new_func, name
 
 
@@ -367,7 +324,8 @@ def _fill_cache(
     anchor, copy = place_copy(
         func, target, ancestors, writers, region, dst, cache, fill_name, taken
     )
-    return add_cache(func, target, target, anchor, copy, cache, after=False, allocate=False)
+    home = scope_block(ancestors)
+    return add_cache(func, target, target, anchor, copy, cache, home, after=False, allocate=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -446,15 +404,17 @@ class MemoryMethods:
         """Copy the ``read_buffer_index``-th buffer ``block`` reads into a new buffer of
         ``storage_scope`` (``"global"``, ``"shared"``, ``"local"``); the consumers read the copy.
 
-        As in TVM, ``consumer_blocks=None`` redirects every block that reads the buffer (and
-        does not write it); a list redirects ``block`` and the listed blocks only. The copy
+        As in TVM, ``consumer_blocks=None`` redirects every block of ``block``'s scope (the
+        block around it) that reads the buffer (and does not write it); a list redirects
+        the listed blocks only. The cache is allocated in that scope. The copy
         block (named like the new buffer, ``"A_local"``) goes right before the first of them,
         after every writer of the buffer, and covers what all of them read; move it with
         ``compute_at``. See ``workbench.schedule.memory.cache_read`` for the IR before and
         after.
 
         Raises ``BufferIndexError``, ``UnknownScopeError``,
-        ``CacheReadOfWrittenBufferError``, ``NotAConsumerError``.
+        ``CacheReadOfWrittenBufferError``, ``NotAConsumerError``,
+        ``ConsumerOutsideScopeError``.
 
         Example
         -------
@@ -487,7 +447,8 @@ class MemoryMethods:
         none, they read the original after the copy-back). Move the copy-out block with
         ``reverse_compute_at``. See ``workbench.schedule.memory.cache_write``.
 
-        Raises ``BufferIndexError``, ``UnknownScopeError``, ``NotAConsumerError``.
+        Raises ``BufferIndexError``, ``UnknownScopeError``, ``NotAConsumerError``,
+        ``ConsumerOutsideScopeError``.
 
         Example
         -------

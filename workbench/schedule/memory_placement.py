@@ -1,6 +1,13 @@
 """Where ``cache_read``/``cache_write`` put their copy block, and what it copies.
 
-The copy goes at the top level of the function, right before (cache_read) or after
+Everything happens in the *scope* of the cached block (its nearest enclosing block, the
+root for a top-level block; TVM's ``GetScopeRoot``): the cache is allocated there, the copy
+goes into it, and only blocks under it are redirected or constrain the copy. A block
+outside the scope reads or writes the original buffer as before (TVM's
+``test_cache_read_under_scope``: a copy filled per tile inside a scope block is never read
+by a block outside it).
+
+Inside the scope, the copy goes into the scope's body, right before (cache_read) or after
 (cache_write) the loop nest holding the cached block. When another block that must stay
 ordered with the copy shares loops with that block (the producer of a cached read, a
 consumer or another writer of a cached write), the copy goes into the innermost statement
@@ -23,14 +30,17 @@ import dataclasses
 
 from workbench.ir import (
     GE,
+    LE,
     LT,
     TRUE,
+    And,
     Block,
     BlockRealize,
     Buffer,
     BufferLoad,
     BufferRegion,
     BufferStore,
+    Evaluate,
     For,
     ForKind,
     IntImm,
@@ -49,7 +59,8 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.arith import int_bounds, simplify
-from workbench.schedule.scope import scope_of
+from workbench.ir.walk import walk
+from workbench.schedule.scope import block_scope, scope_of
 from workbench.schedule.tree import (
     block_names,
     conjoin,
@@ -74,18 +85,21 @@ class BufferUser:
 
 def buffer_users(func: PrimFunc, buffer: Buffer, block: str) -> list[BufferUser]:
     """The blocks reading or writing ``buffer`` other than ``block``: the other children of
-    ``block``'s scope, then of each scope around it (``workbench.schedule.scope``, the one
-    dependence analysis: its ``readers`` / ``writers``), innermost scope first."""
-    found = []
-    current = block
-    while current != func.root_block.name:
-        scope = scope_of(func, current, "cache")
-        readers, writers = scope.readers(buffer.name), scope.writers(buffer.name)
-        for name in scope.blocks:
-            if name != current and (name in readers or name in writers):
-                found.append(BufferUser(name, name in readers, name in writers))
-        current = scope.root
-    return found
+    ``block``'s scope (``workbench.schedule.scope``, the one dependence analysis: its
+    ``readers`` / ``writers``), in program order. Blocks outside the scope are not users:
+    the cache lives in the scope (see the module docstring)."""
+    scope = scope_of(func, block, "cache")
+    readers, writers = scope.readers(buffer.name), scope.writers(buffer.name)
+    return [
+        BufferUser(name, name in readers, name in writers)
+        for name in scope.blocks
+        if name != block and (name in readers or name in writers)
+    ]
+
+
+def scope_block(ancestors: tuple[Stmt, ...]) -> Block:
+    """The scope of a block with these ``ancestors``: the nearest enclosing block."""
+    return next(a for a in reversed(ancestors) if isinstance(a, Block))
 
 
 def blocks_touching(
@@ -104,11 +118,18 @@ def _chain(ancestors: tuple[Stmt, ...], node: Stmt) -> list[Stmt]:
     return [a for a in ancestors if not isinstance(a, SeqStmt)] + [node]
 
 
+def _scope_depth(chain: list[Stmt]) -> int:
+    """Index in ``chain`` (ending with the cached block) of the statement of the scope's
+    body that holds the block: right after the scope block (``[root realize, root block,
+    <top-level statement>, ...]`` gives 2)."""
+    return max(n for n, stmt in enumerate(chain[:-1]) if isinstance(stmt, Block)) + 1
+
+
 def _anchor_depth(chain: list[Stmt], others: list[tuple[Block, tuple[Stmt, ...]]]) -> int:
     """Index in ``chain`` of the statement the copy goes right before or after: the
-    top-level statement holding the block, or, when ``others`` share loops with it, its
-    part of the innermost sequence holding them all (see the module docstring)."""
-    depth = 2  # chain: [root realize, root block, <top-level statement>, ...]
+    statement of the scope's body holding the block, or, when ``others`` share loops with
+    it, its part of the innermost sequence holding them all (see the module docstring)."""
+    depth = _scope_depth(chain)
     for other, other_anc in others:
         other_chain = _chain(other_anc, other)
         n = 0
@@ -119,11 +140,13 @@ def _anchor_depth(chain: list[Stmt], others: list[tuple[Block, tuple[Stmt, ...]]
 
 
 class _Splice(IRMapper):
-    """Replace ``old`` (a block, by identity) with ``new`` and put ``copy`` next to
-    ``anchor``."""
+    """Replace ``old`` (a block, by identity) with ``new``, put ``copy`` next to ``anchor``
+    and add ``alloc`` (if any) to the allocations of block ``scope``."""
 
-    def __init__(self, old: Block, new: Block, anchor: Stmt, copy: Stmt, after: bool):
+    def __init__(self, old: Block, new: Block, anchor: Stmt, copy: Stmt, after: bool,
+                 scope: Block | None = None, alloc: Buffer | None = None):
         self.old, self.new, self.anchor, self.copy, self.after = old, new, anchor, copy, after
+        self.scope, self.alloc = scope, alloc
 
     def visit(self, node):
         if node is self.old:
@@ -133,6 +156,8 @@ class _Splice(IRMapper):
         result = super().visit(node)
         if node is self.anchor:
             return seq(result, self.copy) if self.after else seq(self.copy, result)
+        if node is self.scope and self.alloc is not None:
+            return result.replace(alloc_buffers=result.alloc_buffers + (self.alloc,))
         return result
 
     def visit_SeqStmt(self, node: SeqStmt):
@@ -274,12 +299,12 @@ def _merge_reader(
     """``extents`` widened so that the copy also serves another reader (TVM copies for every
     consumer of a cache_read). Per dimension: a reader inside the copy's statement needs its
     own region there; a reader after it needs what all iterations of the enclosing loops
-    copied together. Whatever cannot be proven covered gets the whole dimension, which is
-    always right (the copy runs after every writer in each iteration)."""
+    (inside the scope) copied together. Whatever cannot be proven covered gets the whole
+    dimension, which is always right (the copy runs after every writer in each iteration)."""
     inside = len(other) > depth and all(
         a is b for a, b in zip(chain[: depth + 1], other, strict=False)
     )
-    theirs = copy_region(other, depth if inside else 2, region)
+    theirs = copy_region(other, depth if inside else _scope_depth(other), region)
     merged = []
     for (start, extent), (o_start, o_extent), size in zip(
         extents, theirs, region.buffer.shape, strict=True
@@ -326,18 +351,17 @@ def add_cache(
     anchor: Stmt,
     copy: Stmt,
     cache: Buffer,
+    scope: Block,
     *,
     after: bool,
     allocate: bool = True,
 ) -> PrimFunc:
     """``func`` with block ``old`` replaced by ``new``, ``copy`` spliced before (or
-    ``after``) ``anchor`` and, with ``allocate``, ``cache`` allocated at the root."""
-    body = _Splice(old, new, anchor, copy, after).visit(func.body)
-    if not allocate:
-        return func.replace(body=body)
-    root = body.block
-    root = root.replace(alloc_buffers=root.alloc_buffers + (cache,))
-    return func.replace(body=body.replace(block=root))
+    ``after``) ``anchor`` and, with ``allocate``, ``cache`` allocated in ``scope`` (the
+    block around ``old``: the root for a top-level block)."""
+    alloc = cache if allocate else None
+    body = _Splice(old, new, anchor, copy, after, scope, alloc).visit(func.body)
+    return func.replace(body=body)
 
 
 def redirect_consumers(
@@ -375,40 +399,112 @@ def replace_buffers(node, mapping: dict[Buffer, Buffer]):
     return mapper.visit(node)
 
 
-def redirect_enclosing(
-    func: PrimFunc, ancestors: tuple[Stmt, ...], old: Buffer, cache: Buffer, fields: tuple[str, ...]
-) -> PrimFunc:
-    """Blocks around the cached block declare the cache in their ``fields`` regions where
-    they declared ``old`` (keeping ``old`` too while something else inside still uses it)."""
+def reads_unwritten(func: PrimFunc, target: Block, buffer: Buffer) -> bool:
+    """Whether ``target`` reads elements of ``buffer`` that it did not write first (an update
+    without init: a cache_write cache must then be filled from the buffer).
 
-    def still_used(block: Block, field: str) -> bool:
-        for node in collect(block.body, lambda n: isinstance(n, (Block, BufferLoad, BufferStore))):
-            if isinstance(node, Block):
-                if any(r.buffer == old for r in getattr(node, field)):
-                    return True
-            elif node.buffer == old and isinstance(node, BufferLoad) == (field == "reads"):
-                return True
+    A block with blocks inside reads only what they read; a read that an earlier block
+    inside wrote, over at least the same elements in one run of ``target`` (the regions of
+    ``copy_region``), reads the block's own values (TVM's ``access_under_scope``: the
+    ``scope`` block reads ``A`` only where its block ``A`` wrote it).
+    """
+    if target.init is not None or not any(r.buffer == buffer for r in target.reads):
         return False
+    names = block_scope(func, target.name).blocks
+    if not names:
+        return True
+    children = [find_block(func, name, "cache") for name in names]
+    direct = collect(
+        _without_blocks(target.body), lambda n: isinstance(n, BufferLoad) and n.buffer == buffer
+    )
+    if direct:
+        return True
+    written: list[list[tuple[PrimExpr, int]]] = []
+    for child, anc in children:
+        chain = _chain(anc, child)
+        depth = next(n for n, stmt in enumerate(chain) if stmt is target) + 1
+        for region in child.reads:
+            if region.buffer == buffer:
+                needed = copy_region(chain, depth, region)
+                if not any(_covers(w, needed) for w in written):
+                    return True
+        for region in child.writes:
+            if region.buffer == buffer:
+                written.append(copy_region(chain, depth, region))
+    return False
 
-    def rewrite(block: Block) -> Block:
-        changes = {}
-        for field in fields:
-            regions = []
-            for region in getattr(block, field):
-                if region.buffer == old:
-                    regions.append(region.replace(buffer=cache))
-                    if still_used(block, field):
-                        regions.append(region)
-                else:
-                    regions.append(region)
-            changes[field] = tuple(regions)
-        return block.replace(**changes)
 
-    root = func.root_block
-    for stmt in ancestors:
-        if isinstance(stmt, Block) and stmt is not root:
-            func = replace_block(func, stmt.name, rewrite)
-    return func
+def writes_partially(target: Block, realize: BlockRealize, buffer: Buffer) -> bool:
+    """Whether ``target`` (realized by ``realize``) may leave elements of its declared write
+    region of ``buffer`` unwritten: a ``T.where`` of it, or of a block inside it that writes
+    ``buffer``, that skips iterations of the block's own domain (``T.where(vi < 8)`` over
+    ``vi`` in ``[0, 12)``). The guard a non-dividing split adds (``i_0 * 32 + i_1 < 100``
+    for ``vi = i_0 * 32 + i_1`` in ``[0, 100)``) only skips iterations outside the domain:
+    it leaves nothing unwritten. A cache_write copy-back of such a block must not copy
+    values it never wrote, so its cache is filled from the buffer first."""
+    for node, _ in walk(realize):
+        if not isinstance(node, BlockRealize) or node.block is not target and not any(
+            w.buffer == buffer for w in node.block.writes
+        ):
+            continue
+        for cond in _conjuncts(node.predicate):
+            if not _domain_guard(cond, node) and not _bounds_guard(cond, node.block, buffer):
+                return True
+    return False
+
+
+def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    if isinstance(cond, And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [] if const_value(cond) is not None else [cond]
+
+
+def _bounds_guard(cond: PrimExpr, block: Block, buffer: Buffer) -> bool:
+    """Whether ``cond`` only keeps a written index of ``buffer`` inside the buffer
+    (``vi < 10`` for a write ``C[vi, vj]`` of a ``(10, 20)`` buffer): what it skips was
+    never part of the buffer."""
+    cond = simplify(cond)
+    for region in block.writes:
+        if region.buffer != buffer:
+            continue
+        for rng, size in zip(region.region, buffer.shape, strict=True):
+            if const_value(rng.extent) != 1:
+                continue
+            bounds = (LT(rng.min, IntImm(size)), GE(rng.min, IntImm(0)))
+            if any(simplify(b) == cond for b in bounds):
+                return True
+    return False
+
+
+def _domain_guard(cond: PrimExpr, realize: BlockRealize) -> bool:
+    """Whether ``cond`` only says that a binding of ``realize`` lies in its iteration
+    variable's domain (``value < min + extent`` or ``value >= min``)."""
+    cond = simplify(cond)
+    for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=True):
+        low, high = iv.dom.min, iv.dom.min + iv.dom.extent
+        for bound in (LT(value, high), GE(value, low), LE(value, high - IntImm(1))):
+            if simplify(bound) == cond:
+                return True
+    return False
+
+
+def _covers(have: list[tuple[PrimExpr, int]], need: list[tuple[PrimExpr, int]]) -> bool:
+    """Whether the box ``have`` contains ``need`` (per dimension, a constant offset)."""
+    for (start, extent), (n_start, n_extent) in zip(have, need, strict=True):
+        offset = const_value(simplify(n_start - start))
+        if not isinstance(offset, int) or offset < 0 or offset + n_extent > extent:
+            return False
+    return True
+
+
+class _DropBlocks(IRMapper):
+    def visit_BlockRealize(self, node: BlockRealize):
+        return Evaluate(IntImm(0))
+
+
+def _without_blocks(stmt: Stmt) -> Stmt:
+    """``stmt`` with every block inside replaced by a no-op."""
+    return _DropBlocks().visit(stmt)
 
 
 def cache_name(func: PrimFunc, buffer: Buffer, scope: str) -> tuple[str, set[str]]:

@@ -180,7 +180,7 @@ def check_reduction(
     try:
         reducer, rhs = match_update(update)
     except UpdateMismatch as mismatch:
-        from workbench.script.printer_expr import expr_text, index_text
+        from workbench.ir.expr_text import expr_text, index_text
 
         found = f"{update.buffer.name}[{index_text(update.indices)}] = {expr_text(update.value)}"
         raise NonAssociativeUpdateError(
@@ -193,7 +193,7 @@ def check_reduction(
             primitive, block.name, reducer.name, found, reducer.identity_text(dtype), func, block
         )
     if not is_identity(reducer, init.value, dtype):
-        from workbench.script.printer_expr import expr_text
+        from workbench.ir.expr_text import expr_text
 
         raise InitNotIdentityError(
             primitive,

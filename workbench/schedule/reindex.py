@@ -88,7 +88,7 @@ def _access_indices(func: PrimFunc, block: Block, buffer: Buffer) -> tuple[PrimE
 
 
 def _text(indices: tuple[PrimExpr, ...]) -> str:
-    from workbench.script.printer_expr import expr_text
+    from workbench.ir.expr_text import expr_text
 
     return "[" + ", ".join(expr_text(i) for i in indices) + "]"
 

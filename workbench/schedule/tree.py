@@ -7,7 +7,7 @@ unique within a function (the IR's rule), which is what makes names stable handl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from workbench.ir import (
     TRUE,
@@ -19,7 +19,6 @@ from workbench.ir import (
     IfThenElse,
     IntImm,
     IRMapper,
-    IterKind,
     PrimExpr,
     PrimFunc,
     SeqStmt,
@@ -29,34 +28,14 @@ from workbench.ir import (
     collect,
     const_value,
 )
+
+# the walkers live in the IR layer (the dependence analysis uses them too)
+from workbench.ir.walk import reduce_binding, stmt_children, uses_var, walk  # noqa: F401
 from workbench.schedule.errors import BlockNotFoundError, LoopNotFoundError
 
 # ---------------------------------------------------------------------------------------
 # Walking statements with their ancestors
 # ---------------------------------------------------------------------------------------
-
-
-def stmt_children(stmt: Stmt) -> tuple[Stmt, ...]:
-    """The statements directly inside ``stmt`` (a block's init comes before its body)."""
-    if isinstance(stmt, For):
-        return (stmt.body,)
-    if isinstance(stmt, BlockRealize):
-        return (stmt.block,)
-    if isinstance(stmt, Block):
-        return tuple(s for s in (stmt.init, stmt.body) if s is not None)
-    if isinstance(stmt, SeqStmt):
-        return stmt.stmts
-    if isinstance(stmt, IfThenElse):
-        return tuple(s for s in (stmt.then_case, stmt.else_case) if s is not None)
-    return ()
-
-
-def walk(stmt: Stmt, ancestors: tuple[Stmt, ...] = ()) -> Iterator[tuple[Stmt, tuple[Stmt, ...]]]:
-    """Yield ``(stmt, ancestors)`` for every statement in program order, outermost first."""
-    yield stmt, ancestors
-    inner = ancestors + (stmt,)
-    for child in stmt_children(stmt):
-        yield from walk(child, inner)
 
 
 def loop_names(func: PrimFunc) -> list[str]:
@@ -204,11 +183,6 @@ def fresh_name(base: str, taken: set[str]) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def uses_var(expr: object, name: str) -> bool:
-    """Whether variable ``name`` occurs in ``expr``."""
-    return bool(collect(expr, lambda n: isinstance(n, Var) and n.name == name))
-
-
 def simplify(expr: PrimExpr, var_ranges: dict[Var, tuple[int, int]]) -> PrimExpr:
     """Simplify a binding with ``workbench.ir.arith``, knowing ``var_ranges``."""
     return arith.simplify(expr, var_ranges)
@@ -239,18 +213,6 @@ def loop_ranges(loops: list[For]) -> dict[Var, tuple[int, int]]:
         if isinstance(lo, int) and isinstance(ext, int) and ext > 0:
             ranges[loop.loop_var] = (lo, lo + ext - 1)
     return ranges
-
-
-def reduce_binding(loop: For) -> tuple[str, str] | None:
-    """``(block, iter_var)`` of the first reduction variable bound by ``loop``, else None."""
-    name = loop.loop_var.name
-    for stmt, _ in walk(loop.body):
-        if not isinstance(stmt, BlockRealize):
-            continue
-        for iv, value in zip(stmt.block.iter_vars, stmt.iter_values, strict=True):
-            if iv.kind == IterKind.REDUCE and uses_var(value, name):
-                return stmt.block.name, iv.var.name
-    return None
 
 
 def is_zero(expr: PrimExpr) -> bool:

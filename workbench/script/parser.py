@@ -48,6 +48,7 @@ from workbench.script.block_parser import (
 )
 from workbench.script.errors import DSLError, SourceInfo, suggest
 from workbench.script.expr_parser import article, is_weak, subscript_items
+from workbench.script.loop_kinds import check_parallel_loop_kinds
 from workbench.script.namespace import BufferType, DSLFunction, T
 
 __all__ = ["Parser", "from_source", "parse_python_function", "range_extent", "split_offset"]
@@ -148,10 +149,6 @@ class Parser(BlockParser):
                       tuple(root.allocs), root.annotations)
         func = PrimFunc(fdef.name, params, BlockRealize((), TRUE, block), self.attrs)
         self.check_well_formed(func, fdef)
-        # The dependence analysis lives in the schedule layer, which imports this module
-        # (its errors render IR through the printer): import it at the call, not at the top.
-        from workbench.schedule.scope import check_parallel_loop_kinds
-
         check_parallel_loop_kinds(func, fdef, self.error)  # no race in T.parallel/T.vectorized
         return func
 

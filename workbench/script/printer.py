@@ -20,6 +20,7 @@ import sys
 
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import IntImm, PrimExpr, Var
+from workbench.ir.expr_text import dict_literal, expr_text, index_text
 from workbench.ir.function import PrimFunc
 from workbench.ir.functor import collect
 from workbench.ir.node import Node
@@ -38,7 +39,6 @@ from workbench.ir.stmt import (
     Stmt,
 )
 from workbench.script.parser import split_offset
-from workbench.script.printer_expr import dict_literal, expr_text, index_text
 
 INDENT = "    "
 MARK_COLOR = "#ffe58f"

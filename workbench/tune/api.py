@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from workbench.backends.target import resolve_target
 from workbench.tune.database import (
     Database,
     Record,
@@ -142,7 +143,7 @@ class TuneResult:
 
 def tune(
     func,
-    target: str = "cpu",
+    target="cpu",
     trials: int = 64,
     db: str | Database = "records.jsonl",
     space=None,
@@ -155,6 +156,7 @@ def tune(
     cost_model: bool | object = True,
     progress: bool = True,
     callbacks: list[Callable] | None = None,
+    stages: list[Callable] | None = None,
     resume: bool = True,
     repeats: int = 5,
     min_repeat_s: float = 0.0,
@@ -167,8 +169,9 @@ def tune(
     Parameters
     ----------
     func : PrimFunc
-    target : str
-        ``"cpu"``, ``"cuda"`` (or ``"numpy"``, for tests: it runs the cpu space).
+    target : str or Target
+        ``"cpu"``, ``"cuda"`` (or ``"numpy"``, for tests: it runs the cpu space); any
+        registered target (its kind's ``tuning_rules`` make the generated space).
     trials : int
         Candidates to measure for this workload, counting records already in ``db`` when
         ``resume`` (so a killed run, re-run, finishes).
@@ -187,6 +190,9 @@ def tune(
         A tqdm bar (a widget in notebooks).
     callbacks : list of callables
         Called with each ``Record`` as it is written.
+    stages : list of callables
+        Called with each ``progress.Stage`` of a candidate (building, measuring, measured,
+        failed; "starting" while the workers start), before its record exists.
     repeats, min_repeat_s : timed calls per candidate, and the least time one timing lasts.
     time_budget_s : float, optional
         Stop proposing new batches after this many seconds.
@@ -207,16 +213,19 @@ def tune(
     from workbench.tune.cost_model import CostModel
 
     start = time.perf_counter()
+    resolved = resolve_target(target, "tune")
+    target = resolved.name  # records and workload keys hold the name
     database = db if isinstance(db, Database) else Database(db)
-    space = make_space(space, func, target)
+    space = make_space(space, func, resolved)
     if pin:
         space.pin(**pin)
     search = get_strategy(strategy, seed=seed)
     model = CostModel(seed=seed) if cost_model is True else (cost_model or None)
     search.setup(space, model)
     workload = workload_key(func, target)
-    task = Task(func, target, dict(options or {}), seed=seed, repeats=repeats,
-                min_repeat_s=min_repeat_s, kernel_hook=kernel_hook, key=workload)
+    task = Task(func, resolved, dict(options or {}), seed=seed, repeats=repeats,
+                min_repeat_s=min_repeat_s, kernel_hook=kernel_hook, key=workload,
+                warm_trace=_warm_trace(space))
     flops = analysis.flops(func)
     machine, software = machine_fingerprint(), software_fingerprint()
 
@@ -236,10 +245,11 @@ def tune(
     todo = max(0, trials - len(earlier))
     own_runner = runner is None
     runner = runner or LocalRunner()
-    bar = Progress(todo, func.name, progress, callbacks)
+    bar = Progress(todo, func.name, progress, callbacks, stages)
     trial = len(earlier)
     warming = None
     if todo > 0 and hasattr(runner, "warm_up"):  # workers start while the strategy ranks
+        bar.stage(None, "starting")
         warming = threading.Thread(target=_quietly, args=(runner.warm_up, task), daemon=True)
         warming.start()
     try:
@@ -266,7 +276,10 @@ def tune(
                     record.error = f"{type(err).__name__}: {err}"[:2000]
                     record.error_kind = "schedule"
                 batch.append(record)
-            outcomes = iter(runner.run(task, candidates)) if candidates else iter(())
+            trials_of = [trial + i for i, r in enumerate(batch) if r.error_kind != "schedule"]
+            outcomes = iter(runner.run(task, candidates, events=lambda index, state,
+                                       trials_of=trials_of: bar.stage(trials_of[index], state))
+                            if candidates else ())
             for record in batch:
                 if record.error_kind != "schedule":
                     outcome = next(outcomes)
@@ -294,6 +307,15 @@ def tune(
     return TuneResult(func, target, records, space, model, time.perf_counter() - start)
 
 
+def _warm_trace(space) -> str:
+    """The trace of the space's default candidate: what the workers build to warm up
+    (the unscheduled function may not build at all, e.g. on ``cuda``)."""
+    try:
+        return space.schedule(space.default_config()).trace.to_json()
+    except Exception:  # noqa: BLE001 - no warm-up schedule: the workers warm on the function
+        return ""
+
+
 def _quietly(fn, *args) -> None:
     """``fn(*args)``, ignoring failures (a warm-up that fails leaves the work to ``run``)."""
     try:
@@ -302,7 +324,7 @@ def _quietly(fn, *args) -> None:
         pass
 
 
-def load_best(db, func, target: str = "cpu"):
+def load_best(db, func, target="cpu"):
     """The best recorded schedule of ``func`` on ``target``, replayed from its trace.
 
     Example
@@ -312,6 +334,7 @@ def load_best(db, func, target: str = "cpu"):
     """
     from workbench.schedule import Trace
 
+    target = resolve_target(target, "load_best").name
     database = db if isinstance(db, Database) else Database(db)
     best = database.best(workload_key(func, target), target)
     if best is None:

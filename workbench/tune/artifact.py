@@ -1,19 +1,20 @@
-"""Artifacts: the best schedule and its kernel in a folder, loadable without compiling.
+"""Artifacts: the best schedule and its kernel in a folder, loadable in another process.
 
 ``export_artifact(result_or_schedule, folder)`` writes
 
 * ``manifest.json``: function name, target, build options, parameters (name, shape, dtype),
-  the kernel module's file and function, the record (latency, GFLOP/s, config) if any;
+  the kernel module's file and function, the record (latency, GFLOP/s, config) if any, and
+  the sha256 of every other file (``workbench.integrity``);
 * ``trace.json``: the schedule trace (replayable with ``wb.Trace.from_json(...).apply``);
 * ``func.py``: the function as TVMScript-like text (``wb.from_source``);
-* ``workbench_kernel_*.py``: the generated Numba source, and ``__pycache__/``: Numba's cache
-  of its machine code for this machine (index and data files, file times kept, since Numba
-  checks the source file's time and size against its index).
+* ``workbench_kernel_*.py``: the generated Numba source, for review and comparison.
 
-``load_artifact(folder)`` imports the kernel module from the folder: Numba finds its cache
-beside it, so nothing is tuned, lowered or compiled (``LoadedKernel.cache_hits`` says so).
-Machine code only loads on a machine like the one that exported it (same CPU features);
-elsewhere Numba compiles the generated source once, silently, into the folder.
+``load_artifact(folder)`` checks every file's hash, parses ``func.py``, replays the trace
+on it and builds the kernel with the stored target options (``wb.build``); the generated
+source must equal the stored one. Nothing from the folder is imported or unpickled, so a
+loaded artifact only runs code workbench generates. Numba's machine code is not shipped (its
+cache index is a pickle): the first load on a machine compiles the kernel once into the
+user's private kernel cache, later loads find it there (``LoadedKernel.cache_hits``).
 
 Example
 -------
@@ -24,22 +25,29 @@ Example
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from workbench.backends.target import artifact_target, resolve_target
+from workbench.integrity import ArtifactIntegrityError, verify_folder, write_manifest
+
 MANIFEST = "manifest.json"
+FORMAT = "workbench.tune.artifact/2"
 
 
 def export_artifact(result_or_schedule, folder, target: str = "cpu", func=None,
                     **options) -> Path:
     """Write the best schedule of a ``TuneResult`` (or a ``Schedule`` of ``func``, the
-    unscheduled function its trace replays on) and its kernel to ``folder``."""
+    unscheduled function its trace replays on) and its kernel to ``folder`` (new or empty).
+
+    The kernel written is the one ``load_artifact`` will build: the trace is replayed from
+    its JSON on ``func`` parsed from its text, so an export that would not load the same
+    kernel is refused here (``ValueError``).
+    """
     from workbench.backends import build
+    from workbench.schedule import Trace
+    from workbench.script import from_source
 
     record = getattr(result_or_schedule, "best", None)
     if hasattr(result_or_schedule, "apply") and hasattr(result_or_schedule, "records"):
@@ -51,66 +59,73 @@ def export_artifact(result_or_schedule, folder, target: str = "cpu", func=None,
         if func is None:
             raise TypeError("export_artifact(schedule, folder, func=...) needs the unscheduled "
                             "function the schedule's trace replays on")
-    if target != "cpu":
-        raise ValueError(f"artifacts hold Numba CPU kernels; target {target!r} is not supported")
-    kernel = build(sch, target=target, **options)
-    compiled = kernel._compiled  # the CompiledKernel: its module file and function name
+    resolved = resolve_target(target, "export_artifact")
+    if resolved.kind.artifact_format is None:
+        raise ValueError(f"artifacts hold Numba CPU kernels; target {resolved.name!r} is "
+                         "not supported")
+    target = resolved.name
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    module_path = Path(compiled.path)
-    shutil.copy2(module_path, folder / module_path.name)
-    cache = folder / "__pycache__"
-    cache.mkdir(exist_ok=True)
-    for path in (module_path.parent / "__pycache__").glob(module_path.stem + ".*"):
-        shutil.copy2(path, cache / path.name)
-    scheduled = sch.mod
+    if folder.exists() and any(folder.iterdir()):
+        raise FileExistsError(f"{folder} is not empty: export writes a new artifact folder")
+    func_text, trace_text = func.script(), sch.trace.to_json(indent=1)
+    replayed = Trace.from_json(trace_text).apply(from_source(func_text))
+    if replayed.mod != sch.mod:
+        raise ValueError(f"the schedule's trace replayed on {func.name} does not give the "
+                         "schedule's function: pass the function the schedule started from")
+    kernel = build(replayed, target=resolved, **options)
+    compiled = kernel._compiled  # the CompiledKernel: its module file and function name
+    module_name = Path(compiled.path).name
+    scheduled = replayed.mod
     manifest = {
-        "format": "workbench.tune.artifact",
-        "version": 1,
+        "format": FORMAT,
         "func_name": scheduled.name,
         "target": target,
         "options": kernel.options,
         "params": [{"name": p.name, "shape": list(p.shape), "dtype": p.dtype}
                    for p in scheduled.params],
-        "module": module_path.name,
+        "module": module_name,
         "function": compiled.generated.func_name,
         "record": None if record is None else {
             "latency_s": record.latency_s, "gflops": record.gflops, "config": record.config,
             "workload": record.workload},
     }
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2))
-    (folder / "trace.json").write_text(sch.trace.to_json(indent=1))
-    (folder / "func.py").write_text(func.script())
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / module_name).write_text(kernel.source)
+    (folder / "trace.json").write_text(trace_text)
+    (folder / "func.py").write_text(func_text)
+    write_manifest(folder, manifest)
     return folder
 
 
 class LoadedKernel:
-    """A kernel loaded from an artifact folder: call it like a ``Kernel``."""
+    """A kernel loaded from an artifact folder: call it like the ``Kernel`` it was built as
+    (the same argument checks: count, dtype, shape, contiguity, read-only, aliasing; its
+    workspace passed along)."""
 
-    def __init__(self, folder: Path, manifest: dict, dispatcher):
+    def __init__(self, folder: Path, manifest: dict, kernel, func, trace_json: str):
         self.folder = folder
         self.manifest = manifest
-        self._dispatcher = dispatcher
+        self.kernel = kernel
+        self._func = func
+        self.trace_json = trace_json
 
     @property
     def source(self) -> str:
-        return (self.folder / self.manifest["module"]).read_text()
-
-    @property
-    def trace_json(self) -> str:
-        return (self.folder / "trace.json").read_text()
+        return self.kernel.source
 
     def func(self):
         """The unscheduled function (parsed from ``func.py``)."""
-        from workbench.script import from_source
-
-        return from_source((self.folder / "func.py").read_text())
+        return self._func
 
     def schedule(self):
         """The schedule, replayed from the trace on ``func()``."""
         from workbench.schedule import Trace
 
-        return Trace.from_json(self.trace_json).apply(self.func())
+        return Trace.from_json(self.trace_json).apply(self._func)
+
+    @property
+    def _dispatcher(self):
+        return self.kernel._compiled.dispatcher
 
     @property
     def cache_hits(self) -> int:
@@ -121,32 +136,52 @@ class LoadedKernel:
         return sum(self._dispatcher.stats.cache_misses.values())
 
     def __call__(self, *arrays: np.ndarray) -> None:
-        params = self.manifest["params"]
-        if len(arrays) != len(params):
-            raise TypeError(f"{self.manifest['func_name']} takes {len(params)} arrays, "
-                            f"got {len(arrays)}")
-        for array, param in zip(arrays, params, strict=True):
-            if tuple(array.shape) != tuple(param["shape"]) or str(array.dtype) != param["dtype"]:
-                raise TypeError(f"{param['name']}: expected {param['dtype']}{param['shape']}, "
-                                f"got {array.dtype}{list(array.shape)}")
-        self._dispatcher(*arrays)
+        self.kernel(*arrays)
 
     def __repr__(self) -> str:
         return f"<LoadedKernel {self.manifest['func_name']} from {str(self.folder)!r}>"
 
 
 def load_artifact(folder) -> LoadedKernel:
-    """Load an exported kernel: imports its module, Numba loads the cached machine code."""
+    """Load an exported kernel: check its files, generate and build it again, compare.
+
+    Raises
+    ------
+    ArtifactIntegrityError
+        A file that is not as the manifest lists it (edited, truncated, replaced, missing,
+        extra, a symlink, a path leaving the folder), or a stored kernel source that is not
+        what workbench generates from ``func.py``, ``trace.json`` and the options. Raised
+        before anything is compiled or run.
+    """
+    from workbench.backends import build
+    from workbench.schedule import Trace
+    from workbench.script import from_source
+
     folder = Path(folder)
-    manifest = json.loads((folder / MANIFEST).read_text())
-    if manifest.get("format") != "workbench.tune.artifact":
-        raise ValueError(f"{folder} is not a workbench artifact")
-    path = folder / manifest["module"]
-    name = path.stem  # Numba's cached code refers to the module by this name
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return LoadedKernel(folder, manifest, getattr(module, manifest["function"]))
+    files = verify_folder(folder, FORMAT)
+    manifest = files.manifest
+    func_text = files.read_text("func.py")
+    trace_text = files.read_text("trace.json")
+    stored = files.read_text(manifest.get("module"))
+    target = artifact_target(manifest.get("target"))
+    if target is None:
+        raise ArtifactIntegrityError(folder, MANIFEST, f"unknown target "
+                                     f"{manifest.get('target')!r}")
+    try:
+        func = from_source(func_text)
+        sch = Trace.from_json(trace_text).apply(func)
+        kernel = build(sch, target=target, **dict(manifest["options"]))
+    except Exception as error:  # noqa: BLE001 -- any failure: data we did not write
+        raise ArtifactIntegrityError(folder, "kernel", "its function, trace or options do "
+                                     f"not build ({type(error).__name__}: {error})") from None
+    name = f"kernel {manifest.get('function')!r} ({manifest.get('module')})"
+    if kernel.source != stored:
+        raise ArtifactIntegrityError(folder, name, "its stored source is not what workbench "
+                                     "generates from func.py, trace.json and the options "
+                                     "(edited, or made by another workbench version)")
+    params = [{"name": p.name, "shape": list(p.shape), "dtype": p.dtype}
+              for p in sch.mod.params]
+    if params != manifest.get("params") or sch.mod.name != manifest.get("func_name"):
+        raise ArtifactIntegrityError(folder, MANIFEST, "its parameters are not the "
+                                     "function's")
+    return LoadedKernel(folder, manifest, kernel, func, trace_text)

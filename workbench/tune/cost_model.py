@@ -22,16 +22,18 @@ import math
 
 import numpy as np
 
+from workbench.backends.target import resolve_target
 from workbench.tune.database import config_key
 from workbench.tune.features import IR_FEATURES, candidate_features
 
-PRIOR_TARGETS = ("cpu", "numpy")  # the targets whose candidates the analytic prior models
-
 
 def has_prior(space) -> bool:
-    """Whether ``space``'s candidates get the analytic prior (a CPU target, a real function)."""
-    return getattr(space, "func", None) is not None and \
-        getattr(space, "target", "cpu") in PRIOR_TARGETS
+    """Whether ``space``'s candidates get the analytic prior: a real function, on a target
+    whose kind says the prior models it (``TargetKind.cost_prior``: the CPU-like ones)."""
+    if getattr(space, "func", None) is None:
+        return False
+    target = getattr(space, "target_info", None) or getattr(space, "target", "cpu")
+    return resolve_target(target, "cost model").kind.cost_prior
 
 
 class CostModel:

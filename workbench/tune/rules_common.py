@@ -76,6 +76,7 @@ class Decisions:
         self.domains: dict[str, list] = {}
         self.chosen: dict[str, object] = {}
         self.weights: dict[str, list[float]] = {}
+        self.constraints: list[Callable[[dict], str | None]] = []
 
     @property
     def order(self) -> list[str]:
@@ -103,6 +104,19 @@ class Decisions:
                                        decision=list(decision))
         self.chosen[name] = list(tile)
         return tile
+
+    def require(self, check: Callable[[dict], str | None]) -> None:
+        """Record a constraint between knobs: ``check(config)`` returns None when
+        ``config`` satisfies it, else why not (the space never samples such a config)."""
+        self.constraints.append(check)
+
+    def violation(self, config: dict) -> str | None:
+        """The first recorded constraint ``config`` breaks (None: it satisfies all)."""
+        for check in self.constraints:
+            reason = check(config)
+            if reason is not None:
+                return reason
+        return None
 
     def categorical(self, sch: Schedule, candidates: list[int], name: str,
                     default: int = 0, weights: list[float] | None = None) -> int:

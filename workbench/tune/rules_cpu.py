@@ -314,3 +314,11 @@ def _annotate(sch: Schedule, plan: _Plan) -> None:
         attempt(sch.vectorize, plan.vector)
     if plan.unroll and plan.unroll_loop is not None:
         attempt(sch.unroll, plan.unroll_loop)
+
+
+def cpu_rules(sch: Schedule, d: Decisions, target) -> None:
+    """The ``cpu`` kind's ``tuning_rules``: ``apply_cpu`` with ``target``'s vector lanes for
+    the output's dtype."""
+    from workbench.backends.cpu_facts import target_vector_lanes
+
+    apply_cpu(sch, d, target_vector_lanes(target, sch.mod.params[-1].dtype))

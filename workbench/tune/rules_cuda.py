@@ -49,6 +49,20 @@
    tile is a decision on the fused loop), outer ``blockIdx.x`` and inner
    ``threadIdx.x``; a reduction runs in each thread over its loops.
 
+5. **every block bound**: a block the rules skipped (no spatial loop first, a loop bound
+   to no iterator) is bound the graph's way (``schedules_cuda.bind_block``), and a stage
+   whose ``compute_at`` is illegal is undone rather than left at the root (a root-level
+   statement is a kernel of its own, bound to no thread: ``UnboundKernelError``).
+
+**Constraints between knobs** (``Decisions.require``, checked on the decisions alone by
+``GeneratedSpace.valid``; the strategies and random draws propose only valid configs):
+a tiled block's threads (the product of its ``S1`` factors) fit the block limit, its
+shared stages (sized as the cooperative fetch allocates them, doubled when double
+buffered) fit the shared memory per block, and its register tile with its fragments
+(about ``S2`` product + sum + 56 registers per thread) fits 255 registers per thread and
+the SM's 65536 for the whole block (else the launch fails, ``OUT_OF_RESOURCES``, as two
+candidates did on the H200). So every sampled candidate passes the GPU verifier.
+
 Each top-level loop nest becomes one kernel; intermediate buffers are global workspace.
 This is the structure of the hand recipe ``matmul/register_blocked/cuda`` (which binds
 2-D threads; here the thread loops are fused into ``threadIdx.x``). Not generated (yet):
@@ -59,6 +73,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+
+import numpy as np
 
 from workbench.ir.expr import Var
 from workbench.ir.stmt import IterKind
@@ -123,7 +139,8 @@ def _prefer_stage(tile: list[int]) -> float:
     return _near(8)(tile[1])
 
 
-def _sample(sch: Schedule, plan: _Plan, d: Decisions, max_threads: int) -> None:
+def _sample(sch: Schedule, plan: _Plan, d: Decisions, max_threads: int,
+            limits: Limits) -> None:
     name = plan.name
     if plan.tiled:
         prefer = _prefer_spatial(_threads_per_loop(len(plan.spatial), max_threads))
@@ -142,6 +159,7 @@ def _sample(sch: Schedule, plan: _Plan, d: Decisions, max_threads: int) -> None:
             )
         for knob in KNOBS:
             plan.choices[knob] = d.categorical(sch, ON_OFF, f"{knob}:{name}")
+        d.require(_fits(sch, plan, max_threads, limits))
         return
     fused = sch.fuse(*plan.spatial) if len(plan.spatial) > 1 else plan.spatial[0]
     plan.spatial = [fused]
@@ -224,7 +242,8 @@ def _stage(sch: Schedule, plan: _Plan, c, index: int, at, threads: int):
     if staged is None:
         return None, False
     if not legal(sch.compute_at, staged, at):
-        return staged, False
+        sch.undo()  # a stage left at the root would be a kernel of its own, unbound
+        return None, False
     if layout is not None:
         attempt(sch.transform_layout, staged, ("write", 0), layout)
     _cooperative_fetch(sch, staged, at, threads, bool(plan.choices["vector"]))
@@ -235,7 +254,10 @@ def _fragment(sch: Schedule, c, index: int, inner_r) -> None:
     """Read ``index`` of ``c`` (now a shared stage) into registers at loop ``inner_r``,
     4-wide where the fragment's innermost extent allows."""
     fragment = attempt(sch.cache_read, c, index, "local")
-    if fragment is None or not legal(sch.compute_at, fragment, inner_r):
+    if fragment is None:
+        return
+    if not legal(sch.compute_at, fragment, inner_r):
+        sch.undo()  # a local copy at the root would be an unbound kernel of its own
         return
     _vectorize_innermost(sch, _loops_below(sch, fragment, inner_r))
 
@@ -292,8 +314,10 @@ def _apply_simple(sch: Schedule, plan: _Plan) -> None:
     sch.bind(tx, "threadIdx.x")
 
 
-def apply_cuda(sch: Schedule, d: Decisions, max_threads: int = 1024) -> None:
+def apply_cuda(sch: Schedule, d: Decisions, max_threads: int = 1024,
+               limits: Limits | None = None) -> None:
     """Run the CUDA rules on ``sch`` (see the module docstring)."""
+    limits = limits or Limits()
     inline_producers(sch)
     plans = []
     for block in blocks(sch):
@@ -307,10 +331,121 @@ def apply_cuda(sch: Schedule, d: Decisions, max_threads: int = 1024) -> None:
             continue  # no spatial loop to bind, or spatial loops under a reduction
         tiled = is_reduction(node) and has_reuse(node)
         plan = _Plan(block, node.name, tiled, spatial, reduce_)
-        _sample(sch, plan, d, max_threads)
+        _sample(sch, plan, d, max_threads, limits)
         plans.append(plan)
     for plan in plans:
         if plan.tiled:
             _apply_tiled(sch, plan)
         else:
             _apply_simple(sch, plan)
+    _bind_the_rest(sch)
+
+
+# --- what every candidate satisfies ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The device limits a candidate must fit (``DeviceFacts`` plus a register file):
+    static shared memory per block and 32-bit registers per SM (a block whose threads
+    need more registers than the SM has fails to launch, ``LAUNCH_OUT_OF_RESOURCES``)."""
+
+    shared_memory_per_block: int = 48 * 1024
+    registers_per_block: int = 65536
+    registers_per_thread: int = 255
+
+
+REGISTER_OVERHEAD = 56
+"""Registers a tiled thread needs beside its accumulators and fragments (indices,
+pointers, the prefetch): the H200 build of the 8 x 8 tile used 121-123 in all."""
+
+
+def _stage_elements(dims: list[int], threads: int, lanes: int) -> int:
+    """Elements a cooperative-fetch stage of ``dims`` allocates: the fused copy loop is
+    split by ``threads`` (and ``lanes`` when vectorized) with a guard, and the region
+    analysis sizes the leading dimension from the unguarded range."""
+    elements = math.prod(dims)
+    rest = elements // dims[0]
+    covered = -(-elements // (threads * lanes)) * threads * lanes
+    return max(elements, -(-covered // rest) * rest)
+
+
+def _stage_dims(node, index: int, extent_of: dict, fragment: bool) -> list[int]:
+    """The extents of read ``index``'s stage (one block's tile), in its stage layout."""
+    kinds = {iv.var.name: iv.kind for iv in node.iter_vars}
+    region = node.reads[index].region
+    dims = [extent_of.get(r.min.name, 1) for r in region]
+    if fragment and _reduction_first(node, index) is not None:
+        first = [n for n, r in enumerate(region) if kinds.get(r.min.name) == IterKind.REDUCE]
+        dims = [dims[n] for n in first] + [dims[n] for n in range(len(dims)) if n not in first]
+    return dims
+
+
+def _fits(sch: Schedule, plan: _Plan, max_threads: int, limits: Limits):
+    """The constraint of tiled block ``plan``: its threads fit a block, its shared stages
+    the block's shared memory, its register tile the register file (checked on the
+    decisions alone, without scheduling: the strategies filter thousands of configs)."""
+    from workbench.tune.rules_common import iter_var_of_loop
+
+    name, block = plan.name, plan.block
+    node = sch.get(block)
+    knob = {lp: f"tile:{name}:{sch.get(lp).loop_var.name}" for lp in plan.spatial + plan.reduce_}
+    spatial = [(iter_var_of_loop(sch, block, lp), knob[lp]) for lp in plan.spatial]
+    reduce_ = [(iter_var_of_loop(sch, block, lp), knob[lp]) for lp in plan.reduce_]
+    reads = _plain_reads(node, reuse_reads(node))
+    itemsize = {i: np.dtype(node.reads[i].buffer.dtype).itemsize for i in reads}
+
+    def check(config: dict) -> str | None:
+        threads = math.prod(config[k][1] for _, k in spatial)
+        if threads > max_threads:
+            return f"{name}: {threads} threads per block, more than {max_threads}"
+        register_tile = [config[k][2] for _, k in spatial]
+        registers = math.prod(register_tile) + sum(register_tile) + REGISTER_OVERHEAD
+        if registers > limits.registers_per_thread:
+            return f"{name}: about {registers} registers per thread"
+        if registers * threads > limits.registers_per_block:
+            return (f"{name}: {threads} threads x about {registers} registers, more than the "
+                    f"{limits.registers_per_block} of an SM")
+        if not config[f"shared:{name}"] == 0 or not reduce_:  # 0 is "on"
+            return None
+        extent_of = {v: config[k][1] * config[k][2] for v, k in spatial}
+        extent_of.update({v: config[k][1] for v, k in reduce_})
+        fragment = config[f"fragment:{name}"] == 0
+        lanes = LANES if config[f"vector:{name}"] == 0 else 1
+        halves = 2 if config[f"double_buffer:{name}"] == 0 and config[reduce_[-1][1]][0] >= 2 \
+            else 1
+        used = 0
+        for index in reads:
+            dims = _stage_dims(node, index, extent_of, fragment)
+            vector = lanes if dims[-1] % LANES == 0 else 1
+            elements = max(_stage_elements(dims, threads, 1),
+                           _stage_elements(dims, threads, vector))
+            used += elements * itemsize[index] * halves
+        if used > limits.shared_memory_per_block:
+            return (f"{name}: {used} bytes of shared stages, more than "
+                    f"{limits.shared_memory_per_block}")
+        return None
+
+    return check
+
+
+def _bind_the_rest(sch: Schedule) -> None:
+    """Bind every block still outside any thread loop the graph's way (its spatial loops
+    fused and split over ``blockIdx.x`` / ``threadIdx.x``): a block the rules skip (no
+    spatial loop first, a loop bound to no iterator) must still be a kernel, not a
+    statement on one thread (``UnboundKernelError``)."""
+    from workbench.graph.schedules_cuda import bind_block
+
+    for block in blocks(sch):
+        loops = sch.get_loops(block)
+        if any(sch.get(lp).thread_binding for lp in loops):
+            continue
+        attempt(bind_block, sch, sch.get(block).name)
+
+
+def cuda_rules(sch: Schedule, d: Decisions, target) -> None:
+    """The ``cuda`` kind's ``tuning_rules``: ``apply_cuda`` within ``target``'s device's
+    thread and shared-memory limits."""
+    facts = target.device
+    limits = Limits(shared_memory_per_block=facts.shared_memory_per_block)
+    apply_cuda(sch, d, facts.max_threads_per_block, limits)

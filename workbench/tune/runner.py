@@ -10,6 +10,15 @@ A candidate is a schedule trace (JSON) of a ``Task``'s function. The runner
    (seeded by the task's seed), compare every output with the numpy reference executor
    (``rtol``/``atol``), then time ``repeats`` calls.
 
+Device targets (a kernel class with ``device_resident``, i.e. ``cuda``): the build
+workers replay, lower, verify against the device's limits and generate the module, and
+run no kernel (Numba compiles a CUDA kernel on its first launch, so that compile happens
+in the measuring process); the measuring process is the one process running kernels:
+inputs copied to the device once, checked, then timed with CUDA events
+(``workbench.tune.measure_device``).
+Every worker warms up on the task's ``warm_trace`` (the space's default candidate): the
+unscheduled function binds no thread on ``cuda`` and does not build.
+
 A candidate that crashes its worker (a segfault in a generated kernel), hangs past the time
 limit or computes a wrong result comes back as a failed ``Outcome`` (``error_kind``
 ``"crash"``, ``"timeout"``, ``"wrong_result"``...) and the run goes on with a new worker.
@@ -29,9 +38,9 @@ import dataclasses
 import os
 import queue
 import statistics
-import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -50,7 +59,7 @@ class Task:
     """
 
     func: object  # PrimFunc
-    target: str = "cpu"
+    target: object = "cpu"  # a Target (or its name)
     options: dict = dataclasses.field(default_factory=dict)
     seed: int = 0
     repeats: int = 5
@@ -59,6 +68,7 @@ class Task:
     atol: float = 1e-3
     kernel_hook: str | None = None
     key: str = ""
+    warm_trace: str = ""  # a buildable schedule of ``func`` (the space's default) to warm up
 
 
 @dataclasses.dataclass
@@ -162,26 +172,32 @@ def _reference(task: Task) -> tuple:
     return _REFERENCES[task.key]
 
 
-def prepare_task(task: Task) -> int:
-    """Import, build the reference and compute the expected outputs (outside any timeout
-    of a candidate); returns the number of outputs checked."""
+def _warm_build(task: Task) -> None:
+    """Build the task's warm-up schedule (``task.warm_trace``, else the function as it
+    is): Numba's and LLVM's start-up, which the first candidate would otherwise pay. A
+    failure here is no candidate's: on ``cuda`` an unscheduled function binds no thread
+    (``UnboundKernelError``), and every candidate must still be built and measured."""
     from workbench.backends import build
     from workbench.backends.numba_cpu import clear_memory_cache
 
-    outputs = len(_reference(task)[1])
-    build(task.func, target=task.target, **task.options)  # loads Numba and LLVM
+    try:
+        build(_schedule_of(task, task.warm_trace or "[]"), target=task.target, **task.options)
+    except Exception:  # noqa: BLE001 - warming up only
+        pass
     clear_memory_cache()
+
+
+def prepare_task(task: Task) -> int:
+    """Import, build the reference and compute the expected outputs (outside any timeout
+    of a candidate); returns the number of outputs checked."""
+    outputs = len(_reference(task)[1])
+    _warm_build(task)  # loads Numba and LLVM
     return outputs
 
 
 def warm_builder(task: Task) -> None:
-    """Import the backend and compile the task's function once (build worker): Numba's
-    and LLVM's start-up, which the first candidate would otherwise pay."""
-    from workbench.backends import build
-    from workbench.backends.numba_cpu import clear_memory_cache
-
-    build(task.func, target=task.target, **task.options)
-    clear_memory_cache()
+    """Import the backend and compile the task's warm-up schedule once (build worker)."""
+    _warm_build(task)
 
 
 def ready() -> bool:
@@ -200,6 +216,13 @@ def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
     except Exception as err:  # noqa: BLE001
         raise CandidateError("build", f"{type(err).__name__}: {err}"[:2000]) from None
     call = resolve(task.kernel_hook)(kernel, config) if task.kernel_hook else kernel
+    if getattr(kernel, "device_resident", False):
+        from workbench.tune.measure_device import measure_on_device
+
+        try:
+            return measure_on_device(call, task, args, expected)
+        finally:
+            clear_memory_cache()
     try:
         run_args = [a.copy() for a in args]
         for index in expected:
@@ -237,21 +260,20 @@ def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
 
 
 def default_cache_dir() -> Path:
-    """The tuner's own kernel cache folder (pruned), apart from the interactive one."""
-    return Path(tempfile.gettempdir()) / f"workbench-tune-kernels-{os.getuid()}"
+    """The tuner's own kernel cache folder (pruned), apart from the interactive one: under
+    the user's private cache folder (``kernel_cache.cache_root``), never a shared ``/tmp``
+    name another user could create first."""
+    from workbench.backends.kernel_cache import cache_root, private_dir
+
+    return private_dir(cache_root() / "tune-kernels")
 
 
 def prune_kernel_cache(directory: Path, max_entries: int) -> int:
-    """Keep the ``max_entries`` newest generated kernels (and their Numba cache files)."""
-    modules = sorted(directory.glob("workbench_kernel_*.py"), key=lambda p: p.stat().st_mtime)
-    removed = 0
-    for path in modules[: max(0, len(modules) - max_entries)]:
-        stem = path.stem
-        for cached in (directory / "__pycache__").glob(f"{stem}.*"):
-            cached.unlink(missing_ok=True)
-        path.unlink(missing_ok=True)
-        removed += 1
-    return removed
+    """Keep the ``max_entries`` most recently used generated kernels (and their Numba cache
+    files); see ``kernel_cache.prune_disk_cache``."""
+    from workbench.backends.kernel_cache import prune_disk_cache
+
+    return prune_disk_cache(directory, max_entries=max_entries)
 
 
 class LocalRunner:
@@ -323,18 +345,29 @@ class LocalRunner:
                 for job in jobs:
                     job.result()
 
-    def run(self, task: Task, candidates: list[Candidate]) -> list[Outcome]:
-        """Build all candidates in parallel, then measure the built ones one by one."""
+    def run(self, task: Task, candidates: list[Candidate],
+            events: Callable[[int, str], None] | None = None) -> list[Outcome]:
+        """Build all candidates in parallel, then measure the built ones one by one.
+
+        ``events(index, state)``, when given, hears each candidate go through
+        ``building``, ``measuring`` and ``measured`` or ``failed`` (``progress.STAGES``).
+        """
+        tell = events or (lambda index, state: None)
         with self._lock:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
+            for index in range(len(candidates)):
+                tell(index, "building")
             with ThreadPoolExecutor(self.n_build) as pool:
                 built = list(pool.map(lambda c: self._build_one(task, c), candidates))
             outcomes = []
-            for candidate, build_reply in zip(candidates, built, strict=True):
+            for index, (candidate, build_reply) in enumerate(zip(candidates, built,
+                                                                 strict=True)):
                 if build_reply[0] != "ok":
                     outcomes.append(Outcome(error=build_reply[2], error_kind=build_reply[1]))
+                    tell(index, "failed")
                     continue
                 build_s = build_reply[1]["build_s"]
+                tell(index, "measuring")
                 reply = self._measurer.call(
                     measure_candidate,
                     (task, candidate.trace, candidate.config),
@@ -345,6 +378,7 @@ class LocalRunner:
                     outcomes.append(Outcome(times_s=list(reply[1]), build_s=build_s))
                 else:
                     outcomes.append(Outcome(build_s=build_s, error=reply[2], error_kind=reply[1]))
+                tell(index, "measured" if outcomes[-1].ok else "failed")
             prune_kernel_cache(self.cache_dir, self.max_cache_entries)
             return outcomes
 

@@ -90,8 +90,12 @@ class DaskRunner:
             raise RuntimeError("the Dask cluster has no workers")
         self.measuring_worker = workers[0]
 
-    def run(self, task: Task, candidates: list[Candidate]) -> list[Outcome]:
-        """Build on the whole cluster, then measure one by one on the measuring worker."""
+    def run(self, task: Task, candidates: list[Candidate], events=None) -> list[Outcome]:
+        """Build on the whole cluster, then measure one by one on the measuring worker
+        (``events(index, state)`` as ``LocalRunner.run``)."""
+        tell = events or (lambda index, state: None)
+        for index in range(len(candidates)):
+            tell(index, "building")
         futures = [
             self.client.submit(dask_build, task, c.trace, self.build_timeout_s, self.env,
                                pure=False, retries=0)
@@ -99,10 +103,12 @@ class DaskRunner:
         ]
         built = self.client.gather(futures)
         outcomes = []
-        for candidate, reply in zip(candidates, built, strict=True):
+        for index, (candidate, reply) in enumerate(zip(candidates, built, strict=True)):
             if reply[0] != "ok":
                 outcomes.append(Outcome(error=reply[2], error_kind=reply[1]))
+                tell(index, "failed")
                 continue
+            tell(index, "measuring")
             future = self.client.submit(
                 dask_measure, task, candidate, self.measure_timeout_s, self.env,
                 pure=False, retries=0, workers=[self.measuring_worker],
@@ -114,6 +120,7 @@ class DaskRunner:
             else:
                 outcomes.append(Outcome(build_s=reply[1]["build_s"], error=measured[2],
                                         error_kind=measured[1]))
+            tell(index, "measured" if outcomes[-1].ok else "failed")
         self.client.run(dask_prune, self.cache_dir, self.max_cache_entries)
         return outcomes
 

@@ -69,6 +69,11 @@ class SearchSpace:
     def default_config(self) -> dict:
         return {k: _jsonable(v[0]) for k, v in self.domains.items()}
 
+    def valid(self, config: dict) -> bool:
+        """Whether ``config`` is a candidate at all (a space with constraints between its
+        knobs overrides this; the strategies propose only valid configurations)."""
+        return True
+
     def random_config(self, rng: random.Random) -> dict:
         return {k: _jsonable(rng.choice(v)) for k, v in self.domains.items()}
 

@@ -30,6 +30,7 @@ reductions (rfactor) on ``cuda``.
 
 from __future__ import annotations
 
+from workbench.backends.target import resolve_target
 from workbench.schedule import Schedule, Trace
 from workbench.schedule.sampling import with_decision
 from workbench.tune.database import _jsonable
@@ -39,25 +40,16 @@ from workbench.tune.space import SearchSpace
 SAMPLING = ("sample_perfect_tile", "sample_categorical")
 
 
-def _target_name(target) -> str:
-    return target if isinstance(target, str) else getattr(target, "name", str(target))
-
-
 def apply_rules(func, config: dict | None, target="cpu") -> tuple[Schedule, Decisions]:
     """Run ``target``'s rules; returns the schedule and its decisions (domains met on the
     way, and the values chosen: ``config``'s, or the rules' defaults when it is None)."""
     d = Decisions(config)
     sch = Schedule(func)
-    if _target_name(target) == "cuda":
-        from workbench.backends.numba_cuda import device_facts
-        from workbench.tune.rules_cuda import apply_cuda
-
-        apply_cuda(sch, d, device_facts().max_threads_per_block)
-    else:
-        from workbench.backends.cpu_facts import vector_lanes
-        from workbench.tune.rules_cpu import apply_cpu
-
-        apply_cpu(sch, d, vector_lanes(func.params[-1].dtype))
+    target = resolve_target(target, "GeneratedSpace")
+    rules = target.hook("tuning_rules")
+    if rules is None:
+        raise ValueError(f"GeneratedSpace: target {target.name!r} has no tuning rules")
+    rules(sch, d, target)
     return sch, d
 
 
@@ -77,28 +69,43 @@ class GeneratedSpace(SearchSpace):
 
     def __init__(self, func, name: str = "generated", target="cpu"):
         super().__init__(func, name)
-        self.target = _target_name(target)
-        _, decisions = apply_rules(func, None, self.target)
+        self.target_info = resolve_target(target, "GeneratedSpace")
+        self.target = self.target_info.name
+        _, decisions = apply_rules(func, None, self.target_info)
         self._domains = decisions.domains
         self._defaults = decisions.chosen
         self._weights = decisions.weights
+        self._decisions = decisions
 
-    def random_config(self, rng) -> dict:
+    def violation(self, config: dict) -> str | None:
+        """Why ``config`` is no candidate of this space (None: it is one): a constraint
+        between knobs the rules recorded, e.g. on ``cuda`` the threads of a tiled block
+        over the block limit, or its shared stages over the shared memory."""
+        return self._decisions.violation(config)
+
+    def valid(self, config: dict) -> bool:
+        return self.violation(config) is None
+
+    def random_config(self, rng, tries: int = 1000) -> dict:
         """A random candidate drawn with the rules' weights (e.g. a vectorized loop's
-        innermost tile a multiple of the vector lanes more often); pins kept."""
-        config = {}
-        for knob, values in self.domains.items():
-            weights = self._weights.get(knob) if knob not in self.pinned else None
-            choice = rng.choices(values, weights)[0] if weights else rng.choice(values)
-            config[knob] = _jsonable(choice)
-        return config
+        innermost tile a multiple of the vector lanes more often); pins kept. Draws that
+        break a constraint between knobs (``violation``) are drawn again."""
+        for _ in range(tries):
+            config = {}
+            for knob, values in self.domains.items():
+                weights = self._weights.get(knob) if knob not in self.pinned else None
+                choice = rng.choices(values, weights)[0] if weights else rng.choice(values)
+                config[knob] = _jsonable(choice)
+            if self.valid(config):
+                return config
+        return self.default_config()
 
     def default_config(self) -> dict:
         """The rules' defaults (middling tilings, parallel, no unrolling); pins kept."""
         return {k: self.pinned.get(k, v) for k, v in self._defaults.items()}
 
     def _schedule(self, config: dict) -> Schedule:
-        return apply_rules(self.func, config, self.target)[0]
+        return apply_rules(self.func, config, self.target_info)[0]
 
     # --- traces ------------------------------------------------------------------------
 

@@ -118,14 +118,15 @@ def gpu_warnings(func, shared_bytes: int = SHARED_BYTES_PER_BLOCK) -> list[str]:
     return out
 
 
-def schedule_warnings(obj, target: str = "cpu", *, loop=None, caches: dict | None = None,
+def schedule_warnings(obj, target="cpu", *, loop=None, caches: dict | None = None,
                       facts: dict | None = None) -> list[str]:
-    """Every warning for a PrimFunc or Schedule on ``target`` (``"cpu"`` or ``"cuda"``).
+    """Every warning for a PrimFunc or Schedule on ``target`` (its kind's ``warnings`` hook:
+    ``cpu_schedule_warnings`` for ``cpu`` and ``numpy``, ``cuda_schedule_warnings``).
 
     Parameters
     ----------
     obj : PrimFunc or Schedule
-    target : str
+    target : str or Target
     loop : str or loop handle, optional
         Add the tile footprint warnings of this loop (``footprint_warnings``).
     caches : dict, optional
@@ -138,20 +139,40 @@ def schedule_warnings(obj, target: str = "cpu", *, loop=None, caches: dict | Non
     -------
     list of str
     """
+    from workbench.backends.target import resolve_target
+
+    resolved = resolve_target(target, "schedule_warnings")
+    advice = resolved.hook("warnings")
+    if advice is None:
+        return []
+    return advice(obj, resolved, loop=loop, caches=caches, facts=facts)
+
+
+def cuda_schedule_warnings(obj, target=None, *, loop=None, caches: dict | None = None,
+                           facts: dict | None = None) -> list[str]:
+    """The ``cuda`` kind's ``warnings``: ``gpu_warnings`` and the loop's tile footprint
+    against a block's shared memory."""
     from workbench.viz.footprint import footprint_warnings
     from workbench.viz.html import _function_of
 
-    func = _function_of(obj)
-    if target == "cuda":
-        out = gpu_warnings(func)
-        if loop is not None:
-            out += footprint_warnings(obj, loop, caches or {"shared": SHARED_BYTES_PER_BLOCK})
-        return out
+    out = gpu_warnings(_function_of(obj))
+    if loop is not None:
+        out += footprint_warnings(obj, loop, caches or {"shared": SHARED_BYTES_PER_BLOCK})
+    return out
+
+
+def cpu_schedule_warnings(obj, target=None, *, loop=None, caches: dict | None = None,
+                          facts: dict | None = None) -> list[str]:
+    """The ``cpu`` kind's ``warnings``: ``cpu_warnings`` and the loop's tile footprint
+    against the caches."""
+    from workbench.viz.footprint import footprint_warnings
+    from workbench.viz.html import _function_of
+
     if facts is None:
         from workbench.measure.peaks import cpu_facts
 
         facts = cpu_facts()
-    out = cpu_warnings(func, facts)
+    out = cpu_warnings(_function_of(obj), facts)
     if loop is not None:
         out += footprint_warnings(obj, loop, caches)
     return out

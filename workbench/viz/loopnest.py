@@ -84,8 +84,8 @@ def format_bytes(n: int) -> str:
 
 
 def _region_text(region: BufferRegion) -> str:
+    from workbench.ir.expr_text import expr_text
     from workbench.script.printer import stop_expr
-    from workbench.script.printer_expr import expr_text
 
     parts = []
     for rng in region.region:
@@ -97,7 +97,7 @@ def _region_text(region: BufferRegion) -> str:
 
 
 def _extent_text(loop: For) -> str:
-    from workbench.script.printer_expr import expr_text
+    from workbench.ir.expr_text import expr_text
 
     return expr_text(loop.extent)
 

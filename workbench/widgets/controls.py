@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 TOGGLES = ("parallel", "vectorize", "unroll")
 KIND_OF_TOGGLE = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unroll"}
-CUDA_REASON = "the CUDA backend is not available in this build (target 'cuda' comes with it)"
 CHECKING = "checking legality…"
 
 
@@ -77,18 +76,11 @@ class Controls:
             for name in order
             if "block" in INSTRUCTIONS[name].applies_to
         }
-        available = [t for t in ("cpu", "cuda") if t in targets]
         self.target = widgets.Dropdown(
             description="target",
-            options=available,
-            value=explorer.target,
+            options=list(targets),
+            value=explorer.target.name,
             layout=widgets.Layout(width="160px"),
-        )
-        self.cuda_note = widgets.HTML(
-            ""
-            if "cuda" in targets
-            else f"<span title='{CUDA_REASON}' style='color:#888'>"
-            f"cuda (disabled: {CUDA_REASON})</span>"
         )
         self.undo = widgets.Button(description="undo", icon="undo")
         self.jump = widgets.Dropdown(description="node", layout=widgets.Layout(width="220px"))
@@ -194,7 +186,7 @@ class Controls:
         ex = self.explorer
         self._updating = True
         try:
-            self.target.value = ex.target
+            self.target.value = ex.target.name
             self.block.options = blocks
             self.block.value = ex.block
             self.loop.options = [(loop_label(info), info.name) for info in loops]
@@ -256,7 +248,7 @@ class Controls:
         """The left column: selection, loop edits, toggles, primitives, history controls."""
         return widgets.VBox(
             [
-                widgets.HBox([self.target, self.cuda_note]),
+                self.target,
                 self.block,
                 self.loop,
                 widgets.HBox([self.move_out, self.move_in]),

@@ -37,18 +37,25 @@ TABLE_COLUMNS = (
     "IQR ms",
     "GFLOP/s",
     "GB/s",
-    "x numpy",
+    "x baseline",
     "compile s",
+    "note",
 )
+"""The table's columns; ``x baseline`` is shown as ``x <the baseline's name>``
+(``x np.matmul``, ``x reference``: see ``workbench.widgets.runner.baseline_for``)."""
 
 
 @dataclasses.dataclass
 class Measurement:
-    """What one node cost: the measure result, the compile time, the speed-up over numpy."""
+    """What one node cost: the measure result, the compile time, the speed-up over the
+    baseline named ``baseline`` (``np.matmul`` or ``reference``), and a ``note`` when the
+    timing was noisy (re-measured, or noisy still: ``workbench.measure.noise``)."""
 
     result: MeasureResult
     compile_s: float
-    vs_numpy: float | None = None
+    speedup: float | None = None
+    baseline: str = "reference"
+    note: str | None = None
 
     @property
     def ms(self) -> float:
@@ -122,7 +129,9 @@ class HistoryNode:
             data["measurement"] = {
                 **self.measurement.result.to_dict(),
                 "compile_s": self.measurement.compile_s,
-                "vs_numpy": self.measurement.vs_numpy,
+                "speedup": self.measurement.speedup,
+                "baseline": self.measurement.baseline,
+                "note": self.measurement.note,
             }
         return json.dumps(data, indent=1)
 
@@ -163,7 +172,8 @@ class History:
     has children), ``undo`` moves to its parent, ``jump`` to any node.
     """
 
-    def __init__(self, schedule: Schedule, label: str = "start"):
+    def __init__(self, schedule: Schedule, label: str = "start", baseline: str = "reference"):
+        self.baseline = baseline  # the name of what "x <baseline>" compares with
         root = HistoryNode(0, None, schedule.copy(), label)
         self.nodes: dict[int, HistoryNode] = {0: root}
         self.current_id = 0
@@ -246,9 +256,11 @@ class History:
         return self[self.current_id if node_id is None else node_id].to_json()
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per node: step, primitive, ms median, IQR, GFLOP/s, GB/s, x numpy, compile s.
+        """One row per node: step, primitive, ms median, IQR, GFLOP/s, GB/s, ``x <baseline>``,
+        compile s, note.
 
-        ``step`` is the node id, ``parent`` its parent; unmeasured nodes have NaN numbers.
+        ``step`` is the node id, ``parent`` its parent; unmeasured nodes have NaN numbers;
+        ``note`` says when a timing was noisy (empty otherwise).
         """
         import pandas as pd
 
@@ -265,15 +277,17 @@ class History:
                     "IQR ms": res.iqr_s * 1e3 if res else None,
                     "GFLOP/s": res.gflops if res else None,
                     "GB/s": res.gbps if res else None,
-                    "x numpy": m.vs_numpy if m else None,
+                    "x baseline": m.speedup if m else None,
                     "compile s": m.compile_s if m else None,
+                    "note": (m.note or "") if m else "",
                     "current": node.id == self.current_id,
                 }
             )
         frame = pd.DataFrame(
             rows, columns=["step", "parent", "primitive", *TABLE_COLUMNS[2:], "current"]
         )
-        return frame.astype({c: "float64" for c in TABLE_COLUMNS[2:]})
+        frame = frame.astype({c: "float64" for c in TABLE_COLUMNS[2:-1]})
+        return frame.rename(columns={"x baseline": f"x {self.baseline}"})
 
     # --- text ------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ The tab tunes the current node's function when the generated search space has kn
 (the page stays live) for the number of trials in the box, with a progress bar filled as
 records arrive; **apply best** adds the fastest record as a new node under the tuned one,
 its trace replayed through the public ``Schedule`` methods (``continue_trace``), so it is
-measured, drawn and exported like any other node.
+measured, drawn and exported like any other node. While it runs, the status line says which
+candidate is building or measuring and the seconds so far (the tuner's stage callbacks).
 
 Example
 -------
@@ -45,6 +46,7 @@ class TuneTab:
         self.space = None
         self.records: list = []
         self.result = None
+        self.stage = None  # the last candidate stage heard (``workbench.tune.progress.Stage``)
         self.error: Exception | None = None
         self._thread: threading.Thread | None = None
         self.knobs = widgets.Box(layout=widgets.Layout(flex_flow="row wrap"))
@@ -144,6 +146,7 @@ class TuneTab:
         self.apply_button.disabled = True
         self.status.value = f"<span class='wb-pending'>⏳ tuning: 0 of {trials} trials…</span>"
         self.error = None
+        self.stage = None
 
         def run() -> None:
             try:
@@ -157,6 +160,7 @@ class TuneTab:
                     pin=pins,
                     batch_size=min(trials, 4),
                     callbacks=[self._record],
+                    stages=[self._stage],
                     progress=False,
                 )
             except Exception as exc:  # noqa: BLE001 - shown in the tab, never lost
@@ -179,11 +183,21 @@ class TuneTab:
     def _record(self, record) -> None:
         self.records.append(record)
         self.progress.value = min(self.progress.value + 1, self.progress.max)
+        self._show_running()
+        self._show_table()
+
+    def _stage(self, stage) -> None:
+        """A candidate is building or measuring (or the workers are starting): say so,
+        with the time so far, before its record exists."""
+        self.stage = stage
+        self._show_running()
+
+    def _show_running(self) -> None:
+        now = f" · {html.escape(str(self.stage))}" if self.stage is not None else ""
         self.status.value = (
             f"<span class='wb-pending'>⏳ tuning: {self.progress.value} of "
-            f"{self.progress.max} trials…</span>"
+            f"{self.progress.max} trials done{now}</span>"
         )
-        self._show_table()
 
     def _finished(self) -> None:
         best = self.result.best if self.result is not None else None

@@ -7,7 +7,10 @@
   page stays live) for the number of trials in the box;
 * three plots, redrawn as records arrive: best-so-far GFLOP/s against trials, every
   candidate's latency against its trial (failures marked at the bottom), and the cost model's
-  predicted against measured latency.
+  predicted against measured latency. They are drawn as PNG bytes into an ``Image``
+  widget's value on a drawing thread (``refresh``): a trait every front end syncs, from
+  any thread, and a saved notebook keeps the last picture;
+* a line saying which candidate is building or measuring, and the time so far.
 
 Use ``dashboard.callback`` as a ``wb.tune(..., callbacks=[...])`` callback to watch a run
 started elsewhere, or ``TuningDashboard.from_result(result)`` to look at a finished one.
@@ -22,10 +25,15 @@ Example
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from workbench.tune.database import Record
 
 SEARCH = "search"
+PNG_DPI = 72
+_MATPLOTLIB = threading.RLock()
+"""Held while a figure is made or rendered: Matplotlib's text layout (mathtext's parser) is
+not thread-safe, and the drawing thread may run beside a caller's ``figure()``."""
 
 
 class TuningDashboard:
@@ -45,6 +53,10 @@ class TuningDashboard:
 
             self.space = make_space(space, func, target)
         self._lock = threading.Lock()
+        self._drawer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-dashboard")
+        self._drawing = None
+        self._dirty = False
+        self.draws = 0
         self._thread = None
         self._widget = None
         self.result = None
@@ -86,6 +98,10 @@ class TuningDashboard:
 
     def figure(self):
         """The three plots as one Matplotlib figure."""
+        with _MATPLOTLIB:
+            return self._figure()
+
+    def _figure(self):
         from workbench.viz.figures import new_figure
 
         fig, (curve, scatter, model) = new_figure((12, 3.2), ncols=3)
@@ -115,6 +131,15 @@ class TuningDashboard:
 
     # --- widget --------------------------------------------------------------------------
 
+    def png(self) -> bytes:
+        """The three plots as PNG bytes (what the widget's image shows)."""
+        import io
+
+        buffer = io.BytesIO()
+        with _MATPLOTLIB:
+            self.figure().savefig(buffer, format="png", dpi=PNG_DPI)
+        return buffer.getvalue()
+
     def _build(self):
         import json
 
@@ -131,25 +156,59 @@ class TuningDashboard:
         self._button = w.Button(description="Tune", button_style="primary")
         self._button.on_click(lambda _: self.start())
         self._status = w.Label("")
-        self._out = w.Output()
+        self._stage = w.Label("", layout=w.Layout(min_height="1.6em"))
+        self._image = w.Image(format="png", layout=w.Layout(width="100%"))
+        self._image.add_class("wb-dashboard-plots")
         controls = w.HBox([self._trials, self._button, self._status])
         self._widget = w.VBox([w.HBox(list(self._dropdowns.values()),
                                       layout=w.Layout(flex_flow="row wrap")),
-                               controls, self._out])
+                               controls, self._stage, self._image])
         self.refresh()
+        self.wait_drawn()
         return self._widget
 
     def refresh(self) -> None:
+        """Update the status line now and redraw the plots on the drawing thread.
+
+        Safe from any thread: the plots go into the image widget's ``value`` (PNG bytes,
+        a trait every front end syncs), never through an output area, which a background
+        thread cannot write to. Requests made while a drawing runs are merged into one.
+        """
         if self._widget is None:
             return
-        from IPython.display import display
-
-        fig = self.figure()
-        with self._out:
-            self._out.clear_output(wait=True)
-            display(fig)
         best = max(self.best_so_far(), default=0.0)
         self._status.value = f"{len(self.records)} records, best {best:.1f} GFLOP/s"
+        with self._lock:
+            self._dirty = True
+            if self._drawing is not None and not self._drawing.done():
+                return
+            self._drawing = self._drawer.submit(self._draw)
+
+    def _draw(self) -> None:
+        while True:
+            with self._lock:
+                if not self._dirty:
+                    return
+                self._dirty = False
+            self._image.value = self.png()
+            self.draws += 1
+
+    def wait_drawn(self, timeout: float = 60.0) -> None:
+        """Block until the plots show every record received so far (tests, scripts)."""
+        while True:
+            with self._lock:
+                drawing = self._drawing
+            if drawing is None:
+                return
+            drawing.result(timeout)
+            with self._lock:
+                if self._drawing is drawing and not self._dirty:
+                    return
+
+    def stage(self, event) -> None:
+        """A ``wb.tune`` stage callback: show which candidate is building or measuring."""
+        if self._widget is not None:
+            self._stage.value = f"⏳ {event}"
 
     def start(self) -> threading.Thread:
         """Run ``wb.tune`` with the pinned knobs in a background thread."""
@@ -162,7 +221,10 @@ class TuningDashboard:
         def run():
             self.result = tune(self.func, target=self.target, trials=trials, db=self.db,
                                space=self.space, strategy=self.strategy, pin=self.pins(),
-                               callbacks=[self.callback], progress=False)
+                               callbacks=[self.callback], stages=[self.stage],
+                               progress=False)
+            if self._widget is not None:
+                self._stage.value = f"done: {len(self.records)} records"
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()

@@ -59,10 +59,14 @@ class Strategy:
         return self._fresh(draws, n, seen)
 
     def _fresh(self, configs, n: int, seen: set[str]) -> list[dict]:
-        """The first ``n`` of ``configs`` whose key is neither in ``seen`` nor repeated."""
+        """The first ``n`` of ``configs`` whose key is neither in ``seen`` nor repeated,
+        and that the space accepts (``space.valid``)."""
         out, keys = [], set(seen)
         for config in configs:
             key = config_key(config)
+            if key not in keys and not self.space.valid(config):
+                keys.add(key)
+                continue
             if key not in keys:
                 keys.add(key)
                 out.append(config)

@@ -81,7 +81,8 @@ class BayesianSearch(Strategy):
                 break
             trial, config = self._ask()
             key = config_key(config)
-            if key in keys:  # a repeat: tell TPE it is pruned, ask again
+            if key in keys or not self.space.valid(config):  # a repeat or no candidate:
+                # tell TPE it is pruned, ask again
                 self._study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 continue
             keys.add(key)

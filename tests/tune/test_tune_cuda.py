@@ -1,0 +1,93 @@
+"""Tuning on the cuda target through the public API, under the CUDA simulator (issue 20,
+item 4): a 4-trial ``wb.tune(target="cuda")`` builds and measures every candidate (the
+measuring worker keeps the arrays on the device and times with events), the command line
+tunes for cuda, and ``wb.compile(..., target="cuda", schedules=records)`` takes each
+kernel's tuned schedule from the records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import ops
+from workbench.tune.runner import LocalRunner
+
+pytestmark = pytest.mark.cuda
+
+
+@pytest.fixture(autouse=True)
+def _simulator():
+    pytest.importorskip("numba.cuda")
+    from workbench.backends.numba_cuda import simulator_enabled
+
+    if not simulator_enabled():
+        pytest.skip("these run under the simulator (NUMBA_ENABLE_CUDASIM=1)")
+
+
+def test_a_four_trial_cuda_tune_builds_and_measures_every_candidate(tmp_path):
+    func = ops.matmul(8, 8, 8)
+    with LocalRunner(n_build=1) as runner:
+        result = wb.tune(func, target="cuda", trials=4, db=str(tmp_path / "r.jsonl"),
+                         strategy="random", cost_model=False, progress=False, repeats=1,
+                         runner=runner)
+    assert len(result.records) == 4
+    assert all(r.ok for r in result.records), [r.error for r in result.records]
+    assert all(r.latency_s > 0 and r.target == "cuda" for r in result.records)
+    kernel = result.build()  # the best one, replayed and built
+    a, b = np.random.default_rng(1).uniform(-1, 1, (2, 8, 8)).astype(np.float32)
+    c = np.full((8, 8), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_the_command_line_tunes_for_cuda(tmp_path, capsys):
+    from workbench.tune.cli import main
+
+    db = tmp_path / "cli.jsonl"
+    code = main(["tune", "matmul", "--shape", "8,8,8", "--target", "cuda", "--trials", "2",
+                 "--db", str(db), "--strategy", "random", "--no-progress"])
+    assert code == 0, capsys.readouterr().out
+    assert "target='cuda'" in capsys.readouterr().out
+    assert db.exists()
+
+
+def test_compile_for_cuda_uses_the_tuned_record_of_each_kernel(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 8, bias=False).eval()
+    x = torch.randn(4, 8)
+    compiled = wb.compile(model, (x,), target="cuda")
+    (node,) = [k.node for k in compiled.kernels]
+    func = compiled.func(node)
+    db = str(tmp_path / "model.jsonl")
+    with LocalRunner(n_build=1) as runner:
+        result = wb.tune(func, target="cuda", trials=2, db=db, strategy="random",
+                         cost_model=False, progress=False, repeats=1, runner=runner)
+    assert result.best is not None
+    tuned = wb.compile(model, (x,), target="cuda", schedules=db)
+    assert tuned.kernels[0].trace_json == result.best.trace
+    np.testing.assert_allclose(np.asarray(tuned(x)), model(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_tune_model_tunes_the_slowest_kernel_and_recompiles_with_the_records(tmp_path):
+    torch = pytest.importorskip("torch")
+    from workbench.tune.model import tune_model
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(4, 8)
+    db = str(tmp_path / "model.jsonl")
+    with LocalRunner(n_build=1) as runner:
+        result = tune_model(model, (x,), target="cuda", db=db, time_budget_s=120, top=1,
+                            trials=2, repeat=1, strategy="random", cost_model=False,
+                            repeats=1, runner=runner)
+    table = result.table()
+    assert list(table["tuned"]).count(True) == 1
+    (node,) = result.tuned
+    assert result.tuned[node].best is not None
+    kernel = next(k for k in result.compiled.kernels if k.node == node)
+    assert kernel.trace_json == result.tuned[node].best.trace
+    np.testing.assert_allclose(np.asarray(result.compiled(x)), model(x).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
