@@ -148,6 +148,11 @@ class AtenOps:
 
     def _op_batch_norm(self, x, weight, bias, mean, var, training=False, momentum=0.1,
                        eps=1e-5, cudnn_enabled=False):
+        (channels,) = self._shape(mean)
+        if weight is None:
+            weight = self.b.constant("ones", np.ones(channels, self.b.types[x].dtype))
+        if bias is None:
+            bias = self.b.constant("zeros", np.zeros(channels, self.b.types[x].dtype))
         return self._emit("batch_norm", [x, mean, var, weight, bias], {"eps": float(eps)})
 
     def _op_native_batch_norm(self, x, weight, bias, mean, var, training, momentum, eps):
@@ -370,11 +375,13 @@ class AtenOps:
     _op_amax = _reduction("max")
     _op_amin = _reduction("min")
 
-    def _op_var(self, x, dims=None, *, correction=1, keepdim=False):
+    def _op_var(self, x, dims=None, unbiased=True, keepdim=False, *, correction=None):
+        """``var.dim`` (``unbiased``) and ``var.correction`` (``correction``, keyword)."""
         axes = self._axes(x, dims)
+        if correction is None:
+            correction = 1 if unbiased else 0
         y = self._emit("reduce", [x], {"axes": axes, "keepdims": bool(keepdim), "kind": "var"})
         count = math.prod(self._shape(x)[a] for a in axes)
-        correction = 1 if correction is None else correction
         if correction:
             y = self._emit("mul", [y, self._tensor(count / (count - correction), x)])
         return y
