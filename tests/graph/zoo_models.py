@@ -45,6 +45,17 @@ def _define_torchvision_schemas() -> None:
     _TV_LIBRARY.append(library)  # the schemas live as long as the library object
 
 
+def import_transformers():
+    """``transformers``, or None when it is not installed (torchvision made importable
+    first: transformers imports it when present)."""
+    import_torchvision()
+    try:
+        import transformers
+    except ImportError:
+        return None
+    return transformers
+
+
 def randomize_bn(model: nn.Module) -> nn.Module:
     """Random running statistics and affine parameters in every batch norm (eval mode)."""
     gen = torch.Generator().manual_seed(0)
@@ -104,6 +115,8 @@ def vision_models() -> dict:
         "vit": models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                                         hidden_dim=32, mlp_dim=64, num_classes=10),
     }
+    torch.nn.init.normal_(nets["vit"].heads.head.weight, std=0.2)  # zero-initialised
+    torch.nn.init.normal_(nets["vit"].class_token, std=0.2)
     x = torch.randn(1, 3, 32, 32)
     return {name: (randomize_bn(net), (x,)) for name, net in nets.items()}
 
@@ -111,9 +124,8 @@ def vision_models() -> dict:
 def text_models() -> dict:
     """name -> (model, input ids) for transformers' GPT-2, BERT and Llama from small configs
     (2 layers, width 32, random weights; no hub access)."""
-    try:
-        import transformers as tf
-    except ImportError:
+    tf = import_transformers()
+    if tf is None:
         return {}
     torch.manual_seed(0)
     small = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -128,5 +140,4 @@ def text_models() -> dict:
     ids = torch.randint(0, 64, (1, 8))
     for net in nets.values():
         net.config.use_cache = False
-        net.config.return_dict = False
     return {name: (net.eval(), (ids,)) for name, net in nets.items()}
