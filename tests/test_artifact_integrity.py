@@ -324,3 +324,23 @@ def test_data_that_is_not_an_ir_value_is_never_printed_as_code(where):
     else:
         with pytest.raises(ValueError):
             ExprPrinter({}).print(IntImm("0); import os; (", "int32"))
+
+
+@pytest.mark.parametrize("kind", ["graph", "tune"])
+def test_build_options_that_are_not_plain_values_are_refused(kind, graph_artifact, tune_artifact,
+                                                              tmp_path, guard):
+    folder = _artifact(kind, graph_artifact, tune_artifact, tmp_path)
+    payload = f"False)\nimport os\nos.environ[{FLAG!r}] = '1'\nif (0"
+
+    def edit(manifest):
+        options = manifest["kernels"][0]["options"] if kind == "graph" else manifest["options"]
+        options["boundscheck"] = payload if kind == "graph" else [payload]
+
+    _rehash(folder, edit)
+    with pytest.raises(ArtifactIntegrityError, match="options"):
+        _loader(kind)(folder)
+
+
+def test_option_values_are_never_printed_raw():
+    source = wb.build(ops.add(4, 4), target="cpu", boundscheck="False); import os; (0").source
+    assert "import os" not in source and "boundscheck=True" in source

@@ -202,3 +202,14 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
     for rel in sorted(files):
         verified.read(rel)
     return verified
+
+
+def check_options(folder, name: str, options) -> dict:
+    """``options`` (build options read from a manifest) as a dict of names to JSON scalars
+    (bool, int, float, None); anything else is refused naming ``name``."""
+    scalars = (bool, int, float, type(None))
+    if not isinstance(options, dict) or not all(
+            isinstance(k, str) and isinstance(v, scalars) for k, v in options.items()):
+        raise ArtifactIntegrityError(folder, name, "its build options are not a mapping of "
+                                     "names to plain values")
+    return dict(options)

@@ -442,15 +442,17 @@ class CpuPrinter(PythonPrinter):
         o = self.options
         fastmath = "rt.FASTMATH_FLAGS" if o["fastmath"] else "False"
         return [
-            f"@numba.njit(cache={o['cache']}, parallel={self.parallel}, fastmath={fastmath}, "
-            f'boundscheck={o["boundscheck"]}, error_model="numpy")'
+            # bool(): option values are data (an artifact's manifest), never printed raw
+            f"@numba.njit(cache={bool(o['cache'])}, parallel={bool(self.parallel)}, "
+            f'fastmath={fastmath}, boundscheck={bool(o["boundscheck"])}, error_model="numpy")'
         ]
 
     def _allocation(self, buf: Buffer) -> str:
         if buf in self.workspace:
             return ""  # a workspace parameter
         if buf.name in self.stack:
-            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {buf.scope}, stack"
+            scope = source_comment(buf.scope)
+            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {scope}, stack"
         return _allocation_line(self.names[buf.name], "np.empty", buf)
 
     def _loop_function(self, stmt: For) -> str:

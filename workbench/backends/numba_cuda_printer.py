@@ -71,6 +71,8 @@ class CudaExprPrinter(ExprPrinter):
         one = f"{cast}(1.0)"
         op = expr.op
         if op.startswith("cuda."):  # warp intrinsics placed by passes (cuda_reduction)
+            if not all(part.isidentifier() for part in op.split(".")):
+                raise ValueError(f"intrinsic {op!r} is not a dotted name: not printed")
             return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", 9
         self.uses_math = True
         if op in ("exp", "log", "sqrt", "tanh", "erf", "sin", "cos"):
@@ -127,7 +129,7 @@ class CudaPrinter(PythonPrinter):
             head = [
                 f"# kernel {number}: grid {config.grid}, block {config.block} "
                 f"({threads} threads per block)",
-                f"@cuda.jit(fastmath={self.fastmath})",
+                f"@cuda.jit(fastmath={bool(self.fastmath)})",
                 f"def {name}({', '.join(params)}):",
             ]
             sections.append("\n".join(head + self.lines))
@@ -202,6 +204,8 @@ class CudaPrinter(PythonPrinter):
             return
         var = self.names[stmt.loop_var.name]
         axis, dim = stmt.thread_binding.split(".")
+        if not (axis.isidentifier() and dim.isidentifier()):
+            raise ValueError(f"thread binding {stmt.thread_binding!r} is not a thread axis")
         index = f"cuda.{axis}.{dim}"
         if not (isinstance(stmt.min, IntImm) and stmt.min.value == 0):
             index = f"{self.printer(stmt.min)} + {index}"

@@ -18,6 +18,7 @@ The class is split along its seams: state, actions and widgets here, the views i
 
 from __future__ import annotations
 
+import html
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,9 +27,9 @@ from workbench.schedule import Schedule, ScheduleError
 from workbench.widgets import panes
 from workbench.widgets.actions import (
     Ref,
-    block_names,
     label,
     loops_above,
+    main_block,
     probe_arguments,
     refs_for,
 )
@@ -37,6 +38,7 @@ from workbench.widgets.controls import Controls
 from workbench.widgets.explorer_measure import ExplorerMeasuring
 from workbench.widgets.explorer_views import DRAWING_FIRST_S, ExplorerViews
 from workbench.widgets.history import History, HistoryNode
+from workbench.widgets.keyboard import Keyboard
 from workbench.widgets.layout import LOWERING, PANES, build_layout
 from workbench.widgets.on_demand import OnDemand
 from workbench.widgets.runner import MeasureRunner
@@ -143,8 +145,8 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
         self._views_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-views")
         self._legality_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-legal")
         self._legality_lock = threading.Lock()
-        blocks = block_names(schedule.mod)
-        self.block = blocks[0]
+        self.block = main_block(schedule.mod)
+        self._loop_depth: int | None = None  # of the selection before the last action
         loops = loops_above(schedule.mod, self.block)
         self.loop = loops[0].name if loops else None
         self._build_widgets(explorable_targets())
@@ -179,17 +181,25 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
         args = refs_for(primitive, args)
         node = self.node
         try:
-            schedule, handles = apply_action(node.schedule, node.handles, primitive, args, kwargs)
+            schedule, handles, made = apply_action(
+                node.schedule, node.handles, primitive, args, kwargs
+            )
         except ScheduleError as err:
             self.last_error = err
             self.views["error"].value = err._repr_html_()
             return False
         self.last_error = None
         self.views["error"].value = ""
+        before = [i.name for i in loops_above(node.func, self.block)]
+        self._loop_depth = before.index(self.loop) if self.loop in before else None
         self.history.add(schedule, label(primitive, args, kwargs), handles)
-        self._keep_selection()
+        self._keep_selection(made)
         self.refresh()
         return True
+
+    def show_message(self, text: str) -> None:
+        """A note in the message line (a choice missing for an action); nothing changes."""
+        self.views["error"].value = f"<span class='wb-message'>{html.escape(text)}</span>"
 
     def apply_default(
         self, primitive: str, loop: str | None = None, *, block: str | None = None
@@ -328,11 +338,13 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
 
     def _build_widgets(self, targets: tuple[str, ...]) -> None:
         self.controls = Controls(self, targets)
+        self.keyboard = Keyboard(self)
         self.tuner = TuneTab(self)
         layout = build_layout(self.controls.box(), self.tuner.widget)
         self.views, self.tabs, self.lowering_tabs = layout.views, layout.tabs, layout.lowering_tabs
         self.progress, self.widget = layout.progress, layout.widget
         self.on_demand = OnDemand(self, self._lazy_panes())
+        self.keyboard.attach(self.controls.loop, self.views["IR"])
         self.tabs.observe(self._on_tab, names="selected_index")
         self.lowering_tabs.observe(self._on_tab, names="selected_index")
 

@@ -17,7 +17,14 @@ import time
 from workbench import viz
 from workbench.schedule import Schedule
 from workbench.widgets import panes
-from workbench.widgets.actions import Ref, all_loops, block_names, legality, loops_above
+from workbench.widgets.actions import (
+    Ref,
+    all_loops,
+    block_names,
+    legality,
+    loops_above,
+    main_block,
+)
 from workbench.widgets.history import HistoryNode
 from workbench.widgets.layout import LOWERING, MACHINE_CODE, PANES
 from workbench.widgets.on_demand import LazyPane
@@ -31,14 +38,22 @@ class ExplorerViews:
 
     # --- rendering -------------------------------------------------------------------
 
-    def _keep_selection(self) -> None:
+    def _keep_selection(self, made: list | None = None) -> None:
+        """Keep the selected block and loop when they still exist; else select what the
+        last action made (the fused loop of a ``fuse``, the outer part of a ``split``), else
+        the loop at the same depth (the selection never jumps to the outermost loop)."""
         func = self.node.func
         blocks = block_names(func)
         if self.block not in blocks:
-            self.block = blocks[0]
+            made_blocks = [r.name for r in made or () if r.kind == "block" and r.name in blocks]
+            self.block = made_blocks[0] if made_blocks else main_block(func)
         names = [i.name for i in loops_above(func, self.block)]
-        if self.loop not in names:
-            self.loop = names[0] if names else None
+        if self.loop in names or not names:
+            self.loop = self.loop if names else None
+            return
+        made_loops = [r.name for r in made or () if r.kind == "loop" and r.name in names]
+        depth = self._loop_depth if self._loop_depth is not None else 0
+        self.loop = made_loops[0] if made_loops else names[min(depth, len(names) - 1)]
 
     def refresh(self, measure: bool = True) -> None:
         """Redraw from the current node: the IR-only views now, the loop-nest drawing first
