@@ -255,3 +255,92 @@ def test_an_old_artifact_without_hashes_is_refused(tune_artifact, tmp_path):
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ArtifactIntegrityError, match="no file list"):
         load_artifact(folder)
+
+
+def test_the_error_is_public_and_a_value_error():
+    assert wb.ArtifactIntegrityError is ArtifactIntegrityError
+    assert issubclass(ArtifactIntegrityError, ValueError)
+    error = ArtifactIntegrityError("/x", "weights/0.npy", "is missing")
+    assert error.name == "weights/0.npy" and "weights/0.npy: is missing" in str(error)
+    assert pickle.loads(pickle.dumps(error)).name == "weights/0.npy"
+
+
+def test_a_symlink_to_the_artifact_folder_itself_loads(tune_artifact, tmp_path):
+    (tmp_path / "latest").symlink_to(tune_artifact)
+    kernel = load_artifact(tmp_path / "latest")
+    a, b = np.random.default_rng(1).standard_normal((2, 4, 8)).astype("float32")
+    c = np.empty((4, 8), "float32")
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+def test_the_integrity_module_example_runs():
+    import doctest
+
+    import workbench.integrity
+
+    assert doctest.testmod(workbench.integrity).failed == 0
+
+
+def test_a_name_with_line_breaks_never_becomes_code(tune_artifact, tmp_path, guard):
+    """A careful tamperer puts code in a block name (``T.block`` takes any string) and stores
+    the source workbench generates for it, with every hash: the name is printed escaped, so
+    the artifact loads, computes, and the payload never runs."""
+    import ast
+
+    from workbench.schedule import Trace
+    from workbench.script import from_source
+
+    folder = _artifact("tune", None, tune_artifact, tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    name = (f"T_add\n{' ' * 12}pass\nimport os\nos.environ[{FLAG!r}] = '1'\n"
+            f"open({str(guard)!r}, 'w').write('ran')\nif True:")
+    text = (folder / "func.py").read_text()
+    assert 'T.block("T_add")' in text
+    evil = text.replace('T.block("T_add")', f"T.block({name!r})")
+    sch = Trace.from_json((folder / "trace.json").read_text()).apply(from_source(evil))
+    source = wb.build(sch, target="cpu", **manifest["options"]).source
+    assert "# block T_add\\n            pass\\nimport os" in source
+    top = [type(node).__name__ for node in ast.parse(source).body]
+    assert set(top) <= {"Expr", "Import", "ImportFrom", "FunctionDef"}, top
+    (folder / "func.py").write_text(evil)
+    (folder / manifest["module"]).write_text(source)
+    _rehash(folder, lambda manifest: None)
+    kernel = load_artifact(folder)
+    a, b = np.random.default_rng(2).standard_normal((2, 4, 8)).astype("float32")
+    c = np.empty((4, 8), "float32")
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("where", ["dtype", "int"])
+def test_data_that_is_not_an_ir_value_is_never_printed_as_code(where):
+    from workbench.backends.expr_printer import ExprPrinter, np_dtype_name
+    from workbench.ir import IntImm
+
+    if where == "dtype":
+        with pytest.raises(ValueError, match="not printed"):
+            np_dtype_name('float32); import os; (')
+    else:
+        with pytest.raises(ValueError):
+            ExprPrinter({}).print(IntImm("0); import os; (", "int32"))
+
+
+@pytest.mark.parametrize("kind", ["graph", "tune"])
+def test_build_options_that_are_not_plain_values_are_refused(kind, graph_artifact, tune_artifact,
+                                                              tmp_path, guard):
+    folder = _artifact(kind, graph_artifact, tune_artifact, tmp_path)
+    payload = f"False)\nimport os\nos.environ[{FLAG!r}] = '1'\nif (0"
+
+    def edit(manifest):
+        options = manifest["kernels"][0]["options"] if kind == "graph" else manifest["options"]
+        options["boundscheck"] = payload if kind == "graph" else [payload]
+
+    _rehash(folder, edit)
+    with pytest.raises(ArtifactIntegrityError, match="options"):
+        _loader(kind)(folder)
+
+
+def test_option_values_are_never_printed_raw():
+    source = wb.build(ops.add(4, 4), target="cpu", boundscheck="False); import os; (0").source
+    assert "import os" not in source and "boundscheck=True" in source

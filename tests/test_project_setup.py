@@ -66,6 +66,7 @@ def test_pyproject_metadata(pyproject: dict) -> None:
         "matplotlib",
         "graphviz",
         "ipywidgets",
+        "ipyevents",  # the explorer's keyboard (issue 21 item 12)
         "pygments",
         "tqdm",
         "platformdirs",  # the user's cache folder (kernel cache, issue 17)

@@ -34,7 +34,7 @@ Example
 >>> verify_folder(folder, "example").read("data.txt")
 b'hello'
 >>> _ = (folder / "data.txt").write_text("HELLO")
->>> verify_folder(folder, "example")
+>>> verify_folder(folder, "example")  # doctest: +ELLIPSIS +IGNORE_EXCEPTION_DETAIL
 Traceback (most recent call last):
 ...
 workbench.integrity.ArtifactIntegrityError: ... data.txt: its content changed (sha256 ...
@@ -168,7 +168,7 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
         When the manifest is intact but of another format than ``fmt``.
     """
     folder = Path(folder)
-    if folder.is_symlink() or not folder.is_dir():
+    if not folder.is_dir():  # the folder may be a symlink (a "latest" link); nothing in it
         raise ArtifactIntegrityError(folder, ".", "is not a folder")
     manifest_path = folder / MANIFEST
     try:
@@ -202,3 +202,14 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
     for rel in sorted(files):
         verified.read(rel)
     return verified
+
+
+def check_options(folder, name: str, options) -> dict:
+    """``options`` (build options read from a manifest) as a dict of names to JSON scalars
+    (bool, int, float, None); anything else is refused naming ``name``."""
+    scalars = (bool, int, float, type(None))
+    if not isinstance(options, dict) or not all(
+            isinstance(k, str) and isinstance(v, scalars) for k, v in options.items()):
+        raise ArtifactIntegrityError(folder, name, "its build options are not a mapping of "
+                                     "names to plain values")
+    return dict(options)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import ir_examples
-from workbench.backends import build, numba_cpu
+from workbench.backends import build, kernel_cache, numba_cpu
 from workbench.backends.kernel_cache import (
     CacheFolderError,
     kernel_cache_dir,
@@ -160,3 +160,19 @@ def test_a_kernel_evicted_from_memory_is_freed(fresh_cache):
         _check_add_relu(held, 30)  # evicted, but a Kernel the user holds still runs
     finally:
         cache.resize(size)
+
+
+def test_an_evicted_cuda_module_leaves_sys_modules():
+    import types
+
+    from workbench.backends import numba_cuda
+
+    module = types.ModuleType("workbench_kernel_fake_cuda_0")
+    module.__file__ = "/nonexistent/workbench_kernel_fake_cuda_0.py"
+    exec("def host():\n    pass\n", module.__dict__)
+    sys.modules[module.__name__] = module
+    compiled = types.SimpleNamespace(host=module.host)
+    cache = kernel_cache.LRUCache(maxsize=1, on_evict=numba_cuda._forget)
+    cache["a"] = compiled
+    cache["b"] = types.SimpleNamespace(host=len)  # evicts "a"
+    assert module.__name__ not in sys.modules

@@ -158,11 +158,15 @@ def test_lean_and_kernel_modes_compute_the_same(compiled):
 def test_bad_inputs_are_refused_before_any_launch(compiled):
     from numba import cuda
 
+    from workbench.graph.compiler import ModelInputError
+
     _, c = compiled
-    with pytest.raises(ValueError, match="expected float32 of shape"):
+    with pytest.raises(ModelInputError, match=r"expected float32 array of shape \(2, 8\)"):
         c(cuda.to_device(np.zeros((3, 8), np.float32)))
-    with pytest.raises(TypeError, match="takes 1 input"):
+    with pytest.raises(ModelInputError, match="takes 1 input"):
         c()
+    with pytest.raises(ModelInputError, match="got list"):
+        c([[0.0] * 8] * 2)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a real GPU")
@@ -183,4 +187,35 @@ def test_torch_cuda_tensors_in_and_out_on_the_current_stream():
     assert cuda_device.COPIES["to_host"] == before["to_host"]
     assert isinstance(out, torch.Tensor) and out.is_cuda
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
-    assert c.runtime.sequence.stats.replayed >= 1
+    stats = c.runtime.sequence.stats
+    assert stats.replayed >= 1
+    captured = stats.captured
+    x2 = torch.randn(2, 8, device="cuda")  # another address: a new graph
+    torch.testing.assert_close(c(x2), model(x2), rtol=1e-5, atol=1e-5)
+    assert stats.captured == captured + 1
+    x.copy_(torch.randn(2, 8, device="cuda"))  # same address, new contents: replayed
+    torch.testing.assert_close(c(x), model(x), rtol=1e-5, atol=1e-5)
+    assert stats.captured == captured + 1
+    c.runtime.mode = "lean"
+    torch.testing.assert_close(c(x2), model(x2), rtol=1e-5, atol=1e-5)
+
+
+def test_latency_report_times_each_kernel_on_the_device(compiled):
+    from numba import cuda
+
+    _, c = compiled
+    x = cuda.to_device(np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32))
+    before = dict(cuda_device.COPIES)
+    frame = c.latency_report(x, repeat=2)
+    assert list(frame["kernel"]) == [k.node for k in c.kernels]
+    assert (frame["median_us"] > 0).all()
+    assert cuda_device.COPIES == before
+
+
+def test_the_copy_counters_docstring_example_runs():
+    import doctest
+
+    if not simulator_enabled():
+        pytest.skip("the simulator")
+    outcome = doctest.testmod(cuda_device)
+    assert outcome.attempted > 0 and outcome.failed == 0

@@ -294,3 +294,121 @@ def test_cache_read_under_scope_on_the_gpu(rng):
     assert all("A_local" not in k for k in kernels[1:])
     assert "C[i_1, j_1] = A_global[i_1, j_1]" in kernels[2]
     compare_with_reference(sch, access_under_scope, rng, [("cuda", {})])
+
+
+# --- nested blocks with predicates --------------------------------------------------------
+
+
+@T.prim_func
+def nested_block_predicate(A: T.Buffer((12, 24), "float32"), C: T.Buffer((10, 20), "float32")):
+    for i, j in T.grid(12, 24):
+        with T.block("compute"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            with T.block("inner"):
+                T.where(vi < 10 and vj < 20)
+                C[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+@T.prim_func
+def sibling_predicates(A: T.Buffer((12, 24), "float32"), C: T.Buffer((12, 24), "float32")):
+    for i, j in T.grid(12, 24):
+        with T.block("compute"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            with T.block("left"):
+                T.where(vi < 8)
+                C[vi, vj] = A[vi, vj] * T.float32(2)
+            with T.block("top"):
+                T.where(vj < 16)
+                C[vi, vj] = A[vi, vj] * T.float32(3)
+
+
+@T.prim_func
+def guarded_rows(A: T.Buffer((12, 24), "float32"), C: T.Buffer((12, 24), "float32")):
+    for i, j in T.grid(12, 24):
+        with T.block("C"):
+            T.where(i < 8)
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+@T.prim_func
+def elementwise_rows(A: T.Buffer((12, 24), "float32"), C: T.Buffer((12, 24), "float32")):
+    for i, j in T.grid(12, 24):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+def test_cache_write_with_nested_block_predicate(rng):
+    """test_tir_schedule_cache_read_write.py::test_cache_write_with_nested_block_predicate:
+    the inner block's guard only keeps the index inside ``C`` (10x20): every element of the
+    copy-back was written, no fill (as TVM)."""
+    sch = Schedule(nested_block_predicate)
+    sch.cache_write(sch.get_block("compute"), 0, "local")
+    assert block_names(sch.mod) == ["compute", "inner", "C_local"]
+    assert [sch.get(lp).extent.value for lp in sch.get_loops(sch.get_block("C_local"))] == [
+        10, 20
+    ]
+    assert readers_of(sch.mod, "A") == ["compute", "inner"]
+    verify_trace_roundtrip(sch)
+    check_numbers(sch, rng)
+
+
+def test_cache_read_with_nested_block_predicate(rng):
+    """test_tir_schedule_cache_read_write.py::test_cache_read_with_nested_block_predicate:
+    the outer and the inner block read the copy. TVM copies the 10x20 the guard lets
+    through; the copy here covers the declared region (12x24, all of ``A``)."""
+    sch = Schedule(nested_block_predicate)
+    sch.cache_read(sch.get_block("compute"), 0, "local")
+    assert block_names(sch.mod) == ["A_local", "compute", "inner"]
+    assert readers_of(sch.mod, "A_local") == ["compute", "inner"]
+    verify_trace_roundtrip(sch)
+    check_numbers(sch, rng)
+
+
+def test_cache_write_sibling_nested_block_predicates_use_union(rng):
+    """test_tir_schedule_cache_read_write.py::test_cache_write_sibling_nested_block_
+    predicates_use_union: the cache covers the union of both writes (12x24). Neither block
+    writes ``C[8:, 16:]``: the cache is filled from ``C`` first, so the copy-back keeps
+    those elements (TVM copies them back unwritten)."""
+    sch = Schedule(sibling_predicates)
+    sch.cache_write(sch.get_block("compute"), 0, "local")
+    assert [b.shape for b in sch.mod.root_block.alloc_buffers] == [(12, 24)]
+    assert block_names(sch.mod) == ["C_local_fill", "compute", "left", "top", "C_local"]
+    verify_trace_roundtrip(sch)
+    check_numbers(sch, rng)
+
+
+def test_cache_read_sibling_nested_block_predicates_use_union(rng):
+    """test_tir_schedule_cache_read_write.py::test_cache_read_sibling_nested_block_
+    predicates_use_union: the copy covers the union of both reads (all of ``A``)."""
+    sch = Schedule(sibling_predicates)
+    sch.cache_read(sch.get_block("compute"), 0, "local")
+    assert [b.shape for b in sch.mod.root_block.alloc_buffers] == [(12, 24)]
+    assert [sch.get(lp).extent.value for lp in sch.get_loops(sch.get_block("A_local"))] == [
+        12, 24
+    ]
+    verify_trace_roundtrip(sch)
+    check_numbers(sch, rng)
+
+
+def test_cache_write_of_a_guard_that_skips_rows(rng):
+    """Not in TVM's file: ``T.where(i < 8)`` skips rows 8-11 of the block's domain; the
+    copy-back covers the declared region, so the cache is filled first and rows 8-11 of
+    ``C`` keep their values (TVM would copy them back unwritten)."""
+    sch = Schedule(guarded_rows)
+    sch.cache_write(sch.get_block("C"), 0, "local")
+    assert block_names(sch.mod) == ["C_local_fill", "C", "C_local"]
+    verify_trace_roundtrip(sch)
+    check_numbers(sch, rng)
+
+
+def test_cache_write_after_a_non_dividing_split(rng):
+    """The guard a non-dividing split adds (``i_0 * 5 + i_1 < 12``) only skips iterations
+    outside the block's domain: every element is written, no fill."""
+    sch = Schedule(elementwise_rows)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    sch.split(i, factors=[None, 5])
+    sch.cache_write(sch.get_block("C"), 0, "local")
+    assert block_names(sch.mod) == ["C", "C_local"]
+    check_numbers(sch, rng)

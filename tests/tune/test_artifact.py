@@ -117,3 +117,25 @@ def test_export_refuses_a_function_the_trace_does_not_start_from(tmp_path):
     with pytest.raises(ValueError, match="does not give"):
         export_artifact(sch, tmp_path / "x", func=ops.add(4, 4))
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("space_name", ["generated", "matmul"])
+def test_schedules_the_tuner_samples_export_load_and_compute(space_name, tmp_path):
+    """tune -> export -> load for candidates of the tuner's spaces (its default and random
+    draws: tiling, packing with a workspace, write caches, parallel loops)."""
+    import random
+
+    from workbench.tune.api import make_space
+
+    func = ops.matmul(16, 16, 16)
+    space = make_space(space_name, func, target="cpu")
+    rng = random.Random(7)
+    configs = [space.default_config()] + [space.random_config(rng) for _ in range(3)]
+    a, b, _ = random_arguments(func, seed=2)
+    for index, config in enumerate(configs):
+        sch = space.schedule(config)
+        kernel = load_artifact(export_artifact(sch, tmp_path / f"c{index}", func=func))
+        c = np.empty((16, 16), "float32")
+        kernel(a, b, c)
+        np.testing.assert_allclose(c, a.astype("float64") @ b, rtol=1e-4, atol=1e-4,
+                                   err_msg=str(config))

@@ -44,3 +44,13 @@ def test_python_m_workbench_tune_then_best(tmp_path):
     best = subprocess.run([sys.executable, "-m", "workbench", "best", "--db", str(db)],
                           env=env, capture_output=True, text=True, timeout=120)
     assert best.returncode == 0 and best.stdout.count("add-") == 1
+
+
+def test_export_to_a_non_empty_folder_is_refused_before_tuning(tmp_path, capsys):
+    (tmp_path / "art").mkdir()
+    (tmp_path / "art" / "old.txt").write_text("x")
+    db = tmp_path / "r.jsonl"
+    code = main(["tune", "add", "--shape", "4,8", "--target", "numpy", "--trials", "1",
+                 "--db", str(db), "--export", str(tmp_path / "art"), "--no-progress"])
+    assert code == 2 and "--export" in capsys.readouterr().err
+    assert not db.exists()  # nothing was measured

@@ -69,3 +69,25 @@ def test_compile_for_cuda_uses_the_tuned_record_of_each_kernel(tmp_path):
     assert tuned.kernels[0].trace_json == result.best.trace
     np.testing.assert_allclose(np.asarray(tuned(x)), model(x).detach().numpy(), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_tune_model_tunes_the_slowest_kernel_and_recompiles_with_the_records(tmp_path):
+    torch = pytest.importorskip("torch")
+    from workbench.tune.model import tune_model
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(4, 8)
+    db = str(tmp_path / "model.jsonl")
+    with LocalRunner(n_build=1) as runner:
+        result = tune_model(model, (x,), target="cuda", db=db, time_budget_s=120, top=1,
+                            trials=2, repeat=1, strategy="random", cost_model=False,
+                            repeats=1, runner=runner)
+    table = result.table()
+    assert list(table["tuned"]).count(True) == 1
+    (node,) = result.tuned
+    assert result.tuned[node].best is not None
+    kernel = next(k for k in result.compiled.kernels if k.node == node)
+    assert kernel.trace_json == result.tuned[node].best.trace
+    np.testing.assert_allclose(np.asarray(result.compiled(x)), model(x).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)

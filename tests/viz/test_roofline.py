@@ -202,3 +202,19 @@ def test_point_under_the_roof_or_hand_made_peaks_do_not_remeasure(monkeypatch):
         plot_roofline([above], remeasure=lambda: MachinePeaks(gflops=20.0, gbps=2.0))
     ax = plot_roofline([above], peaks=PEAKS)  # hand-made peaks (no machine key): as given
     assert ax.roofline_peaks is PEAKS
+
+
+def test_points_of_one_intensity_are_numbered_and_listed_in_the_legend():
+    """Issue 21 item 8: notebook 02's steps share an intensity; their names stacked."""
+    points = [result(f"step {i} with a long name", flops=2_000_000, bytes_=1_000_000,
+                     median_s=1e-3 / (1 + 0.05 * i)) for i in range(8)]
+    ax = plot_roofline(points, PEAKS, remeasure=False)
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if (t.get_gid() or "").startswith("label:")]
+    assert [t.get_text() for t in labels] == [str(n) for n in range(1, 9)]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("3 · step 2 with a long name [cpu]") for t in legend)
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not any(boxes[a].overlaps(boxes[b]) for a in range(8) for b in range(a + 1, 8))

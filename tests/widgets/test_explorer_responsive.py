@@ -91,7 +91,7 @@ def test_revisiting_a_node_is_served_from_the_cache(ex):
 def test_machine_code_is_compiled_only_when_its_tab_is_opened(ex):
     ex.parallel("i")
     ex.wait()
-    key = (1, "machine code", "cpu")
+    key = (1, "machine code", wb.Target("cpu"))  # the explorer keys views by Target
     asm = ex.views["lowering"]["asm"]
     assert key not in ex.cache and "compiled when this tab is opened" in asm.value
     ex.show_lowering("scheduled IR")
@@ -103,7 +103,7 @@ def test_machine_code_is_compiled_only_when_its_tab_is_opened(ex):
     assert "define" in ex.views["lowering"]["LLVM IR / PTX"].value
     ex.undo()  # an open tab follows the node: node 0 is compiled too
     ex.wait()
-    assert (0, "machine code", "cpu") in ex.cache
+    assert (0, "machine code", wb.Target("cpu")) in ex.cache
     # the kernel shown is the one of node 1, and it computes the reference
     kernel = wb.build(ex.history[1].func, target="cpu")
     rng = np.random.default_rng(3)
@@ -135,8 +135,24 @@ def test_cuda_target_shows_the_cuda_source_its_errors_and_gpu_warnings(ex):
         ex.views["lowering"]["LLVM IR / PTX"].value)
 
 
+def test_cuda_opens_on_a_bound_default_schedule_without_an_error():
+    """Issue 21 item 11: no red UnboundKernelError before any edit; node 1 is the target's
+    graph rule (undo shows the start), and the status says the simulator is used."""
+    ex = wb.explore(ops.matmul(64, 48, 64), target="cuda", peaks=PEAKS)
+    ex.wait()
+    assert ex.history.current_id == 1 and ex.node.label == "default binding (cuda graph rule)"
+    assert "Error" not in ex.views["code"].value and "cuda.jit" in ex.views["code"].value
+    assert ex.views["error"].value == ""
+    assert "CUDA simulator" in ex.views["status"].value
+    assert 'sch.bind(l5, "blockIdx.x")' in str(ex.current.trace)
+    ex.undo()
+    assert ex.history.current_id == 0
+    ex.close()
+
+
 def test_gpu_warnings_follow_the_controls():
     ex = wb.explore(ops.matmul(64, 48, 64), target="cuda", peaks=PEAKS, measure=False)
+    ex.undo()  # from the start node, not the default binding
     assert ex.bind("i", "blockIdx.x") and ex.bind("j", "threadIdx.x")
     ex.select(loop="j")
     ex.wait()
@@ -203,6 +219,7 @@ def test_a_refused_drag_shows_the_error_and_restores_the_order():
 
 def test_cuda_under_the_simulator_is_not_timed():
     ex = wb.explore(ops.matmul(64, 64, 64), target="cuda", peaks=PEAKS, debounce_s=0.0)
+    ex.undo()  # from the start node, not the default binding
     assert ex.bind("i", "blockIdx.x") and ex.bind("j", "threadIdx.x")
     ex.wait()
     assert "not measured: under the CUDA simulator" in ex.views["status"].value
@@ -274,7 +291,7 @@ def test_the_selected_loop_is_marked_in_the_generated_code(ex):
 def test_legality_and_compile_wait_for_the_drawing(ex, monkeypatch):
     import time
 
-    from workbench.widgets import explorer as explorer_module
+    from workbench.widgets import explorer_views as explorer_module
 
     monkeypatch.setattr(explorer_module, "DRAWING_FIRST_S", 30.0)
     gate = hold(ex._views_executor)  # the drawing cannot start

@@ -34,20 +34,17 @@ import numpy as np
 
 @dataclasses.dataclass
 class _DriverLaunch:
-    """One kernel, launched through the driver with a prepared argument list."""
+    """One kernel, launched through the driver with its arguments packed once
+    (``cuda_graph.PackedLaunch``: only the parameters' data pointers are rewritten)."""
 
-    launch: Callable  # cuda.core launch
-    stream: object
-    config: object  # cuda.core LaunchConfig
-    kernel: object  # the cuda.core kernel handle
-    template: list
-    slots: tuple[int, ...]  # positions of the parameters' data pointers in ``template``
+    packed: object
+    stream: int = 0
 
     def __call__(self, pointers: list[int], arrays) -> None:
-        args = self.template.copy()
-        for slot, pointer in zip(self.slots, pointers, strict=True):
-            args[slot] = pointer
-        self.launch(self.stream, self.config, self.kernel, *args)
+        packed = self.packed
+        for slot, pointer in zip(packed.slots, pointers, strict=False):
+            packed.values[slot] = pointer
+        packed(self.stream)
 
 
 @dataclasses.dataclass
@@ -177,55 +174,31 @@ class LeanLauncher:
 
 def _driver_launch(dispatcher, configured, arrays, workspace) -> _DriverLaunch | None:
     """The driver-level launcher of one compiled kernel, or None (simulator, several
-    overloads, debug or cooperative kernels, a Numba without these internals)."""
+    overloads, debug or cooperative kernels, dynamic shared memory, a Numba without these
+    internals)."""
     from numba import config as numba_config
 
-    if numba_config.ENABLE_CUDASIM:
+    if numba_config.ENABLE_CUDASIM or configured.sharedmem:
         return None
     try:
-        from numba.cuda import dispatcher as numba_dispatcher
+        from workbench.backends.cuda_graph import PackedLaunch
 
         overloads = list(dispatcher.overloads.values())
-        if len(overloads) != 1:
+        if len(overloads) != 1 or overloads[0].debug or overloads[0].cooperative:
             return None
-        overload = overloads[0]
-        if overload.debug or overload.cooperative:
-            return None
-        template: list = []
-        slots = []
-        for position, value in enumerate(tuple(arrays) + tuple(workspace)):
-            face = value.__cuda_array_interface__
-            shape = tuple(int(n) for n in face["shape"])
-            itemsize = np.dtype(face["typestr"]).itemsize
-            size = int(np.prod(shape)) if shape else 1
-            template += [0, 0, size, itemsize, face["data"][0], *shape]
-            template += list(_contiguous_strides(shape, itemsize))
-            if position < len(arrays):
-                slots.append(len(template) - 2 * len(shape) - 1)
-        if len(overload.argument_types) != len(arrays) + len(workspace):
-            return None
-        cufunc = overload._codelibrary.get_cufunc()
-        if numba_dispatcher.CUDA_CORE_GE_1_0:
-            launch_config = numba_dispatcher.LaunchConfig(
-                grid=configured.griddim,
-                block=configured.blockdim,
-                shmem_size=configured.sharedmem,
-                is_cooperative=False,
-            )
-        else:
-            launch_config = numba_dispatcher.LaunchConfig(
-                grid=configured.griddim,
-                block=configured.blockdim,
-                shmem_size=configured.sharedmem,
-                cooperative_launch=False,
-            )
         return _DriverLaunch(
-            numba_dispatcher.launch,
-            configured.stream,
-            launch_config,
-            cufunc.kernel,
-            template,
-            tuple(slots),
+            PackedLaunch(dispatcher, configured.griddim, configured.blockdim,
+                         [*arrays, *workspace]),
+            _stream_handle(configured.stream),
         )
     except Exception:  # numba internals differ: the dispatcher path is still correct
         return None
+
+
+def _stream_handle(stream) -> int:
+    """The raw ``CUstream`` of a Numba / cuda.core stream (0: the default stream)."""
+    handle = getattr(stream, "handle", stream)
+    try:
+        return int(handle or 0)
+    except TypeError:
+        return int(getattr(handle, "getPtr", lambda: 0)())

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from workbench.ir import (
+    DTYPES,
     EQ,
     GE,
     GT,
@@ -79,9 +80,26 @@ _BINARY = {
 _ASSOCIATIVE_INT = (Add, Mul)  # re-association is exact for integers only
 
 
+def source_dtype(dtype: str) -> str:
+    """``dtype``, checked to be an IR dtype before it is printed into generated source (a
+    PrimFunc parsed from an artifact may carry any string; printed raw it would be code)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}: it is not "
+                         "printed into generated source")
+    return dtype
+
+
+def source_comment(text) -> str:
+    """``text`` made safe inside a comment or docstring of generated source: one line of
+    ASCII (line breaks and other characters escaped), no double quote to end a string.
+    Names are data (a block name may be any string): printed raw, a line break in one
+    would start a line of code."""
+    return str(text).encode("unicode_escape").decode("ascii").replace('"', "\\x22")
+
+
 def np_dtype_name(dtype: str) -> str:
     """The numpy spelling of an IR dtype: ``np.float32``, ``np.bool_``."""
-    return "np.bool_" if dtype == "bool" else f"np.{dtype}"
+    return "np.bool_" if dtype == "bool" else f"np.{source_dtype(dtype)}"
 
 
 def is_index_expr(expr: PrimExpr) -> bool:
@@ -155,11 +173,12 @@ class ExprPrinter:
     def _print_IntImm(self, expr: IntImm, index_context: bool):
         if expr.dtype == "bool":
             return ("True" if expr.value else "False"), _PREC_ATOM
+        value = int(expr.value)  # an int, whatever the IR node was built from
         if index_context and self.unsigned_indices:
-            return f"u64({expr.value})", _PREC_ATOM
-        if expr.value < 0:
-            return str(expr.value), _PREC_UNARY
-        return str(expr.value), _PREC_ATOM
+            return f"u64({value})", _PREC_ATOM
+        if value < 0:
+            return str(value), _PREC_UNARY
+        return str(value), _PREC_ATOM
 
     def _print_FloatImm(self, expr: FloatImm, index_context: bool):
         value = expr.value

@@ -100,6 +100,7 @@ CPU = register_target(
         tuning_rules="workbench.tune.rules_cpu:cpu_rules",
         cost_prior=True,
         warnings="workbench.viz.advice:cpu_schedule_warnings",
+        explorer_views="workbench.widgets.target_views:cpu_views",
         artifact_format="numba-cpu-module",
         graph_runner="workbench.graph.compiler:cpu_runner",
         module=__name__,

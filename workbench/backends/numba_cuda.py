@@ -23,6 +23,7 @@ CI has no GPU: the tests run this target under Numba's CUDA simulator
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import time
 
@@ -56,7 +57,16 @@ max_threads_per_block
     Override the device's limit (None: the device's, 1024 under the simulator).
 """
 
-_MEMORY_CACHE = LRUCache()
+def _forget(key, compiled) -> None:
+    """An evicted module leaves ``sys.modules`` (see ``numba_cpu._forget``)."""
+    name = getattr(compiled.host, "__module__", None)
+    module = sys.modules.get(name) if name else None
+    if module is not None and getattr(module, "__file__", None) and \
+            any(value is compiled.host for value in vars(module).values()):
+        del sys.modules[name]
+
+
+_MEMORY_CACHE = LRUCache(on_evict=_forget)
 _LOCK = threading.Lock()
 
 
@@ -451,6 +461,7 @@ CUDA = register_target(
         graph_schedule="workbench.graph.schedules_cuda:graph_schedule",
         tuning_rules="workbench.tune.rules_cuda:cuda_rules",
         warnings="workbench.viz.advice:cuda_schedule_warnings",
+        explorer_views="workbench.widgets.target_views:cuda_views",
         module=__name__,
     )
 )

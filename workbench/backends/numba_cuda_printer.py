@@ -31,7 +31,12 @@ from workbench.backends import cuda_vector
 from workbench.backends.allocation import Allocate, workspace_buffers
 from workbench.backends.codegen_python import GeneratedSource, PythonPrinter, python_identifier
 from workbench.backends.cuda_sync import SyncThreads
-from workbench.backends.expr_printer import ExprPrinter, np_dtype_name
+from workbench.backends.expr_printer import (
+    ExprPrinter,
+    np_dtype_name,
+    source_comment,
+    source_dtype,
+)
 from workbench.ir import Buffer, Call, Div, For, ForKind, IntImm, PrimFunc, is_float
 
 _AXES = ("x", "y", "z")
@@ -66,6 +71,8 @@ class CudaExprPrinter(ExprPrinter):
         one = f"{cast}(1.0)"
         op = expr.op
         if op.startswith("cuda."):  # warp intrinsics placed by passes (cuda_reduction)
+            if not all(part.isidentifier() for part in op.split(".")):
+                raise ValueError(f"intrinsic {op!r} is not a dotted name: not printed")
             return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", 9
         self.uses_math = True
         if op in ("exp", "log", "sqrt", "tanh", "erf"):
@@ -122,7 +129,7 @@ class CudaPrinter(PythonPrinter):
             head = [
                 f"# kernel {number}: grid {config.grid}, block {config.block} "
                 f"({threads} threads per block)",
-                f"@cuda.jit(fastmath={self.fastmath})",
+                f"@cuda.jit(fastmath={bool(self.fastmath)})",
                 f"def {name}({', '.join(params)}):",
             ]
             sections.append("\n".join(head + self.lines))
@@ -159,10 +166,11 @@ class CudaPrinter(PythonPrinter):
         if buf in self.workspace:
             return ""
         shape = repr(tuple(int(n) for n in buf.shape))
-        element = f"numba.{'boolean' if buf.dtype == 'bool' else buf.dtype}"
+        element = f"numba.{'boolean' if buf.dtype == 'bool' else source_dtype(buf.dtype)}"
         if buf.scope == "shared":
             return f"{self.names[buf.name]} = cuda.shared.array({shape}, {element})"
-        return f"{self.names[buf.name]} = cuda.local.array({shape}, {element})  # scope {buf.scope}"
+        scope = source_comment(buf.scope)
+        return f"{self.names[buf.name]} = cuda.local.array({shape}, {element})  # scope {scope}"
 
     def _stmt_Allocate(self, stmt: Allocate, depth: int):
         line = self._allocation(stmt.buffer)
@@ -188,7 +196,7 @@ class CudaPrinter(PythonPrinter):
             self._emit(depth, line)
 
     def _stmt_CodeComment(self, stmt, depth: int):
-        self._emit(depth, f"# {stmt.text}")
+        self._emit(depth, f"# {source_comment(stmt.text)}")
 
     def _stmt_For(self, stmt: For, depth: int):
         if stmt.kind is not ForKind.THREAD_BINDING:
@@ -196,6 +204,8 @@ class CudaPrinter(PythonPrinter):
             return
         var = self.names[stmt.loop_var.name]
         axis, dim = stmt.thread_binding.split(".")
+        if not (axis.isidentifier() and dim.isidentifier()):
+            raise ValueError(f"thread binding {stmt.thread_binding!r} is not a thread axis")
         index = f"cuda.{axis}.{dim}"
         if not (isinstance(stmt.min, IntImm) and stmt.min.value == 0):
             index = f"{self.printer(stmt.min)} + {index}"

@@ -22,7 +22,8 @@ supplies:
                     the kernel itself)
 ``recipes``         the target name whose recipes, rules and views it shares (default its own)
 ``explore_as``      the target the explorer builds for (``numpy``: ``cpu``)
-``explorer_views``  ``(explorer) -> dict[str, callable]``: extra explorer panes
+``explorer_views``  ``(target) -> TargetViews``: the explorer's code, machine code and
+                    capacity views, opening schedule (``workbench.widgets.target_views``)
 ``module``          the module that registers it (imported where a ``Target`` is unpickled)
 ==================  ====================================================================
 

@@ -31,7 +31,12 @@ import numpy as np
 
 from workbench.backends.target import artifact_target
 from workbench.graph.ir import Graph, Node, TensorType
-from workbench.integrity import ArtifactIntegrityError, verify_folder, write_manifest
+from workbench.integrity import (
+    ArtifactIntegrityError,
+    check_options,
+    verify_folder,
+    write_manifest,
+)
 
 FORMAT = "workbench-graph-artifact/2"
 
@@ -213,9 +218,10 @@ def _derive_kernels(files, graph: Graph, items: list, fold_layout, target="cpu")
         if dsl != lowered.source:
             raise ArtifactIntegrityError(folder, f"kernel {node!r}", "its stored function "
                                          "is not the one its graph node lowers to")
+        options = check_options(folder, f"kernel {node!r}", item.get("options"))
         try:
             sch = Trace.from_json(trace).apply(lowered.func)
-            kernel = build(sch, target=target, **dict(item["options"]))
+            kernel = build(sch, target=target, **options)
         except Exception as error:  # noqa: BLE001 -- a trace or options we did not write
             raise ArtifactIntegrityError(folder, f"kernel {node!r}", "its trace or options "
                                          f"do not build ({type(error).__name__}: {error})"

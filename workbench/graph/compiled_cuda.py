@@ -9,8 +9,10 @@ copies:
 * **device inputs** (torch CUDA tensors, CuPy arrays, ``numba.cuda`` device arrays:
   anything with ``__cuda_array_interface__``; the simulator's device arrays) are read in
   place, no copy; the output is a new device array of the caller's kind (a torch tensor
-  for torch inputs, else a Numba device array), one device-to-device copy out of the
-  arena (the arena is reused by the next call);
+  for torch inputs, a CuPy array for CuPy inputs, else a Numba device array), one
+  device-to-device copy out of the arena (the arena is reused by the next call); objects
+  that offer only DLPack (``__dlpack__``) are not accepted: wrap them with
+  ``torch.from_dlpack`` first;
 * **host inputs** (numpy arrays, CPU tensors) are copied into device input buffers, and
   the output comes back as a numpy array: the only host copies, counted in
   ``workbench.backends.cuda_device.COPIES``.
@@ -20,11 +22,25 @@ initialised CUDA, else the default stream), so a torch program needs no synchron
 around the call.
 
 Launch paths (``mode``): the first call runs every kernel through ``CudaKernel`` (Numba
-compiles each kernel then); after it, ``"graph"`` (the default off the simulator's
-defaults) replays the whole kernel sequence as one CUDA graph, captured once per input
-address (``workbench.backends.cuda_graph``); ``"lean"`` launches each kernel with its
-arguments packed once (one driver call per kernel); ``"kernels"`` keeps calling the
-``CudaKernel`` objects (checks and Numba's dispatch every time; for comparison).
+compiles each kernel then, on the default stream, with the device synchronised around
+it); after it, ``"graph"`` (the default) replays the whole kernel sequence as one CUDA
+graph, captured once per input address (``workbench.backends.cuda_graph``; under the
+simulator a recorded list of launches stands in for it); ``"lean"`` launches each kernel
+with its arguments packed once (one driver call per kernel); ``"kernels"`` keeps calling
+the ``CudaKernel`` objects (checks and Numba's dispatch every time; for comparison).
+
+Measured on an H200 (bench/RESULTS.md, issue 20): a transformer block of 12 kernels (27
+launches) costs 50-56 us of host time per call through its graph, 245 us on the lean
+path, 823 us through ``CudaKernel``; torch.compile's reduce-overhead 96 us at batch 1.
+
+Example
+-------
+>>> compiled = wb.compile(model, (x,), target="cuda")   # doctest: +SKIP
+>>> xd = x.cuda()                        # a torch CUDA tensor: no host copy  # doctest: +SKIP
+>>> y = compiled(xd)                     # Numba compiles the kernels         # doctest: +SKIP
+>>> y = compiled(xd)                     # the graph captured and replayed    # doctest: +SKIP
+>>> compiled.runtime.sequence.stats      # doctest: +SKIP
+GraphStats(launched=0, captured=1, replayed=1, dropped=0)
 """
 
 from __future__ import annotations
@@ -62,6 +78,8 @@ class DeviceRuntime:
         self.sequence = None
         self._host_inputs: list | None = None
         self._torch_outputs: dict = {}
+        self._ran = False
+        self._checked: set = set()  # device input signatures that passed the checks
 
     # ---- buffers ------------------------------------------------------------------------
 
@@ -93,25 +111,49 @@ class DeviceRuntime:
 
     def _device_inputs(self, inputs) -> tuple[list, bool]:
         """The inputs as device arrays (copied only when on the host) and whether the
-        caller passed device arrays."""
+        caller passed device arrays. Device inputs of a (type, shape, dtype) signature
+        that passed the checks once are only checked for contiguity after."""
+        try:
+            signature = tuple((type(x), tuple(x.shape), x.dtype) for x in inputs)
+        except AttributeError:
+            signature = None
+        if signature is not None and signature in self._checked:
+            if all(x.is_contiguous() for x in inputs if is_torch_tensor(x)):
+                return list(inputs), True
+        arrays, on_device = self._check_inputs(inputs)
+        if on_device and signature is not None:
+            self._checked.add(signature)
+        return arrays, on_device
+
+    def _check_inputs(self, inputs) -> tuple[list, bool]:
+        from workbench.graph.compiler import ModelInputError
+
         graph = self.model.graph
         if len(inputs) != len(graph.inputs):
-            raise TypeError(f"the model takes {len(graph.inputs)} input(s), got {len(inputs)}")
+            raise ModelInputError(f"the model takes {len(graph.inputs)} input(s) "
+                                  f"({', '.join(graph.inputs)}), got {len(inputs)}")
         on_device = [is_device_array(x) for x in inputs]
         if any(on_device) and not all(on_device):
-            raise TypeError("pass every input on the device or every input on the host")
+            raise ModelInputError("pass every input on the device or every input on the host")
         arrays = []
         for (name, ty), x in zip(graph.inputs.items(), inputs, strict=True):
             shape, dtype = tuple(ty.shape), np.dtype(ty.dtype)
+            expected = f"{dtype} array of shape {shape}"
+            if not (on_device[0] or isinstance(x, np.ndarray) or hasattr(x, "detach")):
+                hint = (" (a DLPack-only array: pass torch.from_dlpack(x))"
+                        if hasattr(x, "__dlpack__") else "")
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {type(x).__name__}{hint}")
             got_dtype = np.dtype(str(x.dtype).replace("torch.", ""))
             if tuple(x.shape) != shape or got_dtype != dtype:
-                raise ValueError(f"input {name!r}: expected {dtype} of shape {shape}, got "
-                                 f"{got_dtype} of shape {tuple(x.shape)}")
+                raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
+                                      f"got {got_dtype} array of shape {tuple(x.shape)}")
             arrays.append(x)
         if all(on_device):
             for name, x in zip(graph.inputs, arrays, strict=True):
                 if is_torch_tensor(x) and not x.is_contiguous():
-                    raise ValueError(f"input {name!r} is not contiguous (call .contiguous())")
+                    raise ModelInputError(f"input {name!r} of the model is not contiguous "
+                                          "(call .contiguous())")
             return arrays, True
         if self._host_inputs is None:
             self._host_inputs = [device_empty(ty.shape, ty.dtype) for ty in graph.inputs.values()]
@@ -150,14 +192,18 @@ class DeviceRuntime:
 
     def _run_kernels(self, named: dict) -> None:
         """Every kernel through its ``CudaKernel`` (Numba's dispatch, on the default
-        stream; compiles on the first call): the device is synchronised around it so
-        that the caller's stream and this one see each other's work."""
+        stream; Numba compiles them on the first call, when the device is synchronised
+        around it so that the caller's stream and this one see each other's work)."""
         from numba import cuda
 
-        cuda.synchronize()
+        first = not self._ran
+        if first:
+            cuda.synchronize()
         for kernel in self.model.kernels:
             kernel.kernel(*self._kernel_arrays(kernel, named))
-        cuda.synchronize()
+        if first:
+            cuda.synchronize()
+            self._ran = True
 
     def _make_sequence(self, named: dict):
         """The launches of every kernel with packed arguments, and where inputs go."""
@@ -200,6 +246,10 @@ class DeviceRuntime:
                 results.append(to_host(value))
             elif torch_caller:
                 results.append(self._torch_copy(name, value))
+            elif type(arrays[0]).__module__.startswith("cupy"):
+                import cupy
+
+                results.append(cupy.array(value))  # a device-to-device copy, CuPy's kind
             else:
                 out = device_empty(value.shape, value.dtype)
                 out.copy_to_device(value)
@@ -217,8 +267,35 @@ class DeviceRuntime:
             self._torch_outputs[name] = view
         return view.clone()
 
+    def kernel_seconds(self, *inputs, repeat: int = 20) -> list[float]:
+        """Median device seconds of each kernel of the model (CUDA events around its
+        launches, ``repeat`` times; under the simulator, wall time), after a warm-up call."""
+        from workbench.backends.cuda_device import EventTimer
+
+        self(*inputs)  # compiles every kernel
+        arrays, _ = self._device_inputs(inputs)
+        if self.sequence is None:  # the "kernels" mode makes none
+            self.sequence = self._make_sequence(dict(zip(self.model.graph.inputs, arrays,
+                                                         strict=True)))
+        self.sequence.set_inputs(arrays)
+        stream = caller_stream_handle()
+        timer = EventTimer(stream)
+        per_kernel = [len(k.kernel._compiled.kernels) for k in self.model.kernels]
+        runs = []
+        for _ in range(repeat):
+            times, first = [], 0
+            for count in per_kernel:
+                timer.start()
+                for launch in self.sequence.launches[first:first + count]:
+                    launch(stream)
+                times.append(timer.stop())
+                first += count
+            runs.append(times)
+        return [float(t) for t in np.median(np.array(runs), axis=0)]
+
     def invalidate(self) -> None:
         """Forget the launch sequence and its graphs (a kernel was rebuilt)."""
         if self.sequence is not None:
             self.sequence.invalidate()
         self.sequence = None
+        self._ran = False

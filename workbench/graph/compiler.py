@@ -349,6 +349,13 @@ class CompiledModel:
         """Per-kernel median latency as a DataFrame (kernel, pattern, median_us, share)."""
         import pandas as pd
 
+        if self.runtime is not None:  # device time per kernel, CUDA events
+            medians = np.array(self.runtime.kernel_seconds(*inputs, repeat=repeat)) * 1e6
+            frame = pd.DataFrame({"kernel": [k.node for k in self.kernels],
+                                  "pattern": [k.pattern for k in self.kernels],
+                                  "median_us": medians})
+            frame["share"] = frame["median_us"] / frame["median_us"].sum()
+            return frame
         values = self._bind(inputs)
         self._run(values)  # warm-up
         runs = []

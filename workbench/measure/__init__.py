@@ -33,6 +33,7 @@ Example
 >>> res.to_frame()                                  # doctest: +SKIP
 """
 
+import inspect
 import sys
 import types
 
@@ -65,3 +66,13 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
+
+# ``help(wb.measure)`` shows this package (Python binds ``workbench.measure`` to it): lead
+# with the function a person calls, then the protocol above.
+_PROTOCOL = __doc__
+__doc__ = (
+    "wb.measure(kernel, *args, **options) -> MeasureResult\n\n"
+    + inspect.cleandoc(measure.__doc__ or "")
+    + "\n\n"
+    + (_PROTOCOL or "")
+)

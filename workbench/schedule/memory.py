@@ -49,6 +49,7 @@ from workbench.schedule.memory_placement import (
     redirect_consumers,
     replace_buffers,
     scope_block,
+    writes_partially,
 )
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import block_names, find_block, fresh_name
@@ -252,9 +253,11 @@ def cache_write(
     BlockNotFoundError, InvalidArgumentError, BufferIndexError, UnknownScopeError,
     NotAConsumerError, ConsumerOutsideScopeError
 
-    A block that reads the buffer before writing it without an init (an update) gets its
-    cache filled from the buffer first, by a block ``<cache>_fill`` placed after the other
-    writers. Under a scope the cache is allocated in the scope and copied back there.
+    A block that reads the buffer before writing it without an init (an update), or whose
+    ``T.where`` (or an inner block's) skips iterations of its domain, gets its cache filled
+    from the buffer first, by a block ``<cache>_fill`` placed after the other writers: the
+    copy-back then never writes values the block did not compute. Under a scope the cache
+    is allocated in the scope and copied back there.
 
     Example
     -------
@@ -271,7 +274,9 @@ def cache_write(
         primitive, func, target, dst, consumer_blocks, default_all=False
     )
     read_of_dst = next((r for r in target.reads if r.buffer == dst), None)
-    needs_fill = reads_unwritten(func, target, dst)
+    needs_fill = reads_unwritten(func, target, dst) or writes_partially(
+        target, ancestors[-1], dst
+    )
 
     name, taken = cache_name(func, dst, scope)
     cache = Buffer(name, dst.shape, dst.dtype, scope)
@@ -292,7 +297,8 @@ def cache_write(
     new_func = add_cache(func, target, new_block, anchor, copy, cache, home, after=True)
     new_func = redirect_consumers(new_func, consumers, dst, cache)
     if needs_fill:
-        new_func = _fill_cache(new_func, block, read_of_dst, dst, cache, name, taken)
+        fill_region = region if read_of_dst is None else read_of_dst
+        new_func = _fill_cache(new_func, block, fill_region, dst, cache, name, taken)
     return new_func, name
 
 

@@ -30,8 +30,10 @@ import dataclasses
 
 from workbench.ir import (
     GE,
+    LE,
     LT,
     TRUE,
+    And,
     Block,
     BlockRealize,
     Buffer,
@@ -57,6 +59,7 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.arith import int_bounds, simplify
+from workbench.ir.walk import walk
 from workbench.schedule.scope import block_scope, scope_of
 from workbench.schedule.tree import (
     block_names,
@@ -428,6 +431,60 @@ def reads_unwritten(func: PrimFunc, target: Block, buffer: Buffer) -> bool:
         for region in child.writes:
             if region.buffer == buffer:
                 written.append(copy_region(chain, depth, region))
+    return False
+
+
+def writes_partially(target: Block, realize: BlockRealize, buffer: Buffer) -> bool:
+    """Whether ``target`` (realized by ``realize``) may leave elements of its declared write
+    region of ``buffer`` unwritten: a ``T.where`` of it, or of a block inside it that writes
+    ``buffer``, that skips iterations of the block's own domain (``T.where(vi < 8)`` over
+    ``vi`` in ``[0, 12)``). The guard a non-dividing split adds (``i_0 * 32 + i_1 < 100``
+    for ``vi = i_0 * 32 + i_1`` in ``[0, 100)``) only skips iterations outside the domain:
+    it leaves nothing unwritten. A cache_write copy-back of such a block must not copy
+    values it never wrote, so its cache is filled from the buffer first."""
+    for node, _ in walk(realize):
+        if not isinstance(node, BlockRealize) or node.block is not target and not any(
+            w.buffer == buffer for w in node.block.writes
+        ):
+            continue
+        for cond in _conjuncts(node.predicate):
+            if not _domain_guard(cond, node) and not _bounds_guard(cond, node.block, buffer):
+                return True
+    return False
+
+
+def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    if isinstance(cond, And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [] if const_value(cond) is not None else [cond]
+
+
+def _bounds_guard(cond: PrimExpr, block: Block, buffer: Buffer) -> bool:
+    """Whether ``cond`` only keeps a written index of ``buffer`` inside the buffer
+    (``vi < 10`` for a write ``C[vi, vj]`` of a ``(10, 20)`` buffer): what it skips was
+    never part of the buffer."""
+    cond = simplify(cond)
+    for region in block.writes:
+        if region.buffer != buffer:
+            continue
+        for rng, size in zip(region.region, buffer.shape, strict=True):
+            if const_value(rng.extent) != 1:
+                continue
+            bounds = (LT(rng.min, IntImm(size)), GE(rng.min, IntImm(0)))
+            if any(simplify(b) == cond for b in bounds):
+                return True
+    return False
+
+
+def _domain_guard(cond: PrimExpr, realize: BlockRealize) -> bool:
+    """Whether ``cond`` only says that a binding of ``realize`` lies in its iteration
+    variable's domain (``value < min + extent`` or ``value >= min``)."""
+    cond = simplify(cond)
+    for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=True):
+        low, high = iv.dom.min, iv.dom.min + iv.dom.extent
+        for bound in (LT(value, high), GE(value, low), LE(value, high - IntImm(1))):
+            if simplify(bound) == cond:
+                return True
     return False
 
 

@@ -30,7 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from workbench.backends.target import artifact_target, resolve_target
-from workbench.integrity import ArtifactIntegrityError, verify_folder, write_manifest
+from workbench.integrity import (
+    ArtifactIntegrityError,
+    check_options,
+    verify_folder,
+    write_manifest,
+)
 
 MANIFEST = "manifest.json"
 FORMAT = "workbench.tune.artifact/2"
@@ -167,10 +172,11 @@ def load_artifact(folder) -> LoadedKernel:
     if target is None:
         raise ArtifactIntegrityError(folder, MANIFEST, f"unknown target "
                                      f"{manifest.get('target')!r}")
+    options = check_options(folder, MANIFEST, manifest.get("options"))
     try:
         func = from_source(func_text)
         sch = Trace.from_json(trace_text).apply(func)
-        kernel = build(sch, target=target, **dict(manifest["options"]))
+        kernel = build(sch, target=target, **options)
     except Exception as error:  # noqa: BLE001 -- any failure: data we did not write
         raise ArtifactIntegrityError(folder, "kernel", "its function, trace or options do "
                                      f"not build ({type(error).__name__}: {error})") from None

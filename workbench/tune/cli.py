@@ -4,16 +4,19 @@
 
     python -m workbench tune matmul --shape 1024,1024,1024 --target cpu --trials 64 --db r.jsonl
     python -m workbench best --db r.jsonl
+    python -m workbench tune-model model.onnx --target cuda --budget 600 --top 3 --db r.jsonl
 
 ``tune`` takes any operator of the library (``workbench.ops.LIBRARY``); ``--shape`` gives its
 factory's leading arguments in order (``matmul(M, N, K)``, ``softmax(M, N)``...). ``best``
-prints the best record per workload with its latency and GFLOP/s.
+prints the best record per workload with its latency and GFLOP/s. ``tune-model`` tunes the
+slowest kernels of an ONNX model within a time budget (``workbench.tune.model``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def _parse_shape(text: str) -> list[int]:
@@ -42,6 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--time-budget", type=float, default=None, help="seconds")
     tune.add_argument("--export", default=None, help="folder for the best kernel's artifact")
     tune.add_argument("--no-progress", action="store_true")
+    model = commands.add_parser("tune-model",
+                                help="tune the slowest kernels of a model (an .onnx file)")
+    model.add_argument("model", help="path to an .onnx model")
+    model.add_argument("--target", default="cpu")
+    model.add_argument("--budget", type=float, default=600.0, help="seconds of tuning")
+    model.add_argument("--top", type=int, default=3, help="how many slowest kernels")
+    model.add_argument("--trials", type=int, default=64, help="at most, per kernel")
+    model.add_argument("--db", default="records.jsonl")
+    model.add_argument("--strategy", default="evolutionary",
+                       choices=["grid", "random", "evolutionary", "bayesian"])
+    model.add_argument("--seed", type=int, default=0)
     best = commands.add_parser("best", help="the best record per workload")
     best.add_argument("--db", required=True)
     return parser
@@ -59,6 +73,11 @@ def make_op(name: str, shape: list[int] | None):
 def cmd_tune(args) -> int:
     from workbench.tune.api import tune
 
+    export = Path(args.export) if args.export else None
+    if export is not None and export.exists() and (not export.is_dir() or any(export.iterdir())):
+        print(f"workbench tune: error: --export {args.export}: not a new or empty folder "
+              "(an artifact folder holds exactly its listed files)", file=sys.stderr)
+        return 2
     func = make_op(args.op, args.shape)
     result = tune(func, target=args.target, trials=args.trials, db=args.db, space=args.space,
                   strategy=args.strategy, seed=args.seed, batch_size=args.batch_size,
@@ -71,6 +90,18 @@ def cmd_tune(args) -> int:
 
             print("exported to", export_artifact(result, args.export))
     return 0 if result.best is not None else 1
+
+
+def cmd_tune_model(args) -> int:
+    from workbench.tune.model import tune_model
+
+    result = tune_model(args.model, (), target=args.target, db=args.db,
+                        time_budget_s=args.budget, top=args.top, trials=args.trials,
+                        strategy=args.strategy, seed=args.seed)
+    print(result.table().to_string(index=False))
+    print(f"tuned {len(result.tuned)} kernel(s) in {result.wall_s:.0f} s; records in {args.db}; "
+          f"compile with schedules={args.db!r}")
+    return 0
 
 
 def best_table(db_path: str) -> list[dict]:
@@ -109,7 +140,8 @@ def cmd_best(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return cmd_tune(args) if args.command == "tune" else cmd_best(args)
+    commands = {"tune": cmd_tune, "tune-model": cmd_tune_model, "best": cmd_best}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ A candidate is a schedule trace (JSON) of a ``Task``'s function. The runner
    (``rtol``/``atol``), then time ``repeats`` calls.
 
 Device targets (a kernel class with ``device_resident``, i.e. ``cuda``): the build
-workers replay, lower, verify and generate the module without touching the device (Numba
-compiles a CUDA kernel on its first launch, so that compile happens in the measuring
-process); the measuring process is the one process using the GPU: inputs copied to the
-device once, checked, then timed with CUDA events (``workbench.tune.measure_device``).
+workers replay, lower, verify against the device's limits and generate the module, and
+run no kernel (Numba compiles a CUDA kernel on its first launch, so that compile happens
+in the measuring process); the measuring process is the one process running kernels:
+inputs copied to the device once, checked, then timed with CUDA events
+(``workbench.tune.measure_device``).
 Every worker warms up on the task's ``warm_trace`` (the space's default candidate): the
 unscheduled function binds no thread on ``cuda`` and does not build.
 

@@ -135,11 +135,14 @@ def graph_figure(nodes: Iterable, edges: Iterable, *, groups: Mapping[str, Itera
             if end not in by_name:
                 raise KeyError(f"edge {edge.src} -> {edge.dst}: no node {end!r}")
     graph = graphviz.Digraph(name=title or "graph",
-                             graph_attr={"rankdir": rankdir, "fontsize": "11",
+                             graph_attr={"rankdir": rankdir, "fontsize": "11", "ranksep": "0.55",
                                          **({"label": title, "labelloc": "t"} if title else {})},
                              node_attr={"fontname": "monospace", "fontsize": "10"},
                              edge_attr={"fontname": "monospace", "fontsize": "8",
-                                        "arrowsize": "0.7"})
+                                        "arrowsize": "0.7", "fontcolor": "#555555",
+                                        # each tensor type tied to its own edge by a line,
+                                        # never read as the label of a crossing edge
+                                        "decorate": "true"})
     grouped: dict[str, str] = {}
     for group, members in (groups or {}).items():
         members = list(members)

@@ -12,7 +12,9 @@ measured points and the analytic points, each joined to the step before by an ar
 
 Layout rules (what a first reading in JupyterLab showed): the legend sits outside the axes,
 right of them, so it never covers the memory roof or the ridge label; point labels are
-placed around their point avoiding each other and the axes' edges (``place_labels``).
+placed around their point avoiding each other and the axes' edges (``place_labels``); when
+they still collide (every step of one schedule has the same intensity, so its points stack
+in one column), the points are numbered and the legend lists them (``3 · name``).
 
 When a measured point lies above a roof (``peaks_consistent``), the roofs were measured on
 a busy machine: when they are this machine's measured peaks, ``plot_roofline`` measures them
@@ -136,6 +138,9 @@ def roofline_extent(peaks: MachinePeaks, intensities: list[float]) -> tuple[floa
 
 _OFFSETS = ((6, 4, "left", "bottom"), (6, -4, "left", "top"), (-6, 4, "right", "bottom"),
             (-6, -4, "right", "top"), (0, 10, "center", "bottom"), (0, -10, "center", "top"))
+# farther out, tried after the six above: short labels (numbers) of stacked points fan out
+_OFFSETS += tuple((sx * d, sy * 4, "left" if sx > 0 else "right", "bottom" if sy > 0 else "top")
+                  for d in (16, 26, 36) for sx in (1, -1) for sy in (1, -1))
 
 
 def _box(x: float, y: float, dx: float, dy: float, ha: str, va: str, width: float,
@@ -347,18 +352,45 @@ def _colors(n: int) -> list:
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
+def label_boxes(points: Sequence[tuple[float, float]], texts: Sequence[str],
+                offsets: Sequence[tuple[float, float, str, str]],
+                fontsize: float = LABEL_FONTSIZE, dpi: float = 100.0) -> list[tuple]:
+    """The pixel boxes ``(x0, y0, x1, y1)`` of labels placed by ``place_labels``."""
+    scale = dpi / 72.0
+    return [_box(x, y, dx * scale, dy * scale, ha, va, 0.6 * fontsize * len(text) * scale,
+                 1.2 * fontsize * scale)
+            for (x, y), text, (dx, dy, ha, va) in zip(points, texts, offsets, strict=True)]
+
+
+def labels_collide(boxes: Sequence[tuple]) -> bool:
+    """Whether two of the label ``boxes`` overlap."""
+    return any(_overlap(a, b) > 0 for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
 def _label_points(ax, labelled: list[tuple[tuple[float, float], str]]) -> None:
+    """Label each point with its name; when names cannot be placed apart (points of one
+    intensity, the usual case along a schedule's steps), with numbers instead, the legend
+    entry of each point then starting with its number (``3 · name``)."""
     if not labelled:
         return
     transform = ax.transData
     pixels = [tuple(transform.transform(xy)) for xy, _ in labelled]
     bbox = ax.get_window_extent()
     bounds = (bbox.x0, bbox.y0, bbox.x1, bbox.y1)
-    offsets = place_labels(pixels, [text for _, text in labelled], bounds,
-                           dpi=ax.figure.dpi)
-    for (xy, text), (dx, dy, ha, va) in zip(labelled, offsets, strict=True):
+    texts = [text for _, text in labelled]
+    offsets = place_labels(pixels, texts, bounds, dpi=ax.figure.dpi)
+    if labels_collide(label_boxes(pixels, texts, offsets, dpi=ax.figure.dpi)):
+        texts = [str(n) for n in range(1, len(labelled) + 1)]
+        offsets = place_labels(pixels, texts, bounds, dpi=ax.figure.dpi)
+        by_gid = {line.get_gid(): line for line in ax.lines}
+        for number, (_, name) in zip(texts, labelled, strict=True):
+            for prefix in (RESULT_GID_PREFIX, ANALYTIC_GID_PREFIX):
+                line = by_gid.get(prefix + name)
+                if line is not None and not line.get_label().startswith(f"{number} · "):
+                    line.set_label(f"{number} · {line.get_label()}")
+    for (xy, name), text, (dx, dy, ha, va) in zip(labelled, texts, offsets, strict=True):
         ax.annotate(text, xy, textcoords="offset points", xytext=(dx, dy), ha=ha, va=va,
-                    fontsize=LABEL_FONTSIZE, gid=LABEL_GID_PREFIX + text,
+                    fontsize=LABEL_FONTSIZE, gid=LABEL_GID_PREFIX + name,
                     annotation_clip=True, clip_on=True)
 
 

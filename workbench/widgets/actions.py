@@ -38,6 +38,30 @@ class LoopInfo:
     depth: int
 
 
+def main_block(func: PrimFunc) -> str:
+    """The block an explorer opens on: the one with the most loops around it, a reduction
+    first (a conv2d's convolution, not its ``pad_temp``; a matmul's ``C``).
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> main_block(ops.conv2d_nchw(1, 4, 8, 8, 4, 3, 3))
+    'conv2d_nchw'
+    """
+    from workbench.ir import Block, IterKind
+
+    best, best_key = None, None
+    for node, ancestors in walk(func.body):
+        if not isinstance(node, Block) or node.name == "root":
+            continue
+        depth = sum(isinstance(a, For) for a in ancestors)
+        reduces = any(iv.kind != IterKind.SPATIAL for iv in node.iter_vars)
+        key = (reduces, depth)
+        if best_key is None or key > best_key:
+            best, best_key = node.name, key
+    return best if best is not None else block_names(func)[0]
+
+
 def block_names(func: PrimFunc) -> list[str]:
     """Blocks of the function in program order (without the implicit root)."""
     from workbench.ir import Block
@@ -108,6 +132,9 @@ def refs_for(primitive: str, args: tuple) -> tuple:
     kinds = INSTRUCTIONS[primitive].inputs
     out = []
     for index, arg in enumerate(args):
+        if index >= len(kinds) and not (kinds and kinds[-1].startswith("*")):
+            out.append(arg)  # a literal after the handles (a buffer index, a scope)
+            continue
         kind = kinds[min(index, len(kinds) - 1)]
         kind = kind.lstrip("*")
         if isinstance(arg, str):
@@ -124,8 +151,9 @@ def label(primitive: str, args: tuple, kwargs: dict) -> str:
 
 def apply(
     sch: Schedule, handles: dict, primitive: str, args: tuple, kwargs: dict
-) -> tuple[Schedule, dict]:
-    """``primitive(*args, **kwargs)`` on a copy of ``sch``; the copy and its handles.
+) -> tuple[Schedule, dict, list[Ref]]:
+    """``primitive(*args, **kwargs)`` on a copy of ``sch``; the copy, its handles and the
+    loops and blocks the primitive returned (a fused loop, a split's parts, a cache block).
 
     Raises the primitive's ``ScheduleError`` (``sch`` is never changed).
     """
@@ -136,9 +164,11 @@ def apply(
     call_args = resolve(trial, new_handles, refs_for(primitive, args))
     call_kwargs = {k: resolve(trial, new_handles, v) for k, v in kwargs.items()}
     outputs = getattr(trial, primitive)(*call_args, **call_kwargs)
+    made = []
     for handle in _handles_in(outputs):
         new_handles[(handle.kind, trial.name(handle))] = handle
-    return trial, new_handles
+        made.append(Ref(handle.kind, trial.name(handle)))
+    return trial, new_handles, made
 
 
 def _handles_in(value) -> list[ScheduleHandle]:
@@ -178,3 +208,74 @@ def continue_trace(sch: Schedule, trace) -> Schedule:
         outputs = _handles_in(getattr(trial, step.primitive)(*args, **step.attrs))
         handles.update(zip(step.outputs, outputs, strict=True))
     return trial
+
+
+# --- block primitives: arguments chosen from the state ------------------------------------
+
+AT_LOOP = ("compute_at", "reverse_compute_at", "decompose_reduction", "decompose_padding")
+"""Block primitives that take a target loop (the "at loop" dropdown)."""
+
+BLOCK_ARGUMENTS = {
+    "compute_at": ("loop",),
+    "reverse_compute_at": ("loop",),
+    "decompose_reduction": ("loop",),
+    "decompose_padding": ("loop",),
+    "cache_read": ("read", "scope"),
+    "cache_write": ("write", "scope"),
+    "set_scope": ("write", "scope"),
+    "reindex": ("write_pair",),
+    "transform_layout": ("write_pair", "index_map"),
+}
+"""What each block primitive takes besides its block, by the control it is read from (the
+others, ``compute_inline``, ``storage_align``..., take the legality probe's arguments)."""
+
+
+def block_buffers(func: PrimFunc, block: str) -> tuple[list[str], list[str]]:
+    """Names of the buffers ``block`` reads and writes, in region order (the indices
+    ``cache_read`` / ``cache_write`` / ``set_scope`` take)."""
+    from workbench.schedule.tree import find_block
+
+    node, _ = find_block(func, block, "explore")
+    node = getattr(node, "block", node)
+    return [r.buffer.name for r in node.reads], [w.buffer.name for w in node.writes]
+
+
+def block_arguments(
+    primitive: str,
+    block: str,
+    *,
+    loop: str | None = None,
+    read: int = 0,
+    write: int = 0,
+    scope: str = "local",
+    index_map: str = "",
+) -> tuple[tuple, dict]:
+    """The call of block primitive ``primitive`` at ``block`` with the controls' choices:
+    the target loop, the read / write buffer index, the storage scope, an index map.
+
+    Example
+    -------
+    >>> block_arguments("cache_read", "C", read=1, scope="shared")
+    ((Ref(kind='block', name='C'), 1, 'shared'), {})
+    >>> block_arguments("compute_at", "T_exp", loop="i0")
+    ((Ref(kind='block', name='T_exp'), Ref(kind='loop', name='i0')), {})
+    """
+    args: list = [Ref("block", block)]
+    for what in BLOCK_ARGUMENTS.get(primitive, ()):
+        if what == "loop":
+            if loop is None:
+                raise ValueError(f"{primitive} needs a target loop: choose one in 'at loop'")
+            args.append(Ref("loop", loop))
+        elif what == "read":
+            args.append(read)
+        elif what == "write":
+            args.append(write)
+        elif what == "scope":
+            args.append(scope)
+        elif what == "write_pair":
+            args.append(("write", write))
+        elif what == "index_map":
+            if not index_map.strip():
+                raise ValueError(f"{primitive} needs an index map, e.g. 'lambda i, j: (j, i)'")
+            args.append(index_map.strip())
+    return tuple(args), {}

@@ -10,17 +10,29 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
+from workbench.ir.buffer import SCOPES
 from workbench.schedule.legality import TABLE_ORDER
 from workbench.schedule.trace import INSTRUCTIONS
-from workbench.widgets.actions import LoopInfo, divisors
+from workbench.widgets.actions import (
+    BLOCK_ARGUMENTS,
+    LoopInfo,
+    all_loops,
+    block_arguments,
+    block_buffers,
+    divisors,
+    loops_above,
+)
 
 if TYPE_CHECKING:
     from workbench.widgets.explorer import Explorer
 
 TOGGLES = ("parallel", "vectorize", "unroll")
 KIND_OF_TOGGLE = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unroll"}
-CUDA_REASON = "the CUDA backend is not available in this build (target 'cuda' comes with it)"
 CHECKING = "checking legality…"
+KEY_HINT = (
+    "<small class='wb-keys' style='color:#666'>keys in the loop list or the IR: ↑↓ select · "
+    "⇧↑↓ move · 8s split by 8 · f fuse · p parallel · v vectorize · r unroll · u undo</small>"
+)
 
 
 def loop_label(info: LoopInfo) -> str:
@@ -77,19 +89,25 @@ class Controls:
             for name in order
             if "block" in INSTRUCTIONS[name].applies_to
         }
-        available = [t for t in ("cpu", "cuda") if t in targets]
         self.target = widgets.Dropdown(
             description="target",
-            options=available,
-            value=explorer.target,
+            options=list(targets),
+            value=explorer.target.name,
             layout=widgets.Layout(width="160px"),
         )
-        self.cuda_note = widgets.HTML(
-            ""
-            if "cuda" in targets
-            else f"<span title='{CUDA_REASON}' style='color:#888'>"
-            f"cuda (disabled: {CUDA_REASON})</span>"
-        )
+        narrow = widgets.Layout(width="200px")
+        self.at_loop = widgets.Dropdown(description="at loop", layout=narrow,
+                                        tooltip="compute_at / reverse_compute_at / "
+                                        "decompose_reduction: the target loop")
+        self.read_buffer = widgets.Dropdown(description="read", layout=narrow,
+                                            tooltip="cache_read: which buffer the block reads")
+        self.write_buffer = widgets.Dropdown(description="write", layout=narrow,
+                                             tooltip="cache_write / set_scope / "
+                                             "transform_layout: which buffer it writes")
+        self.scope = widgets.Dropdown(description="scope", options=list(SCOPES), value="local",
+                                      layout=narrow)
+        self.index_map = widgets.Text(value="", placeholder="lambda i, j: (j, i)",
+                                      description="index map", layout=widgets.Layout(width="300px"))
         self.undo = widgets.Button(description="undo", icon="undo")
         self.jump = widgets.Dropdown(description="node", layout=widgets.Layout(width="220px"))
         self.diff_a = widgets.Dropdown(description="diff", layout=widgets.Layout(width="150px"))
@@ -97,6 +115,7 @@ class Controls:
         self.export = widgets.Button(description="export node", icon="download")
         self.checking = widgets.HTML("")
         self._applied = dict.fromkeys(TOGGLES, False)
+        self._at_block: str | None = None
         self._updating = False
         self._wire()
 
@@ -118,7 +137,7 @@ class Controls:
         for name, button in self.primitives.items():
             button.on_click(lambda _, name=name: ex.apply_default(name, loop=self.loop.value))
         for name, button in self.block_primitives.items():
-            button.on_click(lambda _, name=name: ex.apply_default(name, block=self.block.value))
+            button.on_click(lambda _, name=name: self.apply_block(name))
         self.target.observe(
             lambda c: None if self._updating else ex.set_target(c["new"]), names="value"
         )
@@ -127,6 +146,31 @@ class Controls:
         self.diff_a.observe(lambda _: None if self._updating else ex.show_diff(), names="value")
         self.diff_b.observe(lambda _: None if self._updating else ex.show_diff(), names="value")
         self.export.on_click(lambda _: ex.show_export())
+
+    def block_call(self, primitive: str) -> tuple[tuple, dict]:
+        """The arguments of block primitive ``primitive`` as the controls choose them."""
+        return block_arguments(
+            primitive,
+            self.block.value,
+            loop=self.at_loop.value,
+            read=self.read_buffer.value or 0,
+            write=self.write_buffer.value or 0,
+            scope=self.scope.value,
+            index_map=self.index_map.value,
+        )
+
+    def apply_block(self, primitive: str) -> bool:
+        """A block primitive button: the arguments from the dropdowns (target loop, buffer,
+        scope, index map) or, for one that takes none of them, the probe's defaults."""
+        ex = self.explorer
+        if primitive not in BLOCK_ARGUMENTS:
+            return ex.apply_default(primitive, block=self.block.value)
+        try:
+            args, kwargs = self.block_call(primitive)
+        except ValueError as err:
+            ex.show_message(str(err))
+            return False
+        return ex.apply(primitive, *args, **kwargs)
 
     def _on_block(self, change) -> None:
         if not self._updating and change["new"]:
@@ -188,13 +232,32 @@ class Controls:
 
     # --- state -> controls --------------------------------------------------------------
 
+    def update_block_arguments(self, func, block: str, blocks: list[str]) -> None:
+        """The block panel's choices for ``block``: every loop of the function, the
+        outermost loop of the next block first chosen (where ``compute_at`` moves a
+        producer; the previous block's for the last one), kept while the block stays
+        selected; and the block's read and write buffers by index."""
+        names = all_loops(func)
+        reads, writes = block_buffers(func, block)
+        keep = self.at_loop.value if self._at_block == block else None
+        self._at_block = block
+        index = blocks.index(block)
+        neighbours = blocks[index + 1:] + blocks[:index][::-1]
+        preferred = next((loops[0].name for other in neighbours
+                          if (loops := loops_above(func, other))), None)
+        self.at_loop.options = names
+        self.at_loop.value = (keep if keep in names else preferred if preferred in names
+                              else names[0] if names else None)
+        self.read_buffer.options = [(f"{i}: {n}", i) for i, n in enumerate(reads)]
+        self.write_buffer.options = [(f"{i}: {n}", i) for i, n in enumerate(writes)]
+
     def update(self, blocks: list[str], loops: list[LoopInfo], history) -> None:
         """Re-read the selection, the loops and the history from the explorer's state (no
         action fires while doing so). The primitive panel waits for ``set_legality``."""
         ex = self.explorer
         self._updating = True
         try:
-            self.target.value = ex.target
+            self.target.value = ex.target.name
             self.block.options = blocks
             self.block.value = ex.block
             self.loop.options = [(loop_label(info), info.name) for info in loops]
@@ -219,6 +282,7 @@ class Controls:
             self.diff_a.value = current.parent if current.parent is not None else current.id
             self.diff_b.value = current.id
             self.undo.disabled = current.parent is None
+            self.update_block_arguments(current.func, ex.block, list(blocks))
         finally:
             self._updating = False
 
@@ -256,9 +320,10 @@ class Controls:
         """The left column: selection, loop edits, toggles, primitives, history controls."""
         return widgets.VBox(
             [
-                widgets.HBox([self.target, self.cuda_note]),
+                self.target,
                 self.block,
                 self.loop,
+                widgets.HTML(KEY_HINT),
                 widgets.HBox([self.move_out, self.move_in]),
                 self.order,
                 self.order_note,
@@ -275,6 +340,16 @@ class Controls:
                 ),
                 widgets.Box(
                     list(self.primitives.values()), layout=widgets.Layout(flex_flow="row wrap")
+                ),
+                widgets.HTML("<b>primitives at the selected block</b> (arguments below)"),
+                widgets.Box(
+                    [self.at_loop, self.read_buffer, self.write_buffer, self.scope,
+                     self.index_map],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
+                widgets.Box(
+                    list(self.block_primitives.values()),
+                    layout=widgets.Layout(flex_flow="row wrap"),
                 ),
                 widgets.HBox([self.undo, self.export]),
                 self.jump,

@@ -15,6 +15,9 @@ PANES = ("IR", "IR diff", "code", "loop nest", "access", "roofline", "lowering",
 LOWERING = ("DSL source", "scheduled IR", "generated source", "LLVM IR / PTX", "asm")
 MACHINE_CODE = ("LLVM IR / PTX", "asm")
 STATUS_VIEWS = ("header", "status", "error", "warnings", "node diff", "access map")
+MESSAGE_HEIGHT = "84px"
+"""The error and warning lines share a box of this height (scrolled when longer), so a
+message appearing or going never moves the controls under the mouse."""
 
 
 @dataclass
@@ -49,12 +52,19 @@ def build_layout(controls: widgets.Widget, tune: widgets.Widget) -> Layout:
     progress = widgets.IntProgress(
         value=1, max=1, bar_style="info", layout=widgets.Layout(width="120px", visibility="hidden")
     )
+    for name in ("header", "status"):  # one line each: a long status never pushes the page
+        views[name].layout = widgets.Layout(height="1.8em", overflow="hidden")
+    messages = widgets.VBox(  # fixed height: an error or a warning never moves the controls
+        [views["error"], views["warnings"]],
+        layout=widgets.Layout(height=MESSAGE_HEIGHT, overflow="auto", flex="0 0 auto"),
+    )
+    messages.add_class("wb-messages")
+    tabs.layout.min_width = "520px"  # titles stay whole; the tabs wrap under the controls
     widget = widgets.VBox(
         [
             widgets.HBox([views["header"], progress, views["status"]]),
-            views["error"],
-            views["warnings"],
-            widgets.HBox([controls, tabs]),
+            messages,
+            widgets.HBox([controls, tabs], layout=widgets.Layout(flex_flow="row wrap")),
             widgets.Accordion(
                 children=[widgets.VBox([views["node diff"], views["export"]])],
                 titles=["diff and export"],

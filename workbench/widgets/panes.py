@@ -39,67 +39,12 @@ def code_html(source: str, loop: str | None = None):
     return viz.code_html(source, highlight_lines=lines)
 
 
-def plain_html(text: str, language: str = "text") -> str:
-    """Preformatted text (LLVM IR, assembly) without highlighting."""
-    return f"<pre class='wb-{language}' style='font-size:11px'>{html.escape(text)}</pre>"
-
-
-def head(text: str, lines: int = 400) -> str:
-    """The first ``lines`` lines of ``text``, with a note of how many more there are."""
-    parts = text.splitlines()
-    more = f"\n... ({len(parts) - lines} more lines)" if len(parts) > lines else ""
-    return "\n".join(parts[:lines]) + more
-
-
 def error_html(error: Exception) -> str:
     """A rendered ``ScheduleError`` (or any error's repr) for a pane."""
     render = getattr(error, "_repr_html_", None)
     if callable(render):
         return render()
     return f"<span style='color:#b00'>{html.escape(repr(error))}</span>"
-
-
-# --- target code ---------------------------------------------------------------------------
-
-
-def cuda_source(func: PrimFunc) -> str:
-    """The ``@cuda.jit`` Python source of ``func`` on the ``cuda`` target (no GPU needed).
-
-    Raises the build's error (e.g. ``UnboundKernelError`` for a loop nest bound to no GPU
-    axis); the explorer shows it rendered in the code pane.
-    """
-    from workbench.backends import lower
-    from workbench.backends.numba_cuda import generate_cuda_source
-
-    return generate_cuda_source(lower(func))
-
-
-def machine_code(func: PrimFunc, target: str) -> tuple[str, str]:
-    """HTML of the machine code tabs: (LLVM IR or PTX, assembly).
-
-    ``cpu``: the kernel is built (served from the kernel cache when measured) and its LLVM
-    IR and assembly shown. ``cuda``: the PTX on a real GPU; under the CUDA simulator nothing
-    is compiled, which the tab says (the CUDA source is in the "generated source" tab).
-    """
-    from workbench.backends import build
-
-    if target == "cpu":
-        kernel = build(func, target="cpu")
-        return plain_html(head(kernel.llvm), "llvm"), plain_html(head(kernel.asm), "asm")
-    from workbench.backends.numba_cuda import simulator_enabled
-
-    if simulator_enabled():
-        note = (
-            "<i class='wb-no-ptx'>no PTX under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1): "
-            "nothing is compiled; the CUDA source is in the 'generated source' tab</i>"
-        )
-        return note, note
-    from workbench.widgets.runner import random_inputs
-
-    kernel = build(func, target="cuda")
-    kernel(*random_inputs(func))  # Numba compiles on the first launch
-    sass = "<i>SASS is not shown: read the PTX, or run cuobjdump on the cubin</i>"
-    return plain_html(head(kernel.ptx), "ptx"), sass
 
 
 def ir_diff(a: PrimFunc, b: PrimFunc):
@@ -132,20 +77,12 @@ def loop_nest_svg(func: PrimFunc) -> str:
 # --- footprints and warnings (numbers from workbench.viz) -------------------------------
 
 
-def capacities(target: str) -> dict[str, int]:
-    """What a tile is compared with: this CPU's caches (``viz.cache_sizes``), or a GPU
-    block's shared memory (what ``viz.schedule_warnings`` compares with on ``cuda``)."""
-    if target == "cuda":
-        from workbench.viz.advice import SHARED_BYTES_PER_BLOCK
-
-        return {"shared": SHARED_BYTES_PER_BLOCK}
-    return viz.cache_sizes()
-
-
 def access_pane(func: PrimFunc, loop: str, target: str) -> tuple[dict, list[str], str]:
     """The access tab's text part: ``(footprint, warnings, html)`` of ``loop`` on ``target``:
     ``viz.tile_footprint(func, loop)`` and ``viz.schedule_warnings(func, target, loop=loop)``."""
-    caches = capacities(target)
+    from workbench.widgets.target_views import views_for
+
+    caches = views_for(target).capacities()
     footprint = viz.tile_footprint(func, loop)
     warnings = viz.schedule_warnings(func, target, loop=loop)
     items = "".join(f"<li>⚠ {html.escape(w)}</li>" for w in warnings) or "<li>no warning</li>"

@@ -1,0 +1,93 @@
+"""``tune_model``: tune the slowest kernels of a compiled model within a time budget.
+
+The model is compiled with the default schedules, each kernel timed
+(``CompiledModel.latency_report``: CUDA events per kernel on ``cuda``), and the ``top``
+slowest kernels are tuned one after the other with ``wb.tune`` (each kernel's share of
+what is left of the budget), every record going to ``db``; the model is then compiled
+again with ``schedules=db`` (the best record of each tuned kernel, the default schedule of
+the others) and timed again.
+
+Command line: ``python -m workbench tune-model model.onnx --target cuda --budget 600``.
+
+Example
+-------
+>>> result = tune_model(model, (x,), target="cuda", time_budget_s=600)  # doctest: +SKIP
+>>> result.table()                                                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class ModelTuneResult:
+    """What ``tune_model`` did: the per-kernel latencies before and after (DataFrames),
+    the ``TuneResult`` of each tuned kernel (by node), and the recompiled model."""
+
+    before: object
+    after: object
+    tuned: dict
+    compiled: object
+    wall_s: float
+
+    def table(self):
+        """One row per kernel: median microseconds before and after, and whether tuned."""
+        frame = self.before[["kernel", "pattern", "median_us"]].rename(
+            columns={"median_us": "before_us"})
+        frame["after_us"] = list(self.after["median_us"])
+        frame["tuned"] = [k in self.tuned for k in frame["kernel"]]
+        return frame
+
+
+def example_arrays(compiled, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs (uniform in [-1, 1), never zeros) of a compiled model's input types."""
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, ty.shape).astype(ty.dtype)
+            for ty in compiled.graph.inputs.values()]
+
+
+def tune_model(model, example_inputs=(), target: str = "cpu", db: str = "records.jsonl",
+               time_budget_s: float = 600.0, top: int = 3, trials: int = 64,
+               repeat: int = 10, **tune_options) -> ModelTuneResult:
+    """Tune the ``top`` slowest kernels of ``model`` (see the module docstring).
+
+    Parameters
+    ----------
+    model, example_inputs, target
+        As for ``wb.compile``.
+    db : path
+        The records file every kernel's tuning appends to.
+    time_budget_s : float
+        For the tuning runs together (the compiles and timings around them excluded).
+    top : int
+        How many of the slowest kernels to tune.
+    trials : int
+        At most this many candidates per kernel.
+    tune_options
+        Passed to ``wb.tune`` (``strategy``, ``seed``, ``runner``, ``progress``...).
+    """
+    from workbench.graph.compiler import compile as compile_model
+    from workbench.tune.api import tune
+
+    start = time.perf_counter()
+    compiled = compile_model(model, example_inputs, target=target)
+    inputs = example_inputs or example_arrays(compiled)
+    before = compiled.latency_report(*inputs, repeat=repeat)
+    slowest = list(before.sort_values("median_us", ascending=False)["kernel"][:top])
+    tuned = {}
+    tune_start = time.perf_counter()
+    for done, node in enumerate(slowest):
+        left = time_budget_s - (time.perf_counter() - tune_start)
+        if left <= 0:
+            break
+        share = left / (len(slowest) - done)
+        tune_options.setdefault("progress", False)
+        tuned[node] = tune(compiled.func(node), target=target, trials=trials, db=db,
+                           time_budget_s=share, **tune_options)
+    again = compile_model(model, example_inputs, target=target, schedules=db)
+    after = again.latency_report(*inputs, repeat=repeat)
+    return ModelTuneResult(before, after, tuned, again, time.perf_counter() - start)
