@@ -2,9 +2,9 @@
 
 Covers Gemm, MatMul, Conv (1-D and 2-D), Clip, BatchNormalization, Relu, Gelu, Sigmoid
 (SiLU is Sigmoid then Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool,
-AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Softmax, LayerNormalization, Attention (opset 23), Identity,
-Dropout and Constant. Unsupported nodes are listed in one ``UnsupportedOperatorError``
-(location: the node's name and index).
+AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Softmax, LayerNormalization,
+Attention (opset 23), Identity, Dropout and Constant. Unsupported nodes are listed in one
+``UnsupportedOperatorError`` (location: the node's name and index).
 """
 
 from __future__ import annotations
