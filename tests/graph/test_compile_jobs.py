@@ -82,7 +82,9 @@ def test_parallel_build_gives_the_same_kernels(tmp_path, monkeypatch):
         np.testing.assert_array_equal(want, got)
 
 
-def test_build_kernels_shares_equal_functions():
-    kernels, stats = build_kernels([Schedule(ops.relu(6))] * 3, "numpy", jobs=1)
+def test_build_kernels_shares_equal_functions(capsys):
+    kernels, stats = build_kernels([Schedule(ops.relu(6))] * 3, "numpy", jobs=1,
+                                   progress=True)
     assert (stats.kernels, stats.distinct, stats.parallel) == (3, 1, 0)
     assert kernels[0] is kernels[1] is kernels[2]
+    assert "compiling kernels" in capsys.readouterr().err  # the tqdm bar, to 1/1

@@ -41,7 +41,9 @@ def test_blocked_refuses_channels_without_a_block():
         conv2d_cpu.blocked_cpu(ops.matmul(8, 8, 8))
 
 
-def test_rule_leaves_small_and_odd_convolutions_to_the_generic_rules():
+def test_rule_leaves_small_and_odd_convolutions_to_the_generic_rules(monkeypatch):
+    assert conv2d_cpu.conv2d_rule(ops.conv2d_nchw(1, 64, 14, 14, 64, 3, 3)) is None  # off
+    monkeypatch.setattr(conv2d_cpu, "DEFAULT", True)
     assert conv2d_cpu.conv2d_rule(ops.conv2d_nchw(1, 3, 7, 7, 8, 3, 3)) is None  # small
     assert conv2d_cpu.conv2d_rule(ops.conv2d_nchw(1, 64, 28, 28, 17, 3, 3)) is None  # odd K
     sch = conv2d_cpu.conv2d_rule(ops.conv2d_nchw(1, 64, 14, 14, 64, 3, 3))
@@ -52,6 +54,7 @@ def test_compiled_model_with_the_rule_matches_torch(monkeypatch):
     torch = pytest.importorskip("torch")
     import workbench as wb
 
+    monkeypatch.setattr(conv2d_cpu, "DEFAULT", True)
     monkeypatch.setattr(conv2d_cpu, "SMALL_WORK", 0)  # every conv of the tiny model
     torch.manual_seed(0)
     model = torch.nn.Sequential(

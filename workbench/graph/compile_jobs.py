@@ -90,9 +90,10 @@ def _is_cached(func, target) -> bool:
     return is_cached(func, target)
 
 
-def _prebuild(funcs: list, target, jobs: int) -> int:
+def _prebuild(funcs: list, target, jobs: int, bar=None) -> int:
     """Compile ``funcs`` split over this process and ``jobs - 1`` workers; how many the
-    workers built (the rest: here, into the memory cache)."""
+    workers built (the rest: here, into the memory cache). ``bar`` (tqdm) advances as this
+    process's share compiles, then as each worker finishes its share."""
     from workbench.backends import build
 
     chunks = [funcs[i::jobs] for i in range(min(jobs, len(funcs)))]
@@ -110,13 +111,17 @@ def _prebuild(funcs: list, target, jobs: int) -> int:
     try:
         for func in chunks[0]:
             build(func, target=target)
+            if bar is not None:
+                bar.update(1)
     finally:
         done = 0
-        for proc in workers:
+        for proc, chunk in zip(workers, chunks[1:], strict=True):
             out = proc.stdout.read()
             proc.wait()
             proc.stdout.close()
             done += int(out.strip() or 0) if proc.returncode == 0 else 0
+            if bar is not None:
+                bar.update(len(chunk))
     return done
 
 
@@ -145,17 +150,25 @@ def build_kernels(schedules: list, target="cpu", *, jobs: int | None = None,
     cold = [func for func in unique if not _is_cached(func, target)]
     stats = BuildStats(kernels=len(funcs), distinct=len(unique), cold=len(cold))
     jobs = default_jobs() if jobs is None else max(1, int(jobs))
-    if jobs > 1 and len(cold) >= PARALLEL_MIN:
-        stats.parallel = _prebuild(cold, target, jobs)
     show = len(cold) >= PROGRESS_MIN if progress is None else bool(progress)
-    built = []
-    items = unique
+    bar = None
     if show:
         from tqdm.auto import tqdm
 
-        items = tqdm(unique, desc="compiling kernels", unit="kernel")
-    for func in items:
-        built.append(build(func, target=target))
+        bar = tqdm(total=len(unique), desc="compiling kernels", unit="kernel")
+    try:
+        prebuilt = set()
+        if jobs > 1 and len(cold) >= PARALLEL_MIN:
+            stats.parallel = _prebuild(cold, target, jobs, bar)
+            prebuilt = set(cold)
+        built = []
+        for func in unique:
+            built.append(build(func, target=target))
+            if bar is not None and func not in prebuilt:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return [built[distinct[func]] for func in funcs], stats
 
 

@@ -16,7 +16,8 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   multiple of its lanes; the epilogue is inlined into the normalise block;
 - ``ops.attention``: the ``("attention", "rows")`` recipe where registered;
 - ``ops.conv2d_nchw``: the ``("conv2d", "blocked")`` recipe (output channels in unrolled
-  blocks, the output row vectorized) where it pays (``recipes.conv2d_cpu.conv2d_rule``).
+  blocks, the output row vectorized) where ``recipes.conv2d_cpu.conv2d_rule`` says so (off
+  by default: not measured faster, see that module).
 
 Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
 ``ValueError``) leaves the kernel to the generic rules of ``workbench.graph.schedules``.

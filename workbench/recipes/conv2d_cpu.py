@@ -10,13 +10,14 @@ output channels unrolled and the output row ``x`` innermost, vectorized::
                 for x (vectorized):  # contiguous output and input row
                     conv[k0*tk+k1, y, x] += pad[rc, y+ry, x+rx] * weight[k0*tk+k1, rc, ry, rx]
 
-Each input row loaded per reduction step feeds ``tk`` accumulator rows instead of one:
-the generic rule's inner loop (``x`` under the reductions, one output channel) does one
-multiply-add per load, and collapses when the row is short (resnet18's layer4: 512
-channels at 7x7). Measured (one thread, loaded 2-core machine, bench/RESULTS.md "conv2d
-schedules"): 512x7x7 3x3 4.0x the generic rule, 64x56x56 2.6x; ``tk`` 8 beat 4 and 2 on
-both. Small convolutions (``SMALL_WORK``) and channel counts without a block of 2 keep the
-generic rule (measured faster there: 24->17 channels at 13x13).
+Each input row loaded per reduction step feeds ``tk`` accumulator rows instead of one.
+Not the graph's default (``DEFAULT``): measured one thread on the loaded 2-core machine
+(docs/decisions.md, issue 19 rows), a first run had it 4.0x the generic rule at
+512x7x7 and 2.6x at 64x56x56, a second run of the same shapes 0.8x and 0.75x, and
+256x14x14 0.11x (the 14-wide row is shorter than one AVX-512 vector: the unrolled block
+runs scalar remainder loops). ``conv2d_rule`` chooses it where ``DEFAULT`` is set (a
+test sets it); ``compiled.reschedule(node, recipes.get("conv2d", "blocked"))`` applies it
+to one kernel.
 
 Example
 -------
@@ -37,6 +38,8 @@ from workbench.schedule import Schedule, ScheduleError
 
 BLOCKS = (8, 4, 2)
 """Output-channel blocks tried, largest first (the first dividing the channel count)."""
+DEFAULT = False
+"""Whether the graph's default schedules choose this recipe (see the module docstring)."""
 SMALL_WORK = 1 << 21
 """Multiply-adds below which a convolution keeps the generic rule."""
 PARALLEL_WORK = 1 << 18
@@ -86,10 +89,10 @@ def blocked_cpu(func: PrimFunc, *, tk: int | None = None, parallel: bool = True,
 
 def conv2d_rule(func: PrimFunc, parallel: bool = True) -> Schedule | None:
     """The graph's default-schedule rule for a ``conv2d_nchw`` kernel (plus its epilogue):
-    ``blocked_cpu`` where it pays (``SMALL_WORK``, a channel block), else None (the generic
-    rules)."""
+    ``blocked_cpu`` where ``DEFAULT`` is set and the kernel is big (``SMALL_WORK``) with a
+    channel block, else None (the generic rules)."""
     extents = _conv_extents(func)
-    if extents is None or math.prod(extents) < SMALL_WORK:
+    if not DEFAULT or extents is None or math.prod(extents) < SMALL_WORK:
         return None
     if not any(extents[1] % b == 0 for b in BLOCKS):
         return None
@@ -99,4 +102,4 @@ def conv2d_rule(func: PrimFunc, parallel: bool = True) -> Schedule | None:
         return None
 
 
-__all__ = ["BLOCKS", "SMALL_WORK", "blocked_cpu", "conv2d_rule"]
+__all__ = ["BLOCKS", "DEFAULT", "SMALL_WORK", "blocked_cpu", "conv2d_rule"]

@@ -1,10 +1,10 @@
 """ONNX frontend: an ``onnx.ModelProto`` (or a path to one) to a ``Graph``.
 
-Covers Gemm, MatMul, Conv, BatchNormalization, Relu, Gelu, Sigmoid (SiLU is Sigmoid then
-Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool, AveragePool, GlobalAveragePool,
-Flatten, Reshape, Transpose, Softmax, LayerNormalization, Attention (opset 23), Identity,
-Dropout and Constant. Unsupported nodes are listed in one ``UnsupportedOperatorError``
-(location: the node's name and index).
+Covers Gemm, MatMul, Conv (1-D and 2-D), Clip, BatchNormalization, Relu, Gelu, Sigmoid
+(SiLU is Sigmoid then Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool,
+AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Softmax, LayerNormalization,
+Attention (opset 23), Identity, Dropout and Constant. Unsupported nodes are listed in one
+``UnsupportedOperatorError`` (location: the node's name and index).
 """
 
 from __future__ import annotations
@@ -135,15 +135,45 @@ class _Node:
 
     def _pads(self) -> tuple[int, int]:
         pads = list(self.attrs.get("pads", [0, 0, 0, 0]))
+        if len(pads) == 2:  # 1-D: viewed as (1, L)
+            pads = [0, pads[0], 0, pads[1]]
         if pads[:2] != pads[2:]:
             raise NotImplementedError(f"{self.where}: asymmetric pads {pads}")
         return (pads[0], pads[1])
 
+    def _pair(self, name: str, default: int) -> tuple[int, int]:
+        value = list(self.attrs.get(name, [default, default]))
+        return (1, value[0]) if len(value) == 1 else tuple(value)
+
+    def _one_d(self, x: str) -> bool:
+        return len(self.shape(x)) == 3
+
+    def _to_2d(self, x: str) -> str:
+        n, c, length = self.shape(x)
+        return self.emit("reshape", [x], {"shape": [n, c, 1, length]})
+
+    def _from_2d(self, y: str) -> str:
+        n, c, _, length = self.shape(y)
+        return self.emit("reshape", [y], {"shape": [n, c, length]})
+
     def op_Conv(self):
-        attrs = {"stride": tuple(self.attrs.get("strides", [1, 1])), "padding": self._pads(),
-                 "dilation": tuple(self.attrs.get("dilations", [1, 1])),
+        """1-D and 2-D convolutions (1-D ones over ``(N, C, 1, L)``)."""
+        attrs = {"stride": self._pair("strides", 1), "padding": self._pads(),
+                 "dilation": self._pair("dilations", 1),
                  "groups": int(self.attrs.get("group", 1))}
-        return self.emit("conv2d", [i for i in self.ins if i], attrs)
+        ins = [i for i in self.ins if i]
+        if not self._one_d(ins[0]):
+            return self.emit("conv2d", ins, attrs)
+        k, cg, r = self.shape(ins[1])
+        w = self.emit("reshape", [ins[1]], {"shape": [k, cg, 1, r]})
+        return self._from_2d(self.emit("conv2d", [self._to_2d(ins[0]), w] + ins[2:], attrs))
+
+    def op_Clip(self):
+        bounds = [float(self.const(i)) if i else None for i in self.ins[1:3]]
+        bounds += [None] * (2 - len(bounds))
+        low = self.attrs.get("min", bounds[0])
+        high = self.attrs.get("max", bounds[1])
+        return self.emit("clamp", [self.ins[0]], {"min": low, "max": high})
 
     def op_BatchNormalization(self):
         x, scale, bias, mean, var = self.ins[:5]
@@ -151,12 +181,16 @@ class _Node:
                          {"eps": float(self.attrs.get("epsilon", 1e-5))})
 
     def _pool(self, op: str):
-        kernel = tuple(self.attrs["kernel_shape"])
+        kernel = list(self.attrs["kernel_shape"])
         if self.attrs.get("ceil_mode", 0):
             raise NotImplementedError(f"{self.where}: ceil_mode")
-        attrs = {"kernel": kernel, "stride": tuple(self.attrs.get("strides", kernel)),
-                 "padding": self._pads()}
-        return self.emit(op, [self.ins[0]], attrs)
+        stride = list(self.attrs.get("strides", kernel))
+        x = self.ins[0]
+        if self._one_d(x):
+            attrs = {"kernel": (1, kernel[0]), "stride": (1, stride[0]), "padding": self._pads()}
+            return self._from_2d(self.emit(op, [self._to_2d(x)], attrs))
+        attrs = {"kernel": tuple(kernel), "stride": tuple(stride), "padding": self._pads()}
+        return self.emit(op, [x], attrs)
 
     def op_MaxPool(self):
         return self._pool("max_pool2d")
@@ -165,7 +199,11 @@ class _Node:
         return self._pool("avg_pool2d")
 
     def op_GlobalAveragePool(self):
-        return self.emit("adaptive_avg_pool2d", [self.ins[0]], {"output_size": (1, 1)})
+        x = self.ins[0]
+        if self._one_d(x):
+            return self._from_2d(self.emit("adaptive_avg_pool2d", [self._to_2d(x)],
+                                           {"output_size": (1, 1)}))
+        return self.emit("adaptive_avg_pool2d", [x], {"output_size": (1, 1)})
 
     def op_Flatten(self):
         shape = self.shape(self.ins[0])
