@@ -230,8 +230,8 @@ def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, bro
     loops = explorer.locator(".widget-select select").first
     top_before = loops.bounding_box()["y"]
     selected = loops.evaluate("node => node.value")
-    loops.focus()
-    page.keyboard.press("ArrowDown")
+    explorer.locator(".wb-IR").first.hover()  # ipyevents takes keys under the mouse
+    page.keyboard.press("j")  # the next loop
     expect(loops).not_to_have_value(selected, timeout=60_000)
     assert messages.bounding_box()["height"] == pytest.approx(84, abs=2)
     assert loops.bounding_box()["y"] == pytest.approx(top_before, abs=1)
