@@ -124,10 +124,12 @@ def build(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
 
 
 def patch_public_path(script: str) -> str:
-    """The renderer's asset folder as ``URL.href`` (``file:///.../dist/``) instead of
-    ``origin + pathname`` (``null/.../dist/`` on a ``file://`` page, so every icon font
-    failed to load with ERR_FILE_NOT_FOUND)."""
-    return re.sub(r"\$\{(\w+)\.origin\}\$\{\1\.pathname\}", r"${\1.href}", script)
+    """The renderer's asset folder (its icon fonts) as the vendored folder's full URL,
+    ``file:///.../vendor/html-manager/dist/``, instead of ``origin + pathname`` of its module
+    name (``null/...`` on a ``file://`` page: every icon font failed to load)."""
+    folder = WIDGET_RENDERER.rsplit("/", 1)[0] + "/"
+    return re.sub(r"\$\{(\w+)\.origin\}\$\{\1\.pathname\}",
+                  f'${{new URL("{folder}",document.location).href}}', script)
 
 
 def mark_static(page: str) -> str:

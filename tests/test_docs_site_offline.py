@@ -15,7 +15,8 @@ import build_site  # noqa: E402
 def test_the_renderer_finds_its_fonts_next_to_it_on_a_file_page():
     script = "o=new URL(r.uri,document.location);s.p=`${o.origin}${o.pathname}`,x"
     assert build_site.patch_public_path(script) == (
-        "o=new URL(r.uri,document.location);s.p=`${o.href}`,x")
+        'o=new URL(r.uri,document.location);s.p=`${new URL("vendor/html-manager/dist/",'
+        'document.location).href}`,x')
 
 
 def test_pages_say_they_are_static_and_titles_have_no_backticks():
