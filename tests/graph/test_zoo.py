@@ -88,7 +88,7 @@ def test_lstm_is_refused_with_the_reason():
     assert "recurrent layers (nn.LSTM) are refused" in str(info.value)
 
 
-ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "conv1d")
+ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "vit", "conv1d")
 
 
 @pytest.mark.parametrize("name", ONNX_MODELS)
