@@ -36,6 +36,36 @@ def _session_cache_dir() -> None:
 _session_cache_dir()
 
 
+def _session_machine() -> None:
+    """``WB_TEST_MACHINE=<name>``: the whole session plans for that machine description
+    (``tests/machines.py``) instead of the host, installed before any test module is imported
+    so that module-level constants read it too. CI runs the machine-sensitive files under
+    each description (``docs/ci_audit.md``)."""
+    name = os.environ.get("WB_TEST_MACHINE")
+    if not name:
+        return
+    from machines import MACHINES, install
+
+    if name not in MACHINES:
+        raise pytest.UsageError(f"WB_TEST_MACHINE={name!r}: not one of {sorted(MACHINES)}")
+    install(MACHINES[name])
+
+
+_session_machine()
+
+
+@pytest.fixture
+def machine(request, monkeypatch):
+    """The host facts replaced by a machine description of ``tests/machines.py`` for one test
+    (parametrize indirectly with its name); yields the description."""
+    from machines import MACHINES, install
+
+    described = MACHINES[request.param]
+    undo = install(described, monkeypatch.setattr)
+    yield described
+    undo()
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A seeded random generator: tests use random non-zero inputs, reproducibly."""

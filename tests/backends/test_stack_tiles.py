@@ -4,10 +4,10 @@ not copied a second time by promotion, allocated on the stack, kept in registers
 import numba
 import numpy as np
 import pytest
+from machines import host_vector_lanes
 
 from workbench.backends import build, codegen_python, lower_to_numba_source
 from workbench.backends.asm_loops import fma_loops
-from workbench.backends.cpu_facts import vector_lanes
 from workbench.backends.runtime import stack_allocator
 from workbench.ops.linalg import matmul
 from workbench.schedule import Schedule
@@ -94,7 +94,7 @@ def test_packed_kernel_keeps_the_tile_in_registers(tk):
 
     With the tile on the heap, k split by 256 compiled to a scalar loop with a load and a
     store of the accumulator per FMA."""
-    lanes = vector_lanes("float32")
+    lanes = host_vector_lanes("float32")  # the machine code's, not a test machine description's
     if lanes < 16 and tk == 128:
         pytest.xfail("AVX2: LLVM unrolls the k=128 loop and spills the tile (known, see "
                      "docs/decisions.md, 'Packed matmul on AVX2')")

@@ -1,10 +1,16 @@
-"""Facts about the host CPU the ``cpu`` target compiles for: its SIMD vector width.
+"""Facts about the host CPU the ``cpu`` target compiles for: its SIMD vector width, feature
+flags, cores, cache sizes and L1 geometry.
 
 One place to read it from, so that schedules (``workbench.recipes``) size their vector
 loops and register tiles for the machine they run on instead of a hard-coded 16 lanes. The
 ``cpu`` and ``numpy`` targets report these facts as their ``Target.device``
 (``host_device_facts``); a schedule asks its target (``target_vector_lanes``,
 ``target_reduction_lanes``), so a target for another machine plans for that machine.
+
+This module is the one home of every host fact: the tuner's prior and rules, the recipes and
+the graph schedules read them through it (``host_features``, ``host_cores``, ``cache_sizes``,
+``l1_geometry``, ``vector_bits``), so a test can describe another machine by replacing these
+readers (``tests/machines.py``) and CI checks AVX2 and AVX-512, 1 and 4 cores, on one host.
 
 The width comes from the features LLVM detects on the host (what Numba compiles for):
 AVX-512 gives 512 bits, AVX/AVX2 256, anything else (SSE, NEON) 128, except that on the
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +62,49 @@ def _llvm_features() -> set[str]:
         return {name for name in ("avx512f", "avx2", "avx") if features.get(name, False)}
     except Exception:  # noqa: BLE001 (a platform llvmlite cannot inspect: fall back to cpuinfo)
         return set()
+
+
+def host_features() -> set[str]:
+    """The host's SIMD feature names (``avx512f``, ``avx2``, ``avx``...): LLVM's, else
+    ``/proc/cpuinfo``'s flags."""
+    return _llvm_features() or _cpuinfo_flags()
+
+
+def host_cores() -> int:
+    """The cores this process may run on (the parallel loops' threads)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=1)
+def cache_sizes() -> tuple[int, int, int]:
+    """(L1d, L2, last level) in bytes, from /sys; common sizes where it is missing."""
+    sizes = {1: 32 << 10, 2: 1 << 20, 3: 32 << 20}
+    try:
+        for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+            kind = (index / "type").read_text().strip()
+            if kind == "Instruction":
+                continue
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1)
+            sizes[level] = int(text.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        pass
+    return sizes[1], sizes.get(2, sizes[1]), sizes.get(3, sizes.get(2, sizes[1]))
+
+
+@functools.lru_cache(maxsize=1)
+def l1_geometry() -> tuple[int, int]:
+    """(line bytes, ways) of the L1 data cache, from /sys; (64, 8) where it is missing."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache/index0")
+    try:
+        return (int((base / "coherency_line_size").read_text()),
+                int((base / "ways_of_associativity").read_text()))
+    except (OSError, ValueError):
+        return 64, 8
 
 
 def vector_bits_of(features: set[str]) -> int:
@@ -105,7 +155,7 @@ def vector_bits_for(features: set[str], cpu_name: str) -> int:
 @functools.lru_cache(maxsize=1)
 def vector_bits() -> int:
     """The SIMD width the host CPU's LLVM target vectorizes with: 512, 256 or 128 bits."""
-    return vector_bits_for(_llvm_features() or _cpuinfo_flags(), _host_cpu_name())
+    return vector_bits_for(host_features(), _host_cpu_name())
 
 
 def vector_lanes(dtype: str = "float32", bits: int | None = None) -> int:

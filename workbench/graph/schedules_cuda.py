@@ -14,7 +14,8 @@ its own nest; nothing is moved with ``compute_at``, so intermediates are global 
 The elementwise epilogue ``out`` of a group is first inlined into a purely spatial head
 (``reverse_compute_inline``), saving a launch; after a reduction it stays a launch of its
 own. This is the simple, always-legal baseline (no shared memory, no register tiles): the
-recipes of ``workbench.backends.cuda_recipes`` are the tuned forms for single operators.
+graph's default (``graph_schedule``) first tries the operators' ``cuda`` recipes through
+``workbench.graph.schedules_cuda_ops`` and falls back to this rule.
 
 Example
 -------
@@ -34,6 +35,10 @@ from workbench.schedule import Schedule, ScheduleError
 
 THREADS = 64
 """Threads per block (a multiple of the warp size; small, so simulator tests stay quick)."""
+
+
+GRAPH_THREADS = 256
+"""Threads per block of the baseline in a compiled graph (``graph_schedule``)."""
 
 
 def _extent(sch: Schedule, loop) -> int:
@@ -84,9 +89,14 @@ def cuda_schedule(func, threads: int = THREADS) -> Schedule:
 
 
 def graph_schedule(func, target=None, parallel: bool = True) -> Schedule:
-    """The ``cuda`` kind's ``graph_schedule`` hook: ``cuda_schedule`` (``parallel`` is a
+    """The ``cuda`` kind's ``graph_schedule`` hook: the operator's ``cuda`` recipe where a
+    rule of ``workbench.graph.schedules_cuda_ops`` takes the kernel (tiled matmul, row
+    kernels, attention rows, ``v4`` elementwise), else ``cuda_schedule`` (``parallel`` is a
     CPU notion: every CUDA kernel is parallel)."""
-    return cuda_schedule(func)
+    from workbench.graph.schedules_cuda_ops import recipe_schedule
+
+    sch = recipe_schedule(func)
+    return sch if sch is not None else cuda_schedule(func, GRAPH_THREADS)
 
 
-__all__ = ["THREADS", "bind_block", "cuda_schedule", "graph_schedule"]
+__all__ = ["GRAPH_THREADS", "THREADS", "bind_block", "cuda_schedule", "graph_schedule"]

@@ -30,8 +30,8 @@ log2, a categorical knob's index).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
+from workbench.backends import cpu_facts
 from workbench.ir.expr import BufferLoad, Var
 from workbench.ir.functor import collect
 from workbench.ir.stmt import BufferStore, For, ForKind
@@ -42,26 +42,6 @@ IR_FEATURES = (
     "log2_bytes", "intensity", "log2_register_tile", "log2_reduce_inner", "log2_traffic_l1",
     "log2_traffic_l2", "log2_traffic_llc", "log2_prior",
 )
-
-
-@lru_cache(maxsize=1)
-def cache_sizes() -> tuple[int, int, int]:
-    """(L1d, L2, last level) in bytes, from /sys; common sizes where it is missing."""
-    sizes = {1: 32 << 10, 2: 1 << 20, 3: 32 << 20}
-    try:
-        from pathlib import Path
-
-        for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-            kind = (index / "type").read_text().strip()
-            if kind == "Instruction":
-                continue
-            level = int((index / "level").read_text())
-            text = (index / "size").read_text().strip().upper()
-            scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1)
-            sizes[level] = int(text.rstrip("KM")) * scale
-    except (OSError, ValueError):
-        pass
-    return sizes[1], sizes.get(2, sizes[1]), sizes.get(3, sizes.get(2, sizes[1]))
 
 
 def _log2(x: float) -> float:
@@ -307,19 +287,6 @@ def traffic(chain: tuple[For, ...], footprints: list[float], capacity: float,
     return footprints[level] * math.prod(_extent(lp) for lp in chain[:level])
 
 
-@lru_cache(maxsize=1)
-def l1_geometry() -> tuple[int, int]:
-    """(line bytes, ways) of the L1 data cache, from /sys; (64, 8) where it is missing."""
-    from pathlib import Path
-
-    base = Path("/sys/devices/system/cpu/cpu0/cache/index0")
-    try:
-        return (int((base / "coherency_line_size").read_text()),
-                int((base / "ways_of_associativity").read_text()))
-    except (OSError, ValueError):
-        return 64, 8
-
-
 def leaf_chains(stmt) -> list[tuple[For, ...]]:
     """Every chain of loops from the root to a loop with no loop inside (one per nest)."""
     out: list[tuple[For, ...]] = []
@@ -344,8 +311,8 @@ def chain_facts(chain: tuple[For, ...], flops: float = 0.0) -> dict[str, float]:
     """What the analytic prior reads from one loop nest (``chain``: root to leaf): its
     work, parallel extent, vector width, register tile, operand loads per reduction step,
     memory accesses and the cache traffic at each level (bytes)."""
-    l1, l2, llc = cache_sizes()
-    line, ways = l1_geometry()
+    l1, l2, llc = cpu_facts.cache_sizes()
+    line, ways = cpu_facts.l1_geometry()
     plain, conflicted, weighted = line_footprints(chain, line, l1 // max(1, ways), ways)
     parallel = [(i, lp) for i, lp in enumerate(chain) if lp.kind == ForKind.PARALLEL]
     vectorized = [lp for lp in chain if lp.kind == ForKind.VECTORIZED]
@@ -399,7 +366,7 @@ def ir_features(lowered) -> dict[str, float]:
     vectorized = [lp for lp in chain if lp.kind == ForKind.VECTORIZED]
     unrolled = [lp for lp in chain if lp.kind == ForKind.UNROLLED]
     footprints = _footprints(chain)
-    l1, l2, llc = cache_sizes()
+    l1, l2, llc = cpu_facts.cache_sizes()
     depth = max(1, len(chain))
 
     def fit(limit):  # the outermost level whose body fits, as a fraction of the depth

@@ -46,8 +46,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-from functools import lru_cache
 
 MEMORY_ACCUMULATORS = 0.5  # share of the peak with the tile in memory (L1): a store per FMA,
 # one store port for two FMA units
@@ -75,18 +73,12 @@ class CpuModel:
         return _host_model(dtype)
 
 
-@lru_cache(maxsize=8)
 def _host_model(dtype: str) -> CpuModel:
-    from workbench.backends.cpu_facts import _cpuinfo_flags, _llvm_features, vector_lanes
-    from workbench.tune.features import cache_sizes
+    from workbench.backends import cpu_facts
 
-    flags = _llvm_features() or _cpuinfo_flags()
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return CpuModel(lanes=vector_lanes(dtype), cores=max(1, cores),
-                    vector_registers=32 if "avx512f" in flags else 16, caches=cache_sizes())
+    return CpuModel(lanes=cpu_facts.vector_lanes(dtype), cores=cpu_facts.host_cores(),
+                    vector_registers=32 if "avx512f" in cpu_facts.host_features() else 16,
+                    caches=cpu_facts.cache_sizes())
 
 
 def compute_efficiency(facts: dict, model: CpuModel) -> float:

@@ -50,7 +50,6 @@ it was, so every configuration gives a legal schedule.
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from workbench.backends.cpu_facts import reduction_lanes
 from workbench.schedule import Schedule
@@ -134,11 +133,11 @@ def _parallel_weights() -> list[float] | None:
 
 
 def host_cores() -> int:
-    """The cores this process may run on (the parallel loops' threads)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may run on (the parallel loops' threads;
+    ``backends.cpu_facts.host_cores``)."""
+    from workbench.backends import cpu_facts
+
+    return cpu_facts.host_cores()
 
 
 def _sample_tiled(sch: Schedule, plan: _Plan, d: Decisions, lanes: int) -> None:

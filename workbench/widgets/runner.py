@@ -150,9 +150,13 @@ class MeasureRunner:
         def start() -> None:
             if generation != self._generation:
                 return
-            future = self._executor.submit(
-                self._run, generation, key, func, done, error, first_call, after, after_timeout_s
-            )
+            try:
+                future = self._executor.submit(
+                    self._run, generation, key, func, done, error, first_call, after,
+                    after_timeout_s,
+                )
+            except RuntimeError:  # closed, or the interpreter exits: a debounced edit dropped
+                return
             self._pending.append(future)
 
         now = time.perf_counter()

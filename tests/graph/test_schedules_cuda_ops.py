@@ -1,0 +1,108 @@
+"""Default cuda schedules of graph kernels (``workbench.graph.schedules_cuda_ops``): which
+recipe each kind of kernel gets, and that the compiled model still equals PyTorch, under
+Numba's CUDA simulator at tiny sizes (each test a few seconds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+import workbench as wb  # noqa: E402
+from workbench.graph.schedules_cuda_ops import (  # noqa: E402
+    RULES,
+    matmul_tiling,
+    recipe_schedule,
+    row_threads,
+)
+
+
+def _rule_of(compiled) -> dict[str, str]:
+    """Kernel node -> the rule that schedules it (``baseline`` when none does)."""
+    out = {}
+    for kernel in compiled.kernels:
+        out[kernel.node] = next((r.__name__ for r in RULES if r(kernel.func) is not None),
+                                "baseline")
+    return out
+
+
+def _check(model, *inputs, rules: set[str]):
+    torch.manual_seed(0)
+    compiled = wb.compile(model.eval(), inputs, target="cuda")
+    assert set(_rule_of(compiled).values()) == rules
+    want = model(*inputs).detach().numpy()
+    np.testing.assert_allclose(compiled(*inputs), want, rtol=1e-4, atol=1e-5)
+    return compiled
+
+
+def test_matmul_tiling_fills_the_grid_and_divides_the_shape():
+    assert matmul_tiling(2048, 768, 256) == (16, 4, 8)   # 384 blocks of 64 x 64
+    assert matmul_tiling(8192, 4096, 1024) == (16, 8, 8)  # big: 128 x 128 tiles
+    assert matmul_tiling(128, 256, 64) == (8, 4, 8)       # few blocks: the smallest wide tile
+    assert matmul_tiling(16, 96, 12) == (4, 4, 4)         # only 16-thread blocks divide
+    assert matmul_tiling(10, 96, 32) is None              # nothing divides: the recipe's tile
+    assert matmul_tiling(64, 64, 30) is None
+    assert [row_threads(n) for n in (1, 32, 33, 256, 768, 5000)] == [32, 32, 64, 256, 512, 512]
+
+
+def test_linear_gelu_gets_the_register_tile_with_the_epilogue_inlined():
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU())
+    x = torch.randn(16, 16)
+    compiled = _check(model, x, rules={"matmul_tiled"})
+    (kernel,) = compiled.kernels
+    script = kernel.schedule.mod.script()
+    assert "C_local" in script and 'with T.block("out")' not in script  # written once
+    assert "threadIdx.y" in script and "shared" in script
+
+
+def test_a_single_k_step_matmul_is_not_double_buffered():
+    compiled = _check(nn.Linear(8, 16), torch.randn(16, 8), rules={"matmul_tiled"})
+    assert "double_buffer_scope" not in str(compiled.kernels[0].schedule.trace)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator reads unset padding
+def test_an_odd_shaped_linear_gets_the_recipe_with_predicated_edges():
+    _check(nn.Linear(9, 7), torch.randn(5, 9), rules={"matmul_tiled"})
+
+
+def test_layernorm_gets_one_block_per_row():
+    compiled = _check(nn.LayerNorm(40), torch.randn(2, 40), rules={"rows"})
+    script = compiled.kernels[0].schedule.mod.script()
+    assert script.count("blockIdx.x") == 1  # one launch
+
+
+class Attention(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+def test_attention_is_one_launch_per_query_row():
+    q, k, v = (torch.randn(1, 2, 3, 8) for _ in range(3))
+    compiled = _check(Attention(), q, k, v, rules={"attention_rows"})
+    (kernel,) = compiled.kernels
+    assert kernel.schedule.mod.script().count("blockIdx.x") == 1
+    assert len(kernel.kernel._compiled.kernels) == 1
+
+
+class AddMul(nn.Module):
+    def forward(self, x, y):
+        return (x + y) * y
+
+
+def test_elementwise_gets_v4_and_odd_rows_fall_back_to_the_baseline():
+    x, y = torch.randn(2, 128), torch.randn(2, 128)
+    compiled = _check(AddMul(), x, y, rules={"elementwise_v4"})
+    assert "T.vectorized(4)" in compiled.kernels[0].schedule.mod.script()
+    x, y = torch.randn(2, 6), torch.randn(2, 6)
+    _check(AddMul(), x, y, rules={"baseline"})
+
+
+def test_a_kernel_no_rule_takes_keeps_the_baseline():
+    from workbench import ops
+
+    assert recipe_schedule(ops.conv2d_nchw(1, 2, 5, 5, 3, 3)) is None
+    assert recipe_schedule(ops.softmax(4, 6)) is not None

@@ -1,0 +1,121 @@
+"""Machine descriptions for tests: the host facts of ``workbench.backends.cpu_facts`` as inputs.
+
+CI runs on Intel and AMD machines, AVX2 and AVX-512, of 2 to many cores; a test must not pass
+on one and fail on another. ``install(machine, setattr)`` replaces the readers of the host's
+facts (SIMD features, LLVM's CPU name, cores, cache sizes, L1 geometry) with a description's,
+and clears the caches derived from them, so that everything that plans for "the host" (the
+recipes, the tuner's rules and prior, the graph schedules, ``Target("cpu").device``) plans
+for that machine. Numba still compiles for the real host: a plan for a wider machine runs
+correctly, only slower.
+
+Two ways in:
+
+* the ``machine`` fixture (``tests/conftest.py``), parametrized by name in a test that must
+  hold on every kind (``@pytest.mark.parametrize("machine", [...], indirect=True)``);
+* ``WB_TEST_MACHINE=<name> pytest ...``: the whole session plans for that machine (the
+  conftest installs it before any test module is imported, so module-level constants such
+  as ``LANES = vector_lanes("float32")`` read it too).
+
+Example
+-------
+>>> from workbench.backends import cpu_facts
+>>> undo = install(MACHINES["avx2-4core"])
+>>> cpu_facts.vector_bits(), cpu_facts.host_cores()
+(256, 4)
+>>> undo()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """A CPU as the host-fact readers describe it."""
+
+    name: str
+    features: frozenset[str]
+    cpu_name: str  # LLVM's host CPU name (decides prefer-256-bit tuning)
+    cores: int
+    caches: tuple[int, int, int]  # L1d, L2, last level, bytes
+    l1: tuple[int, int] = (64, 8)  # line bytes, ways
+
+
+K, M = 1 << 10, 1 << 20
+AVX2 = frozenset({"sse2", "avx", "avx2", "fma"})
+AVX512 = AVX2 | {"avx512f"}
+
+MACHINES = {m.name: m for m in [
+    # Intel client, AVX2 only, 4 cores, small L2
+    Machine("avx2-4core", AVX2, "skylake", 4, (32 * K, 256 * K, 8 * M)),
+    # Intel server: AVX-512 present but LLVM vectorizes with 256 bits; one core; 12-way L1
+    Machine("intel-avx512-1core", AVX512, "sapphirerapids", 1, (48 * K, 2 * M, 105 * M),
+            (64, 12)),
+    # AMD Zen 5: AVX-512 with zmm code, 2 cores (the machine CI was first seen failing on)
+    Machine("zen5-2core", AVX512, "znver5", 2, (48 * K, 1 * M, 32 * M), (64, 12)),
+    # AMD Zen 3: AVX2, 8 cores, a large last level
+    Machine("zen3-8core", AVX2, "znver3", 8, (32 * K, 512 * K, 32 * M)),
+]}
+
+
+def _real_readers():
+    from workbench.backends import cpu_facts
+
+    return cpu_facts._llvm_features, cpu_facts._cpuinfo_flags, cpu_facts._host_cpu_name
+
+
+_REAL = _real_readers()  # taken before any description is installed
+
+
+def host_vector_lanes(dtype: str = "float32") -> int:
+    """The lanes of the machine Numba really compiles for, whatever description is installed:
+    for tests that read the host's machine code (``kernel.asm``), the one thing a
+    description cannot change."""
+    from workbench.backends import cpu_facts
+
+    llvm, cpuinfo, cpu_name = _REAL
+    bits = cpu_facts.vector_bits_for(llvm() or cpuinfo(), cpu_name())
+    return cpu_facts.vector_lanes(dtype, bits=bits)
+
+
+def _clear_derived() -> None:
+    from workbench.backends import cpu_facts
+
+    for name in ("vector_bits", "host_device_facts", "cache_sizes", "l1_geometry"):
+        fn = getattr(cpu_facts, name)
+        if hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+
+
+def install(machine: Machine, setattr=None):
+    """Make the host-fact readers describe ``machine``; returns a function that undoes it
+    (with ``setattr=monkeypatch.setattr``, pytest undoes it and the function only clears
+    the derived caches)."""
+    from workbench.backends import cpu_facts
+
+    saved = {}
+
+    def put(name, value):
+        saved.setdefault(name, getattr(cpu_facts, name))
+        (setattr or _plain_setattr)(cpu_facts, name, value)
+
+    _clear_derived()
+    put("_llvm_features", lambda: set(machine.features))
+    put("_cpuinfo_flags", lambda: set(machine.features))
+    put("_host_cpu_name", lambda: machine.cpu_name)
+    put("host_cores", lambda: machine.cores)
+    put("cache_sizes", lambda: machine.caches)
+    put("l1_geometry", lambda: machine.l1)
+
+    def undo():
+        if setattr is None:
+            for name, value in saved.items():
+                _plain_setattr(cpu_facts, name, value)
+        _clear_derived()
+
+    return undo
+
+
+def _plain_setattr(obj, name, value):
+    setattr(obj, name, value)

@@ -1,0 +1,257 @@
+"""CUDA schedules by rule for graph kernels built from the operator library.
+
+The ``cuda`` counterpart of ``workbench.graph.schedules_ops``: a kernel is recognised by its
+blocks (``workbench.graph.lower_ops`` builds them from the library) and gets the matching
+``cuda`` recipe of ``workbench.recipes``; a kernel no rule takes keeps the thread-binding
+baseline of ``workbench.graph.schedules_cuda`` (one thread per output element):
+
+- ``ops.matmul`` plus an elementwise epilogue (``linear``: ``x @ W + b``, ``gelu(...)``,
+  a residual ``+ x``): the register-blocked SGEMM (``recipes.matmul_cuda``), its tile chosen
+  from M and N (``matmul_tiling``: the largest tile whose grid fills the GPU), the epilogue
+  inlined into the register tile's write-back, so the result is written once;
+- ``ops.softmax`` / ``ops.layernorm`` (no epilogue): one block per row with warp-shuffle
+  reductions (``recipes.rows_cuda.block_per_row``), threads per row from the row length;
+- attention (``scores``, softmax, ``attention``: the ``sdpa`` pattern): one block per query
+  row (``attention_rows``): the row of scores, its softmax and the weighted sum of values
+  all in one kernel, the scores row in shared memory, the max and sum as warp-shuffle
+  allreduces;
+- a purely elementwise kernel whose last extent is a multiple of 4: the ``v4`` recipe
+  (``recipes.elementwise_cuda``: 4 consecutive elements per thread, 128-bit accesses).
+
+Every rule works on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
+``ValueError``) leaves the kernel to the next rule and finally to the baseline.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+from workbench.ir.analysis import find_blocks
+from workbench.ir.stmt import IterKind
+from workbench.schedule import Schedule, ScheduleError
+
+MIN_BLOCKS = 128
+"""Blocks a matmul tiling asks for at least (about one per multiprocessor of an H200: a
+smaller grid leaves multiprocessors idle)."""
+
+TILINGS = ((16, 8), (16, 4), (8, 4), (4, 4))
+"""``(threads, per_thread)`` per side of a matmul block, largest tile first: 128 x 128 (256
+threads, 8 x 8 registers each), 64, 32, 16 (16 threads: the simulator's size)."""
+
+ROW_THREADS = 256
+"""Threads per block of the attention rows and of the elementwise kernels."""
+
+_FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError, TypeError)
+
+
+def _blocks(func) -> list:
+    return find_blocks(func)
+
+
+def _names(func) -> list[str]:
+    return [b.name for b in find_blocks(func)]
+
+
+def _extents(block) -> list[int]:
+    return [int(iv.dom.extent.value) for iv in block.iter_vars]
+
+
+def matmul_tiling(m: int, n: int, k: int) -> tuple[int, int, int] | None:
+    """``(threads, per_thread, k_tile)`` of ``register_blocked`` for an ``m x n x k``
+    matmul: of the ``TILINGS`` that divide M and N, the largest whose grid has at least
+    ``MIN_BLOCKS`` blocks, else the smallest of 64 threads or more that divides (16-thread
+    blocks only when nothing else divides); None when none divides.
+
+    >>> matmul_tiling(2048, 768, 256), matmul_tiling(2048, 256, 512), matmul_tiling(128, 256, 64)
+    ((16, 4, 8), (16, 4, 8), (8, 4, 8))
+    >>> matmul_tiling(16, 96, 32), matmul_tiling(10, 96, 32)
+    ((4, 4, 8), None)
+    """
+    k_tile = 8 if k % 8 == 0 else 4 if k % 4 == 0 else None
+    if k_tile is None:
+        return None
+    fits = [(t, p) for t, p in TILINGS if m % (t * p) == 0 and n % (t * p) == 0]
+    if not fits:
+        return None
+    for t, p in fits:
+        if t >= 8 and (m // (t * p)) * (n // (t * p)) >= MIN_BLOCKS:
+            return t, p, k_tile
+    wide = [f for f in fits if f[0] >= 8]
+    return (*(wide or fits)[-1], k_tile)
+
+
+def _inline_epilogue(sch: Schedule, writer: str) -> bool:
+    """Inline the elementwise ``out`` block into ``writer``; False when it cannot be."""
+    if "out" not in _names(sch.mod):
+        return True
+    try:
+        sch.reverse_compute_inline(sch.get_block("out"))
+    except _FAILS:
+        return False
+    return True
+
+
+def _any_shape(recipe) -> bool:
+    """Whether ``register_blocked`` takes any shape (chooses its tile, predicates edges)."""
+    from workbench.recipes.matmul_cuda import register_blocked
+
+    return inspect.signature(register_blocked).parameters["threads"].default is None
+
+
+def matmul_tiled(func) -> Schedule | None:
+    """``ops.matmul`` (block ``C``, three loops) plus an epilogue: ``register_blocked`` with
+    ``matmul_tiling``'s tile (the recipe's own tile and predicated edges where no tile
+    divides M and N), the epilogue inlined into the register tile's write-back
+    (``C_local``), whose 128-bit stores then write the epilogue's result."""
+    from workbench import recipes
+
+    head = next((b for b in _blocks(func) if b.name == "C"), None)
+    if head is None or len(head.iter_vars) != 3 or len(_blocks(func)) > 2:
+        return None
+    if [iv.kind for iv in head.iter_vars] != [IterKind.SPATIAL, IterKind.SPATIAL,
+                                                IterKind.REDUCE]:
+        return None
+    recipe = recipes.get("matmul", "register_blocked", "cuda")
+    tiling = matmul_tiling(*_extents(head))
+    if tiling is None:
+        if not _any_shape(recipe):
+            return None
+        tiling = (None, None, 8)  # the recipe's own tile, predicated edges
+    threads, per_thread, k_tile = tiling
+    # double buffering needs two k steps (with one, the recipe's prefetch indexes past the
+    # shared tile: IndexError under the simulator, at K == k_tile)
+    steps = _extents(head)[2] // k_tile
+    try:
+        sch = recipe(func, threads=threads, per_thread=per_thread, k_tile=k_tile,
+                     double_buffer=steps >= 2)
+    except _FAILS:
+        return None
+    if not _inline_epilogue(sch, "C_local"):
+        return None
+    return sch
+
+
+def row_threads(n: int) -> int:
+    """Threads per row for the row recipes where the recipe does not choose them itself:
+    the smallest power of two >= ``n`` between 32 and 512."""
+    return min(512, max(32, 1 << max(0, (n - 1).bit_length())))
+
+
+def rows(func) -> Schedule | None:
+    """``ops.softmax`` or ``ops.layernorm`` alone (the last block the normalisation): the
+    ``block_per_row`` recipe, threads per row from the row length (the recipe's own choice
+    where it makes one, ``threads=None``)."""
+    names = _names(func)
+    if names[-1] == "T_softmax_norm" and "scores" not in names:
+        op = "softmax"
+    elif names[-1] == "T_layer_norm" and "mean_sum" in names:
+        op = "layernorm"
+    else:
+        return None
+    from workbench import recipes
+    from workbench.recipes.rows_cuda import block_per_row
+
+    recipe = recipes.get(op, "block_per_row", "cuda")
+    last = _blocks(func)[-1]
+    if len(last.iter_vars) != 2:
+        return None
+    n = _extents(last)[-1]
+    auto = inspect.signature(block_per_row).parameters["threads"].default is None
+    try:
+        return recipe(func) if auto else recipe(func, threads=row_threads(n))
+    except _FAILS:
+        return None
+
+
+def attention_rows(func) -> Schedule | None:
+    """Attention (blocks ``scores``, softmax, ``attention``; maybe an epilogue ``out``): one
+    CUDA block per query row ``(b, h, i)``.
+
+    In the row: each thread computes scores ``j`` (a serial dot product over the head
+    dimension; the row in shared memory), the row max and sum of exponentials are
+    cross-thread reductions (warp shuffles), the normalised row goes to shared memory, and
+    each thread computes outputs ``d`` (a serial sum over ``k`` in a register). One launch
+    instead of five, no scores in global memory.
+    """
+    names = _names(func)
+    if names[:5] != ["scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm",
+                     "attention"] or len(names) > 5:
+        return None
+    blocks = _blocks(func)
+    length = _extents(blocks[0])[-2]
+    head_dim = _extents(blocks[4])[-2]
+    threads = min(ROW_THREADS, max(32, 1 << max(0, (max(length, head_dim) - 1).bit_length())))
+    try:
+        sch = Schedule(func)
+        att = sch.get_block("attention")
+        *batch, d, _k = sch.get_loops(att)
+        row = sch.fuse(*batch) if len(batch) > 1 else batch[0]
+        sch.bind(row, "blockIdx.x")
+        _, d_thread = sch.split(d, factors=[None, threads])
+        sch.bind(d_thread, "threadIdx.x")
+        # each thread's output accumulates in a register, written once
+        sch.reverse_compute_at(sch.cache_write(att, 0, "local"), d_thread)
+        for name in ("T_softmax_norm", "T_softmax_expsum", "T_softmax_maxelem", "scores"):
+            sch.compute_at(sch.get_block(name), row)
+        for name, scope in (("scores", "shared"), ("T_softmax_norm", "shared")):
+            block = sch.get_block(name)
+            loops = sch.get_loops(block)
+            j = loops[1] if name == "scores" else loops[-1]
+            _, j_thread = sch.split(j, factors=[None, threads])
+            sch.bind(j_thread, "threadIdx.x")
+            sch.set_scope(block, 0, scope)
+            if name == "scores":  # the dot product accumulates in a register
+                sch.reverse_compute_at(sch.cache_write(block, 0, "local"), j_thread)
+        for name in ("T_softmax_maxelem", "T_softmax_expsum"):
+            block = sch.get_block(name)
+            _, k_thread = sch.split(sch.get_loops(block)[-1], factors=[None, threads])
+            sch.bind(k_thread, "threadIdx.x")
+            sch.set_scope(block, 0, "local")
+    except _FAILS:
+        return None
+    return sch
+
+
+GRID_Y = 65535
+"""The most blocks along ``blockIdx.y``."""
+
+
+def elementwise_v4(func) -> Schedule | None:
+    """A kernel of purely spatial blocks (a transpose, a select, a standalone epilogue) whose
+    last extent ``n`` is a multiple of 128: the ``v4`` recipe (every producer inlined, 4
+    consecutive outputs per thread with 128-bit accesses, the other loops fused on
+    ``blockIdx.y``), ``min(ROW_THREADS, n // 4)`` threads per block; None (the baseline)
+    when the fused rows exceed ``GRID_Y`` or ``n`` is not a multiple of 128."""
+    from workbench.recipes.elementwise_cuda import v4
+
+    blocks = _blocks(func)
+    if any(iv.kind != IterKind.SPATIAL for b in blocks for iv in b.iter_vars):
+        return None
+    last = _extents(blocks[-1])
+    if not last or last[-1] % 128 or math.prod(last[:-1]) > GRID_Y:
+        return None
+    threads = ROW_THREADS
+    while last[-1] % (4 * threads):
+        threads //= 2
+    try:
+        return v4(func, threads=threads)
+    except _FAILS:
+        return None
+
+
+RULES = (matmul_tiled, attention_rows, rows, elementwise_v4)
+"""Tried in order; the first that returns a schedule wins."""
+
+
+def recipe_schedule(func) -> Schedule | None:
+    """The first rule of ``RULES`` that schedules ``func``, or None (the baseline then)."""
+    for rule in RULES:
+        sch = rule(func)
+        if sch is not None:
+            return sch
+    return None
+
+
+__all__ = ["MIN_BLOCKS", "RULES", "TILINGS", "attention_rows", "elementwise_v4",
+           "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
