@@ -159,6 +159,11 @@ CASES = {
     "index_select": (lambda x: torch.index_select(x, 2, torch.tensor([3, 0, 0])), [X]),
     "constant_pad_nd": (lambda x: aten.constant_pad_nd(x, [1, 2, 0, 1], 0.5), [X]),
     "pad": (lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [X]),
+    # resizing
+    "upsample_nearest2d": (lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), [IMG]),
+    "upsample_bilinear2d": (lambda x: F.interpolate(x, size=(7, 9), mode="bilinear")
+                            * F.interpolate(x, scale_factor=(1.4, 1.8), mode="bilinear",
+                                            align_corners=True), [IMG]),
     # attention
     "scaled_dot_product_attention": (lambda q, k, v: F.scaled_dot_product_attention(
         q, k, v, attn_mask=_CONST["mask"]), [(1, 2, 4, 8), (1, 2, 5, 8), (1, 2, 5, 8)]),

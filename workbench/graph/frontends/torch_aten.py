@@ -546,6 +546,34 @@ class AtenOps:
             raise NotImplementedError(f"pad mode {mode!r}")
         return self._op_constant_pad_nd(x, pad, 0.0 if value is None else value)
 
+    # ---- resizing --------------------------------------------------------------------------
+
+    def _resize(self, name, x, *args, **kwargs):
+        """``interpolate``: separable and linear in the input, so two matmuls with constant
+        interpolation matrices, each read off PyTorch's own op applied to a probe of unit
+        vectors (its index rules, scale factors and ``align_corners`` exactly)."""
+        import torch
+
+        op = getattr(torch.ops.aten, name)
+        n, c, h, w = self._shape(x)
+        dtype = self.b.types[x].dtype
+        probe = torch.eye(w).reshape(w, 1, 1, w).expand(w, 1, h, w).contiguous()
+        cols = op(probe, *args, **kwargs)[:, 0, 0, :]  # (w, q): x @ cols resizes the width
+        probe = torch.eye(h).reshape(h, 1, h, 1).expand(h, 1, h, w).contiguous()
+        rows = op(probe, *args, **kwargs)[:, 0, :, 0]  # (h, p)
+        y = self._emit("matmul", [x, self.b.constant("resize_w", cols.numpy().astype(dtype))])
+        y = self._emit("transpose", [y], {"perm": [0, 1, 3, 2]})
+        y = self._emit("matmul", [y, self.b.constant("resize_h", rows.numpy().astype(dtype))])
+        return self._emit("transpose", [y], {"perm": [0, 1, 3, 2]})
+
+    def _op_upsample_nearest2d(self, x, *args, **kwargs):
+        """Nearest resize (2-D): two matmuls with 0/1 selection matrices."""
+        return self._resize("upsample_nearest2d", x, *args, **kwargs)
+
+    def _op_upsample_bilinear2d(self, x, *args, **kwargs):
+        """Bilinear resize (2-D): two matmuls with interpolation matrices."""
+        return self._resize("upsample_bilinear2d", x, *args, **kwargs)
+
     # ---- attention -------------------------------------------------------------------------
 
     def _op_scaled_dot_product_attention(self, q, k, v, attn_mask=None, dropout_p=0.0,
