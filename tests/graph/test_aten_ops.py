@@ -159,6 +159,9 @@ CASES = {
     "index_select": (lambda x: torch.index_select(x, 2, torch.tensor([3, 0, 0])), [X]),
     "constant_pad_nd": (lambda x: aten.constant_pad_nd(x, [1, 2, 0, 1], 0.5), [X]),
     "pad": (lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [X]),
+    # recurrent layers (modules built once: their weights are the case's constants)
+    "lstm": (lambda x: _CONST["lstm"](x)[0], [(2, 3, 4)]),
+    "gru": (lambda x: _CONST["gru"](x)[1], [(3, 2, 4)]),
     # resizing
     "upsample_nearest2d": (lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), [IMG]),
     "upsample_bilinear2d": (lambda x: F.interpolate(x, size=(7, 9), mode="bilinear")
@@ -182,6 +185,9 @@ _CONST = {
     "table": torch.randn(7, 5, generator=_GEN),
     "mask": torch.rand(4, 5, generator=_GEN) > 0.3,
 }
+torch.manual_seed(0)
+_CONST["lstm"] = torch.nn.LSTM(4, 5, num_layers=2, batch_first=True, bidirectional=True).eval()
+_CONST["gru"] = torch.nn.GRU(4, 5, num_layers=1).eval()
 
 NOT_IN_EXPORT = {"_assert_tensor_metadata", "_assert_async", "_to_copy", "to", "type_as",
                  "contiguous", "getitem", "empty", "new_empty", "empty_like", "lift_fresh",

@@ -22,12 +22,8 @@ IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_cop
 """Ops that return their first argument (dtype conversions of float tensors included)."""
 
 REFUSED = {
-    "lstm": "recurrent layers (nn.LSTM) are refused: aten.lstm is one opaque op over the "
-            "sequence; unrolling it is not implemented",
-    "gru": "recurrent layers (nn.GRU) are refused: aten.gru is one opaque op over the "
-           "sequence; unrolling it is not implemented",
-    "rnn_tanh": "recurrent layers (nn.RNN) are refused", "rnn_relu": "recurrent layers are "
-                                                                     "refused",
+    "rnn_tanh": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
+    "rnn_relu": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
 }
 """ATen op -> why it is refused (listed as unsupported, with this reason in docs/ops.md)."""
 
@@ -545,6 +541,24 @@ class AtenOps:
         if mode != "constant":
             raise NotImplementedError(f"pad mode {mode!r}")
         return self._op_constant_pad_nd(x, pad, 0.0 if value is None else value)
+
+    # ---- recurrent layers ------------------------------------------------------------------
+
+    def _op_lstm(self, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                 batch_first):
+        """LSTM unrolled over the static sequence length (torch_recurrent)."""
+        from workbench.graph.frontends.torch_recurrent import recurrent
+
+        return recurrent(self, "lstm", x, hx, params, has_biases, num_layers, bidirectional,
+                         batch_first)
+
+    def _op_gru(self, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                batch_first):
+        """GRU unrolled over the static sequence length (torch_recurrent)."""
+        from workbench.graph.frontends.torch_recurrent import recurrent
+
+        return recurrent(self, "gru", x, hx, params, has_biases, num_layers, bidirectional,
+                         batch_first)
 
     # ---- resizing --------------------------------------------------------------------------
 
