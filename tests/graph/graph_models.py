@@ -68,3 +68,32 @@ def randomize_bn(model: nn.Module, seed: int = 0) -> nn.Module:
             m.weight.data.copy_(torch.randn(m.num_features, generator=gen))
             m.bias.data.copy_(torch.randn(m.num_features, generator=gen))
     return model.eval()
+
+
+class BasicBlock(nn.Module):
+    """A resnet basic block: conv-bn-relu, conv-bn, residual add, relu."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(x + self.bn2(self.conv2(y)))
+
+
+class TinyResNet(nn.Module):
+    """A stem conv, ``blocks`` identical basic blocks, global average pooling, a linear head."""
+
+    def __init__(self, channels: int = 4, blocks: int = 3, classes: int = 5):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 3, padding=1)
+        self.blocks = nn.Sequential(*[BasicBlock(channels) for _ in range(blocks)])
+        self.fc = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        x = self.blocks(F.relu(self.stem(x)))
+        return self.fc(x.mean((2, 3)))

@@ -7,7 +7,8 @@ import pytest
 
 MODULES = ["ir", "printer", "builder", "interpreter", "passes.dce", "passes.constant_fold",
            "passes.cse", "passes.simplify", "passes.memory_plan", "passes.pipeline",
-           "frontends.onnx", "lower_ops", "schedules", "schedules_ops", "schedules_cuda"]
+           "frontends.onnx", "lower_ops", "schedules", "schedules_ops", "schedules_cuda",
+           "schedules_cuda_ops"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -44,7 +44,7 @@ def test_matmul_tiling_fills_the_grid_and_divides_the_shape():
     assert matmul_tiling(8192, 4096, 1024) == (16, 8, 8)  # big: 128 x 128 tiles
     assert matmul_tiling(128, 256, 64) == (8, 4, 8)       # few blocks: the smallest wide tile
     assert matmul_tiling(16, 96, 12) == (4, 4, 4)         # only 16-thread blocks divide
-    assert matmul_tiling(10, 96, 32) is None              # nothing divides: the baseline
+    assert matmul_tiling(10, 96, 32) is None              # nothing divides: the recipe's tile
     assert matmul_tiling(64, 64, 30) is None
     assert [row_threads(n) for n in (1, 32, 33, 256, 768, 5000)] == [32, 32, 64, 256, 512, 512]
 
@@ -57,6 +57,16 @@ def test_linear_gelu_gets_the_register_tile_with_the_epilogue_inlined():
     script = kernel.schedule.mod.script()
     assert "C_local" in script and 'with T.block("out")' not in script  # written once
     assert "threadIdx.y" in script and "shared" in script
+
+
+def test_a_single_k_step_matmul_is_not_double_buffered():
+    compiled = _check(nn.Linear(8, 16), torch.randn(16, 8), rules={"matmul_tiled"})
+    assert "double_buffer_scope" not in str(compiled.kernels[0].schedule.trace)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator reads unset padding
+def test_an_odd_shaped_linear_gets_the_recipe_with_predicated_edges():
+    _check(nn.Linear(9, 7), torch.randn(5, 9), rules={"matmul_tiled"})
 
 
 def test_layernorm_gets_one_block_per_row():
@@ -94,5 +104,5 @@ def test_elementwise_gets_v4_and_odd_rows_fall_back_to_the_baseline():
 def test_a_kernel_no_rule_takes_keeps_the_baseline():
     from workbench import ops
 
-    assert recipe_schedule(ops.matmul(10, 12, 7)) is None
     assert recipe_schedule(ops.conv2d_nchw(1, 2, 5, 5, 3, 3)) is None
+    assert recipe_schedule(ops.softmax(4, 6)) is not None

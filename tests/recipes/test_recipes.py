@@ -31,6 +31,7 @@ FUNCS = {
     ("softmax", "online"): lambda: online_softmax(6, 40),
     ("softmax", "online_lanes"): lambda: online_softmax_lanes(6, 4 * LANES),
     ("layernorm", "fused"): lambda: ops.layernorm(4, 8 * LANES),
+    ("conv2d", "blocked"): lambda: ops.conv2d_nchw(1, 3, 7, 7, 8, 3, 3),
     ("attention", "rows"): lambda: ops.attention(2, 2, 6, 4, kv_seq=5, value_dim=3,
                                                  causal=True),
 }

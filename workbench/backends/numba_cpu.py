@@ -114,6 +114,29 @@ def compile_cpu(lowered: PrimFunc, target) -> tuple[CompiledKernel, str | None]:
     return compiled, ("disk" if compiled.disk_cache_hit else None)
 
 
+def is_cached(func: PrimFunc, target) -> bool:
+    """Whether building ``func`` (unlowered) for ``target`` compiles nothing: the kernel is
+    in this process's memory cache, or its module and Numba's cache index are on disk.
+    ``wb.compile`` sends only the others to its worker processes."""
+    from workbench.backends.lower import lower
+
+    target = _as_target(target)
+    lowered = lower(func)
+    with _COMPILE_LOCK:
+        if (lowered, target.key()) in _MEMORY_CACHE:
+            return True
+    o = target.options
+    generated = target.kind.printer(
+        target.run_passes(lowered), o["fastmath"], o["fast_exp"], o["boundscheck"], True,
+        o["workspace"],
+    ).run()
+    module_name = f"{kernel_cache.MODULE_PREFIX}{generated.func_name}_" \
+                  f"{source_digest(generated.source)}"
+    directory = kernel_cache_dir()
+    return (directory / f"{module_name}.py").exists() and \
+        any((directory / "__pycache__").glob(f"{module_name}.*.nbi"))
+
+
 def clear_memory_cache() -> int:
     """Forget every kernel compiled in this process; return how many were dropped.
 

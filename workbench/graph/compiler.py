@@ -39,6 +39,21 @@ class ModelInputError(GraphError, ValueError):
     """
 
 
+def kernel_array(array: np.ndarray) -> np.ndarray:
+    """``array`` itself when it is C-contiguous and writable, else such a copy: the arrays
+    every compiled kernel is typed for (``numba_cpu`` compiles each for writable C arrays).
+
+    Example
+    -------
+    >>> a = np.ones(3, "float32"); a.flags.writeable = False
+    >>> kernel_array(a).flags.writeable
+    True
+    """
+    if not isinstance(array, np.ndarray):
+        return array
+    return np.require(array, requirements=("C", "W"))
+
+
 class KernelRunner:
     """Calls a compiled Numba function with the kernel's arrays and its workspace (the
     function's global scratch buffers, allocated once)."""
@@ -133,7 +148,10 @@ def output_structure(model, example_inputs, count: int):
     if not isinstance(model, torch.nn.Module):
         return None
     with _modes_kept(model), torch.no_grad():
-        model.eval()
+        try:
+            model.eval()
+        except NotImplementedError:  # ExportedProgram.module(): keeps its exported mode
+            pass
         result = model(*example_inputs)
     leaves = []
 
@@ -192,7 +210,8 @@ def _schedule_for(kernel: LoweredKernel, target, schedules, parallel: bool):
 
 def compile(model, example_inputs=(), target="cpu", schedules="default",
             pipeline: Pipeline | None = None, plan: bool = True,
-            parallel: bool = True, fold_layout: bool = False) -> CompiledModel:
+            parallel: bool = True, fold_layout: bool = False, jobs: int | None = None,
+            progress: bool | None = None) -> CompiledModel:
     """Import, optimise, lower, schedule and build ``model``.
 
     Parameters
@@ -224,8 +243,15 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     fold_layout : bool
         Fold transposes and selects read only by kernels into those kernels' loads
         (``workbench.graph.lower_layout``); off by default (see ``lower_graph``).
+    jobs : int, optional
+        Worker processes compiling the kernels not cached yet (default: one per CPU; 1:
+        all in this process). Structurally equal kernels (repeated blocks) are scheduled
+        and built once whatever ``jobs`` is (``workbench.graph.compile_jobs``); what was
+        done is in ``compiled.build_stats``.
+    progress : bool, optional
+        A progress bar over the builds (default: shown when many kernels are cold).
     """
-    from workbench.backends import build
+    from workbench.graph.compile_jobs import build_kernels
 
     target = resolve_target(target, "compile")
     _check_records_path(schedules)
@@ -234,16 +260,24 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     if not isinstance(model, Graph | str) and type(model).__name__ != "ModelProto":
         structure = output_structure(model, example_inputs, len(graph.outputs))
     graph = (pipeline or Pipeline())(graph)
+    lowered_all = lower_graph(graph, fold_layout=fold_layout)
+    scheduled: dict = {}  # repeated blocks lower to equal functions: scheduled once
+    for lowered in lowered_all:
+        if lowered.func not in scheduled:
+            scheduled[lowered.func] = _schedule_for(lowered, target, schedules, parallel)
+    built, stats = build_kernels([scheduled[k.func] for k in lowered_all], target, jobs=jobs,
+                                 progress=progress)
     kernels = []
-    for lowered in lower_graph(graph, fold_layout=fold_layout):
-        sch = _schedule_for(lowered, target, schedules, parallel)
-        kernel = build(sch, target=target)
+    for lowered, kernel in zip(lowered_all, built, strict=True):
+        sch = scheduled[lowered.func]
         runner = _runner_of(kernel, target)
         kernels.append(CompiledKernel(lowered.node, lowered.pattern, lowered.inputs, runner,
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
                                       kernel, lowered.shapes, lowered.func))
-    return CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target,
-                         fold_layout=fold_layout, plan=plan, output_structure=structure)
+    compiled = CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target,
+                             fold_layout=fold_layout, plan=plan, output_structure=structure)
+    compiled.build_stats = stats
+    return compiled
 
 
 class CompiledModel:
@@ -269,8 +303,14 @@ class CompiledModel:
         self.target = self.target_info.name
         self.fold_layout, self.plan = bool(fold_layout), bool(plan)
         self.output_structure = output_structure
+        self.build_stats = None  # compile's BuildStats (kernels, distinct, cold, parallel)
         self._arena = [np.empty(size, np.uint8) for size in memory.buffers]
-        self._values: dict[str, np.ndarray] = dict(graph.constants)
+        # every constant C-contiguous and writable, once: Numba types a read-only array (an
+        # ONNX initializer, an np.load'ed weight) as another type than the one each kernel was
+        # compiled for, so a call with one compiles the kernel again and runs a slower variant
+        # (one MLP kernel measured 13x slower)
+        self._values: dict[str, np.ndarray] = {name: kernel_array(value)
+                                               for name, value in graph.constants.items()}
         for node in graph.nodes:
             if node.op in VIEW_OPS and node.name in memory.assignment:
                 continue
@@ -304,7 +344,7 @@ class CompiledModel:
                 raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
                                       f"got {array.dtype} array of shape "
                                       f"{tuple(array.shape)}")
-            values[name] = np.ascontiguousarray(array)
+            values[name] = kernel_array(array)
         return values
 
     def _run(self, values: dict, timings: list | None = None) -> None:

@@ -8,6 +8,7 @@ then its output, each *viewed* in the shape the kernel declares (``LoweredKernel
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,13 +54,29 @@ def _members(graph: Graph, node: Node) -> tuple[list[Node], dict, dict]:
     return [node], inputs, scalars
 
 
+def kernel_name(pattern: str) -> str:
+    """The function name of a kernel computing ``pattern``: ``k_`` and the pattern's ops
+    (``conv2d+add+relu`` -> ``k_conv2d_add_relu``). Named by what it computes, not by its
+    node: the kernels of a model's repeated blocks are then the same function (structural
+    equality), built once (``wb.compile``) and sharing one entry of the kernel caches.
+
+    Example
+    -------
+    >>> kernel_name("conv2d+add+relu")
+    'k_conv2d_add_relu'
+    """
+    return "k_" + (re.sub(r"\W+", "_", pattern).strip("_") or "kernel")
+
+
 def lower_node(graph: Graph, node: Node) -> LoweredKernel:
-    """The kernel for ``node`` (a plain node or a ``fused`` group)."""
+    """The kernel for ``node`` (a plain node or a ``fused`` group), its function named by
+    its pattern (``kernel_name``)."""
     members, types, scalars = _members(graph, node)
-    lowered = lower_members("k_" + node.name, members, types, scalars, node.type)
     pattern = node.attrs.get("pattern", node.op)
-    return LoweredKernel(node.name, pattern, lowered.inputs, lowered.func,
-                         lowered.func.script(), lowered.shapes)
+    lowered = lower_members("k_" + node.name, members, types, scalars, node.type)
+    func = lowered.func.replace(name=kernel_name(pattern))
+    return LoweredKernel(node.name, pattern, lowered.inputs, func, func.script(),
+                         lowered.shapes)
 
 
 def lower_graph(graph: Graph, *, fold_layout: bool = False) -> list[LoweredKernel]:

@@ -92,9 +92,17 @@ def _inline_epilogue(sch: Schedule, writer: str) -> bool:
     return True
 
 
+def _any_shape(recipe) -> bool:
+    """Whether ``register_blocked`` takes any shape (chooses its tile, predicates edges)."""
+    from workbench.recipes.matmul_cuda import register_blocked
+
+    return inspect.signature(register_blocked).parameters["threads"].default is None
+
+
 def matmul_tiled(func) -> Schedule | None:
     """``ops.matmul`` (block ``C``, three loops) plus an epilogue: ``register_blocked`` with
-    ``matmul_tiling``'s tile, the epilogue inlined into the register tile's write-back
+    ``matmul_tiling``'s tile (the recipe's own tile and predicated edges where no tile
+    divides M and N), the epilogue inlined into the register tile's write-back
     (``C_local``), whose 128-bit stores then write the epilogue's result."""
     from workbench import recipes
 
@@ -104,13 +112,19 @@ def matmul_tiled(func) -> Schedule | None:
     if [iv.kind for iv in head.iter_vars] != [IterKind.SPATIAL, IterKind.SPATIAL,
                                                 IterKind.REDUCE]:
         return None
+    recipe = recipes.get("matmul", "register_blocked", "cuda")
     tiling = matmul_tiling(*_extents(head))
     if tiling is None:
-        return None
+        if not _any_shape(recipe):
+            return None
+        tiling = (None, None, 8)  # the recipe's own tile, predicated edges
     threads, per_thread, k_tile = tiling
+    # double buffering needs two k steps (with one, the recipe's prefetch indexes past the
+    # shared tile: IndexError under the simulator, at K == k_tile)
+    steps = _extents(head)[2] // k_tile
     try:
-        sch = recipes.get("matmul", "register_blocked", "cuda")(
-            func, threads=threads, per_thread=per_thread, k_tile=k_tile)
+        sch = recipe(func, threads=threads, per_thread=per_thread, k_tile=k_tile,
+                     double_buffer=steps >= 2)
     except _FAILS:
         return None
     if not _inline_epilogue(sch, "C_local"):

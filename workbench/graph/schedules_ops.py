@@ -14,7 +14,10 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   without lanes; the epilogue moves into the row loop;
 - ``ops.layernorm``: the fused recipe (``recipes.layernorm.fused_cpu``) where the row is a
   multiple of its lanes; the epilogue is inlined into the normalise block;
-- ``ops.attention``: the ``("attention", "rows")`` recipe where registered.
+- ``ops.attention``: the ``("attention", "rows")`` recipe where registered;
+- ``ops.conv2d_nchw``: the ``("conv2d", "blocked")`` recipe (output channels in unrolled
+  blocks, the output row vectorized) where ``recipes.conv2d_cpu.conv2d_rule`` says so (off
+  by default: not measured faster, see that module).
 
 Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
 ``ValueError``) leaves the kernel to the generic rules of ``workbench.graph.schedules``.
@@ -206,7 +209,15 @@ def attention_rows(func, parallel: bool = True) -> Schedule | None:
     return sch
 
 
-RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused)
+def conv2d_blocked(func, parallel: bool = True) -> Schedule | None:
+    """``ops.conv2d_nchw`` with the ``("conv2d", "blocked")`` recipe where it pays
+    (``workbench.recipes.conv2d_cpu.conv2d_rule``)."""
+    from workbench.recipes.conv2d_cpu import conv2d_rule
+
+    return conv2d_rule(func, parallel)
+
+
+RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused, conv2d_blocked)
 """Tried in order; the first that returns a schedule wins."""
 
 

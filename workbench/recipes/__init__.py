@@ -10,12 +10,13 @@ Example
 -------
 >>> from workbench import ops, recipes
 >>> [f"{r.op}/{r.name}" for r in recipes.list(target="cpu")][:3]
-['attention/rows', 'layernorm/fused', 'matmul/packed']
+['attention/rows', 'conv2d/blocked', 'layernorm/fused']
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 
 from workbench.recipes import (
     attention,
+    conv2d_cpu,
     elementwise_cuda,
     layernorm,
     layernorm_cuda,
@@ -29,5 +30,5 @@ from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, regis
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
-           "layernorm", "matmul", "softmax", "elementwise_cuda", "layernorm_cuda", "matmul_cuda",
-           "softmax_cuda"]
+           "conv2d_cpu", "layernorm", "matmul", "softmax", "elementwise_cuda", "layernorm_cuda",
+           "matmul_cuda", "softmax_cuda"]

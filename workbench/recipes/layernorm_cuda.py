@@ -23,9 +23,15 @@ from workbench.schedule import Schedule
 
 
 @register("layernorm", "block_per_row", "cuda")
-def block_per_row_cuda(func: PrimFunc, threads: int = 512, stage: str | None = None) -> Schedule:
-    """One CUDA block per row, mean and variance as warp-shuffle allreduces."""
-    return block_per_row(func, threads, stage)
+def block_per_row_cuda(
+    func: PrimFunc,
+    threads: int | None = None,
+    stage: str | None = "auto",
+    rows_per_block: int | None = None,
+) -> Schedule:
+    """One CUDA block per row, mean and variance as warp-shuffle allreduces (threads per row
+    by default from the row length: ``rows_cuda.row_threads``)."""
+    return block_per_row(func, threads, stage, rows_per_block)
 
 
 @register("layernorm", "rfactor_shuffle", "cuda")

@@ -169,12 +169,14 @@ def cuda_views(target) -> TargetViews:
         return SIMULATED if simulator_enabled() else None
 
     def opening(func: PrimFunc):
-        """The target's graph rule (one thread per output element): a kernel that builds."""
+        """The graph's baseline binding rule (one thread per output element): a kernel that
+        builds, and the simplest start (a compiled graph's default, ``graph_schedule``,
+        applies the operators' recipes first, which would skip the lesson)."""
+        from workbench.graph.schedules_cuda import cuda_schedule
         from workbench.schedule import ScheduleError
 
-        rule = target.hook("graph_schedule")
         try:
-            return f"default binding ({target.name} graph rule)", rule(func, target, True)
+            return f"default binding ({target.name} graph rule)", cuda_schedule(func)
         except ScheduleError:
             return None
 

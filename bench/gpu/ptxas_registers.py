@@ -1,0 +1,82 @@
+"""Registers, spills and shared memory of generated cuda kernels, without a GPU.
+
+Compiles each kernel of a schedule to PTX with numba-cuda (libNVVM, sm_90) and runs
+``ptxas -arch=sm_90 -v`` on it, the numbers ``kernel.resource_usage()`` reports on the device
+(checked: the SGEMM kernels gave 123 / 240 registers here and on the H200 alike). Needs a CUDA
+toolkit's ``libnvvm``, ``libdevice`` and ``ptxas`` (here ``/usr/local/cuda-13.0``), not
+``libnvrtc``.
+
+    CUDA_HOME=/usr/local/cuda-13.0 PYTHONPATH=$PWD python bench/gpu/ptxas_registers.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from numba import cuda, types  # noqa: E402
+from numba.cuda.cudadrv import libs, nvrtc, nvvm  # noqa: E402
+
+from workbench import ops, recipes  # noqa: E402
+from workbench.backends.lower import lower  # noqa: E402
+from workbench.backends.numba_cuda import generate_cuda_source  # noqa: E402
+
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda-13.0")
+nvrtc.get_supported_ccs = lambda: ((7, 5), (8, 0), (9, 0))  # no libnvrtc needed
+libs.get_libdevice = lambda: os.path.join(CUDA_HOME, "nvvm/libdevice/libdevice.10.bc")
+nvvm.get_libdevice = libs.get_libdevice
+
+
+def ptxas_report(sch, nargs: int) -> list[tuple[str, str]]:
+    """``(kernel name, ptxas -v summary)`` per kernel of ``sch`` (float32 C-order 2-D
+    arguments; 1-D ones are passed as 1-D)."""
+    func = lower(sch.mod)
+    src = generate_cuda_source(func)
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "generated.py")
+    with open(path, "w") as handle:
+        handle.write(src)
+    spec = importlib.util.spec_from_file_location("generated", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sig = tuple(types.Array(types.float32, len(p.shape), "C") for p in sch.mod.params)
+    out = []
+    for name in sorted(n for n in dir(module) if "_kernel" in n and not n.endswith("_launch")):
+        ptx, _ = cuda.compile_ptx(getattr(module, name).py_func, sig, cc=(9, 0), fastmath=False)
+        ptx_path = os.path.join(folder, name + ".ptx")
+        with open(ptx_path, "w") as handle:
+            handle.write(ptx)
+        run = subprocess.run(
+            [os.path.join(CUDA_HOME, "bin/ptxas"), "-arch=sm_90", "-v", ptx_path, "-o",
+             ptx_path + ".o"], capture_output=True, text=True, check=True)
+        lines = [ln.split("info    : ")[-1].strip() for ln in run.stderr.splitlines()
+                 if "registers" in ln or "spill" in ln]
+        out.append((name, "; ".join(lines)))
+    return out
+
+
+def main():
+    matmul = recipes.get("matmul", "register_blocked", "cuda")
+    cases = [
+        ("sgemm 4096^3 default", matmul(ops.matmul(4096, 4096, 4096))),
+        ("sgemm 4000^3 default", matmul(ops.matmul(4000, 4000, 4000))),
+        ("sgemm 4000^3 no partition", matmul(ops.matmul(4000, 4000, 4000), partition_edges=False)),
+        ("sgemm 1000x3000x2000 default", matmul(ops.matmul(1000, 3000, 2000))),
+        ("sgemm 511x257x129 default", matmul(ops.matmul(511, 257, 129))),
+    ]
+    for op in ("softmax", "layernorm"):
+        for m, n in ((8192, 8192), (4096, 3000), (30000, 768)):
+            recipe = recipes.get(op, "block_per_row", "cuda")
+            cases.append((f"{op} {m}x{n} default", recipe(getattr(ops, op)(m, n))))
+    for label, sch in cases:
+        for name, report in ptxas_report(sch, len(sch.mod.params)):
+            print(f"{label:34s} {name:22s} {report}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
