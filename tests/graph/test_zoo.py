@@ -2,9 +2,11 @@
 imported, run and compiled, each compared with PyTorch (max relative error <= 1e-4).
 
 Every model goes through the interpreter and ``wb.compile(target="numpy")`` (every lowered
-kernel, run by the reference executor); the Conv1d net also through the Numba cpu target.
+kernel, run by the reference executor); the Conv1d net and the LSTM also on the Numba cpu
+target.
 Numba-compiling every zoo model takes minutes on two cores (one compile per kernel; compile
 time is the issue's later part): set ``WB_ZOO_CPU=1`` to compile all of them for the cpu.
+LSTM and GRU layers are unrolled over the static sequence length; a plain RNN is refused.
 The ONNX route (``torch.onnx.export``, the TorchScript exporter, then ``wb.compile``) covers
 the models whose ONNX ops the ONNX frontend knows.
 """
@@ -38,6 +40,9 @@ def _model(name):
         if zoo_models.import_transformers() is None:
             pytest.skip("transformers is not installed")
         return zoo_models.text_models()[name]
+    if name == "lstm":
+        torch.manual_seed(0)
+        return zoo_models.LSTMNet().eval(), (torch.randn(2, 5, 4),)
     if name == "conv1d":
         torch.manual_seed(0)
         return zoo_models.randomize_bn(zoo_models.Conv1dNet()), (torch.randn(1, 3, 16),)
@@ -59,14 +64,14 @@ def _assert_close(got, expected):
     assert error <= 1e-4, f"max relative error {error:.2e}"
 
 
-@pytest.mark.parametrize("name", VISION + TEXT + ("conv1d",))
+@pytest.mark.parametrize("name", VISION + TEXT + ("conv1d", "lstm"))
 def test_zoo_model_matches_torch(name):
     model, inputs = _model(name)
     expected = _reference(model, inputs)
     arrays = [x.numpy() for x in inputs]
     graph = from_torch(model, inputs)
     _assert_close(_first(run(graph, *arrays)), expected)
-    target = "cpu" if ALL_CPU or name == "conv1d" else "numpy"
+    target = "cpu" if ALL_CPU or name in ("conv1d", "lstm") else "numpy"
     compiled = wb.compile(graph, target=target)
     _assert_close(_first(compiled(*arrays)), expected)
 
@@ -80,15 +85,15 @@ def test_exported_program_and_its_module_compile():
         _assert_close(compiled(*inputs), expected)
 
 
-def test_lstm_is_refused_with_the_reason():
-    model = zoo_models.LSTMNet().eval()
+def test_a_plain_rnn_is_refused_with_the_reason():
+    model = torch.nn.RNN(4, 3).eval()
     with pytest.raises(UnsupportedOperatorError) as info:
-        from_torch(model, (torch.randn(1, 5, 4),))
-    assert [op for op, _ in info.value.operators] == ["aten.lstm.input"]
-    assert "recurrent layers (nn.LSTM) are refused" in str(info.value)
+        from_torch(model, (torch.randn(5, 1, 4),))
+    assert [op for op, _ in info.value.operators] == ["aten.rnn_tanh.input"]
+    assert "nn.RNN is refused" in str(info.value)
 
 
-ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "conv1d")
+ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "vit", "conv1d")
 
 
 @pytest.mark.parametrize("name", ONNX_MODELS)

@@ -3,8 +3,10 @@
 Covers Gemm, MatMul, Conv (1-D and 2-D), Clip, BatchNormalization, Relu, Gelu, Sigmoid
 (SiLU is Sigmoid then Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool,
 AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Softmax, LayerNormalization,
-Attention (opset 23), Identity, Dropout and Constant. Unsupported nodes are listed in one
-``UnsupportedOperatorError`` (location: the node's name and index).
+Attention (opset 23), Identity, Dropout, Constant, Shape (static), Cast (float to float),
+Concat, Unsqueeze, Squeeze, Expand, Slice and Gather. A node whose inputs are all constants,
+of any type, is evaluated at import by onnx's reference evaluator (shape plumbing). Unsupported
+nodes are listed in one ``UnsupportedOperatorError`` (location: the node's name and index).
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ def from_onnx(model) -> Graph:
     for index, node in enumerate(graph.node):
         where = f"node {index} ({node.name or node.output[0]!r})"
         known = hasattr(_Node, f"op_{node.op_type}") or node.op_type in {**_UNARY, **_BINARY}
+        if node.input and all(not i or (i in values and values[i] in b.constants)
+                              for i in node.input):
+            arrays = [b.constants[values[i]] if i else None for i in node.input]
+            for name, array in zip(node.output, _fold(node, arrays), strict=False):
+                values[name] = b.constant(name, np.asarray(array))
+            continue
         if not known:
             unsupported.append((f"onnx::{node.op_type}", where))
             continue
@@ -68,6 +76,16 @@ def from_onnx(model) -> Graph:
     if unsupported:
         raise UnsupportedOperatorError(unsupported)
     return b.finish([values[out.name] for out in graph.output])
+
+
+def _fold(node, arrays: list) -> list:
+    """The outputs of ``node`` on constant inputs (onnx's reference evaluator): shape
+    plumbing (Shape, ConstantOfShape, Range, Equal, Where on constants) becomes constants."""
+    from onnx.reference import ReferenceEvaluator
+
+    names = [i for i in node.input if i]
+    feeds = {name: a for name, a in zip(node.input, arrays, strict=True) if name}
+    return ReferenceEvaluator(node).run(None, {n: feeds[n] for n in names})
 
 
 class _Node:
@@ -218,6 +236,83 @@ class _Node:
         if -1 in shape:
             shape[shape.index(-1)] = math.prod(old) // math.prod(s for s in shape if s != -1)
         return self.emit("reshape", [self.ins[0]], {"shape": shape})
+
+    def op_Shape(self):
+        """The static shape (a constant)."""
+        shape = self.shape(self.ins[0])
+        start, end = self.attrs.get("start", 0), self.attrs.get("end", len(shape))
+        return self.b.constant(self.node.output[0], np.array(shape[start:end], "int64"))
+
+    def op_Cast(self):
+        """Float to float is the identity (kernels are float32); integer casts of
+        run-time tensors are not lowered."""
+        from onnx import helper
+
+        target = str(helper.tensor_dtype_to_np_dtype(self.attrs["to"]))
+        if target.startswith("float") == self.b.types[self.ins[0]].dtype.startswith("float"):
+            return self.ins[0]
+        raise NotImplementedError(f"{self.where}: Cast of a run-time tensor to {target}")
+
+    def op_Concat(self):
+        n = len(self.shape(self.ins[0]))
+        return self.emit("concat", [i for i in self.ins if i],
+                         {"axis": self.attrs["axis"] % n})
+
+    def _axes(self) -> list[int]:
+        if "axes" in self.attrs:
+            return list(self.attrs["axes"])
+        return [int(a) for a in self.const(self.ins[1])] if len(self.ins) > 1 else []
+
+    def op_Unsqueeze(self):
+        shape = list(self.shape(self.ins[0]))
+        for axis in sorted(a % (len(shape) + len(self._axes())) for a in self._axes()):
+            shape.insert(axis, 1)
+        return self.emit("reshape", [self.ins[0]], {"shape": shape})
+
+    def op_Squeeze(self):
+        shape = self.shape(self.ins[0])
+        axes = {a % len(shape) for a in self._axes()} or {d for d, s in enumerate(shape)
+                                                           if s == 1}
+        new = [s for d, s in enumerate(shape) if d not in axes]
+        return self.emit("reshape", [self.ins[0]], {"shape": new})
+
+    def op_Expand(self):
+        old = self.shape(self.ins[0])
+        target = [int(s) for s in self.const(self.ins[1])]
+        shape = list(np.broadcast_shapes(tuple(old), tuple(target)))
+        if tuple(shape) == tuple(old):
+            return self.ins[0]
+        return self.emit("broadcast_to", [self.ins[0]], {"shape": shape})
+
+    def op_Slice(self):
+        shape = self.shape(self.ins[0])
+        starts, ends = (self.const(i) for i in self.ins[1:3])
+        axes = (self.const(self.ins[3]) if len(self.ins) > 3 and self.ins[3]
+                else range(len(starts)))
+        steps = (self.const(self.ins[4]) if len(self.ins) > 4 and self.ins[4]
+                 else [1] * len(starts))
+        x = self.ins[0]
+        for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+            axis = int(axis) % len(shape)
+            lo, hi, st = slice(int(start), int(min(end, 2**62)), int(step)).indices(shape[axis])
+            if (lo, hi, st) != (0, shape[axis], 1):
+                x = self.emit("slice", [x], {"axis": axis, "start": lo, "stop": hi, "step": st})
+        return x
+
+    def op_Gather(self):
+        """A constant scalar index: ``select``; integer indices along axis 0: ``embedding``."""
+        x, index = self.ins[:2]
+        shape = self.shape(x)
+        axis = self.attrs.get("axis", 0) % len(shape)
+        constant = self.b.constants.get(index)
+        if constant is not None and constant.ndim == 0:
+            return self.emit("select", [x], {"axis": axis, "index": int(constant) % shape[axis]})
+        if axis != 0:
+            raise NotImplementedError(f"{self.where}: Gather of an index tensor along axis "
+                                      f"{axis}")
+        table = self.emit("reshape", [x], {"shape": [shape[0], math.prod(shape[1:])]})
+        rows = self.emit("embedding", [table, index])
+        return self.emit("reshape", [rows], {"shape": list(self.shape(index)) + list(shape[1:])})
 
     def op_Transpose(self):
         n = len(self.shape(self.ins[0]))

@@ -22,12 +22,8 @@ IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_cop
 """Ops that return their first argument (dtype conversions of float tensors included)."""
 
 REFUSED = {
-    "lstm": "recurrent layers (nn.LSTM) are refused: aten.lstm is one opaque op over the "
-            "sequence; unrolling it is not implemented",
-    "gru": "recurrent layers (nn.GRU) are refused: aten.gru is one opaque op over the "
-           "sequence; unrolling it is not implemented",
-    "rnn_tanh": "recurrent layers (nn.RNN) are refused", "rnn_relu": "recurrent layers are "
-                                                                     "refused",
+    "rnn_tanh": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
+    "rnn_relu": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
 }
 """ATen op -> why it is refused (listed as unsupported, with this reason in docs/ops.md)."""
 
@@ -136,12 +132,23 @@ class AtenOps:
         _, _, _, out = self._shape(y)
         return self._emit("reshape", [y], {"shape": [n, k, out]})
 
+    def _op_conv3d(self, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+        if isinstance(padding, str):
+            padding = 0 if padding == "valid" else [
+                d * (k - 1) // 2 for d, k in zip(_pair(dilation, 3), self._shape(w)[2:],
+                                                 strict=True)]
+        attrs = {"stride": _pair(stride, 3), "padding": _pair(padding, 3),
+                 "dilation": _pair(dilation, 3), "groups": int(groups)}
+        return self._emit("conv3d", [x, w] + ([b] if b is not None else []), attrs)
+
     def _op_convolution(self, x, w, b, stride, padding, dilation, transposed, output_padding,
                         groups):
         if transposed:
             raise NotImplementedError("transposed convolution")
         if len(self._shape(x)) == 3:
             return self._op_conv1d(x, w, b, stride, padding, dilation, groups)
+        if len(self._shape(x)) == 5:
+            return self._op_conv3d(x, w, b, stride, padding, dilation, groups)
         return self._op_conv2d(x, w, b, stride, padding, dilation, groups)
 
     # ---- normalizations --------------------------------------------------------------------
@@ -354,6 +361,33 @@ class AtenOps:
         return self._from_2d(self._op_adaptive_avg_pool2d(self._as_2d(x),
                                                           (1, _pair(output_size, 1)[0])))
 
+    def _op_max_pool3d(self, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+        if ceil_mode or _pair(dilation, 3) != (1, 1, 1):
+            raise NotImplementedError("max_pool3d with ceil_mode or dilation")
+        return self._emit("pool3d", [x], {"kernel": _pair(kernel, 3),
+                                          "stride": _pair(stride or kernel, 3),
+                                          "padding": _pair(padding, 3), "kind": "max"})
+
+    def _op_max_pool3d_with_indices(self, *args, **kwargs):
+        return (self._op_max_pool3d(*args, **kwargs), None)
+
+    def _op_avg_pool3d(self, x, kernel, stride=(), padding=0, ceil_mode=False,
+                       count_include_pad=True, divisor_override=None):
+        if ceil_mode or not count_include_pad or divisor_override:
+            raise NotImplementedError("avg_pool3d with ceil_mode / count_include_pad=False")
+        return self._emit("pool3d", [x], {"kernel": _pair(kernel, 3),
+                                          "stride": _pair(stride or kernel, 3),
+                                          "padding": _pair(padding, 3), "kind": "avg"})
+
+    def _op_adaptive_avg_pool3d(self, x, output_size):
+        """Even windows only (the input size a multiple of the output size)."""
+        sizes, out = self._shape(x)[2:], _pair(output_size, 3)
+        if any(s % o for s, o in zip(sizes, out, strict=True)):
+            raise NotImplementedError(f"adaptive_avg_pool3d with uneven windows ({sizes} to "
+                                      f"{out})")
+        kernel = tuple(s // o for s, o in zip(sizes, out, strict=True))
+        return self._op_avg_pool3d(x, kernel, kernel)
+
     # ---- reductions ------------------------------------------------------------------------
 
     def _axes(self, x, dims) -> list[int]:
@@ -545,6 +579,52 @@ class AtenOps:
         if mode != "constant":
             raise NotImplementedError(f"pad mode {mode!r}")
         return self._op_constant_pad_nd(x, pad, 0.0 if value is None else value)
+
+    # ---- recurrent layers ------------------------------------------------------------------
+
+    def _op_lstm(self, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                 batch_first):
+        """LSTM unrolled over the static sequence length (torch_recurrent)."""
+        from workbench.graph.frontends.torch_recurrent import recurrent
+
+        return recurrent(self, "lstm", x, hx, params, has_biases, num_layers, bidirectional,
+                         batch_first)
+
+    def _op_gru(self, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                batch_first):
+        """GRU unrolled over the static sequence length (torch_recurrent)."""
+        from workbench.graph.frontends.torch_recurrent import recurrent
+
+        return recurrent(self, "gru", x, hx, params, has_biases, num_layers, bidirectional,
+                         batch_first)
+
+    # ---- resizing --------------------------------------------------------------------------
+
+    def _resize(self, name, x, *args, **kwargs):
+        """``interpolate``: separable and linear in the input, so two matmuls with constant
+        interpolation matrices, each read off PyTorch's own op applied to a probe of unit
+        vectors (its index rules, scale factors and ``align_corners`` exactly)."""
+        import torch
+
+        op = getattr(torch.ops.aten, name)
+        n, c, h, w = self._shape(x)
+        dtype = self.b.types[x].dtype
+        probe = torch.eye(w).reshape(w, 1, 1, w).expand(w, 1, h, w).contiguous()
+        cols = op(probe, *args, **kwargs)[:, 0, 0, :]  # (w, q): x @ cols resizes the width
+        probe = torch.eye(h).reshape(h, 1, h, 1).expand(h, 1, h, w).contiguous()
+        rows = op(probe, *args, **kwargs)[:, 0, :, 0]  # (h, p)
+        y = self._emit("matmul", [x, self.b.constant("resize_w", cols.numpy().astype(dtype))])
+        y = self._emit("transpose", [y], {"perm": [0, 1, 3, 2]})
+        y = self._emit("matmul", [y, self.b.constant("resize_h", rows.numpy().astype(dtype))])
+        return self._emit("transpose", [y], {"perm": [0, 1, 3, 2]})
+
+    def _op_upsample_nearest2d(self, x, *args, **kwargs):
+        """Nearest resize (2-D): two matmuls with 0/1 selection matrices."""
+        return self._resize("upsample_nearest2d", x, *args, **kwargs)
+
+    def _op_upsample_bilinear2d(self, x, *args, **kwargs):
+        """Bilinear resize (2-D): two matmuls with interpolation matrices."""
+        return self._resize("upsample_bilinear2d", x, *args, **kwargs)
 
     # ---- attention -------------------------------------------------------------------------
 
