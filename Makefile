@@ -8,7 +8,7 @@
 #   make docs       build the static tutorial site (build/site/) from the committed notebooks
 #
 # Set-up is shared by every target through `setup`: it creates .venv with `python3 -m venv`
-# when it is missing, installs the package editable with the [dev], [gpu] and [graph] extras
+# when it is missing, installs the package editable with the [dev], [gpu], [graph] and [models] extras
 # (graph: torch and onnx; gpu: numba-cuda, the CUDA tests run under its simulator,
 # NUMBA_ENABLE_CUDASIM=1, no GPU needed), installs the
 # Graphviz `dot` program (Debian package `graphviz`) when it is missing, and Debian's chromium
@@ -59,8 +59,8 @@ $(PY):
 	fi
 
 $(STAMP): pyproject.toml | $(PY)
-	@echo "==> installing workbench (editable, [dev,gpu,graph]) into $(VENV)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,gpu,graph]'
+	@echo "==> installing workbench (editable, [dev,gpu,graph,models]) into $(VENV)"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,gpu,graph,models]'
 	@touch $@
 
 # Graphviz: the PyPI package is only a wrapper around the `dot` program.

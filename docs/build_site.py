@@ -7,6 +7,12 @@ The scripts a page needs to render widgets, require.js and ``@jupyter-widgets/ht
 are fetched from npm once (``npm pack``, cached in ``build/vendor``) and copied next to the
 pages: the site works offline and never loads code from a CDN.
 
+Offline details (issue 21 item 10): the renderer computes where its icon font lives from
+``location.origin``, which is ``"null"`` on a ``file://`` page, so the copied script is
+patched to use the folder's full URL (``patch_public_path``); every page says, at its top,
+that its controls are a saved picture (``STATIC_NOTE``) and draws them as inactive; the
+index's titles turn Markdown code spans into ``<code>``.
+
 Usage: ``python docs/build_site.py [--out build/site]``.
 """
 
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import re
 import shutil
 import subprocess
 import tarfile
@@ -26,6 +33,17 @@ PACKAGES = {"html-manager": "@jupyter-widgets/html-manager@1.0.15", "requirejs":
 REQUIRE_JS = "vendor/requirejs/require.js"
 WIDGET_RENDERER = "vendor/html-manager/dist/embed-amd.js"
 MATHJAX = "vendor/no-mathjax.js"  # the tutorials use no TeX; nothing is fetched for it
+STATIC_NOTE = (
+    "<div class='wb-static-note' style='position:sticky;top:0;z-index:100;background:#fff8e1;"
+    "border-bottom:1px solid #e0c060;padding:6px 12px;font-family:sans-serif;font-size:13px'>"
+    "A static page: widgets show the state saved when the notebook ran; their buttons, "
+    "dropdowns and sliders do nothing here. Open the notebook in Jupyter to use them.</div>"
+)
+STATIC_CSS = (
+    "<style>.jupyter-widgets button, .jupyter-widgets select, .jupyter-widgets input,"
+    " .jupyter-widgets textarea, .widget-toggle-button, .widget-dropdown select"
+    " {cursor: not-allowed !important; opacity: 0.75;}</style>"
+)
 
 
 def fetch_vendor(cache: Path = VENDOR_CACHE) -> Path:
@@ -80,6 +98,10 @@ def build(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
     (out / "vendor").mkdir()
     shutil.copytree(vendor / "requirejs", out / "vendor" / "requirejs")
     shutil.copytree(vendor / "html-manager" / "dist", out / "vendor" / "html-manager" / "dist")
+    for name in ("embed-amd.js", "embed.js", "libembed-amd.js"):
+        script = out / "vendor" / "html-manager" / "dist" / name
+        if script.exists():
+            script.write_text(patch_public_path(script.read_text()))
     (out / MATHJAX).write_text("/* MathJax is not bundled: the tutorials have no TeX */\n")
     html_exporter = exporter()
     pages = []
@@ -90,15 +112,41 @@ def build(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
             notebook, resources={"metadata": {"name": path.stem}}
         )
         page = out / f"{path.stem}.html"
-        page.write_text(body)
+        page.write_text(mark_static(body))
         pages.append(page)
         title = _title(notebook) or path.stem
-        links.append(f"<li><a href='{page.name}'>{html.escape(title)}</a></li>")
+        links.append(f"<li><a href='{page.name}'>{inline_markdown(title)}</a></li>")
     (out / "index.html").write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>Workbench tutorials</title>"
         "</head><body><h1>Workbench tutorials</h1><ol>" + "".join(links) + "</ol></body></html>"
     )
     return pages
+
+
+def patch_public_path(script: str) -> str:
+    """The renderer's asset folder (its icon fonts) as the vendored folder's full URL,
+    ``file:///.../vendor/html-manager/dist/``, instead of ``origin + pathname`` of its module
+    name (``null/...`` on a ``file://`` page: every icon font failed to load)."""
+    folder = WIDGET_RENDERER.rsplit("/", 1)[0] + "/"
+    return re.sub(r"\$\{(\w+)\.origin\}\$\{\1\.pathname\}",
+                  f'${{new URL("{folder}",document.location).href}}', script)
+
+
+def mark_static(page: str) -> str:
+    """The page with ``STATIC_NOTE`` at the top of its body and its controls drawn inactive."""
+    page = page.replace("</head>", STATIC_CSS + "</head>", 1)
+    return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + STATIC_NOTE, page, count=1)
+
+
+def inline_markdown(text: str) -> str:
+    """Escaped ``text`` with Markdown code spans as ``<code>`` (no literal backticks).
+
+    Example
+    -------
+    >>> inline_markdown("05 · `wb.explore` & co")
+    '05 · <code>wb.explore</code> &amp; co'
+    """
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def _title(notebook) -> str:

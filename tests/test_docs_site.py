@@ -65,3 +65,16 @@ def test_explorer_widget_state_is_embedded_with_local_renderers(site):
     assert (site / "vendor/html-manager/dist/embed-amd.js").stat().st_size > 1_000_000
     assert (site / "vendor/requirejs/require.js").exists()
     assert "unpkg.com" not in page and "require.js/2.1.10" not in page
+
+
+def test_the_site_reads_offline(site):
+    """Issue 21 item 10: fonts resolved from the script's own folder, static pages say so,
+    the index has no literal backtick, code panes in a monospace font."""
+    script = (site / "vendor/html-manager/dist/embed-amd.js").read_text()
+    assert "${s.origin}${s.pathname}" not in script
+    assert 'new URL("vendor/html-manager/dist/",document.location).href' in script
+    assert list((site / "vendor/html-manager/dist").glob("*.woff2"))
+    assert "`" not in (site / "index.html").read_text()
+    page = (site / "05_explorer.html").read_text()
+    assert "wb-static-note" in page and "do nothing here" in page
+    assert "monospace" in page

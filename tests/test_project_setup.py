@@ -93,6 +93,9 @@ def test_pyproject_extras(pyproject: dict) -> None:
     # torch must stay pinned exactly: a bare "torch" resolves to a multi-GB CUDA build
     assert "torch==2.13.0" in [r.replace(" ", "") for r in extras["graph"]]
     assert "onnx" in {normalise(r) for r in extras["graph"]}
+    # the test zoo: torchvision pinned to the release for torch 2.13.0, transformers
+    assert "torchvision==0.28.0" in [r.replace(" ", "") for r in extras["models"]]
+    assert "transformers" in {normalise(r) for r in extras["models"]}
 
 
 def test_pytest_config(pyproject: dict) -> None:

@@ -223,6 +223,24 @@ def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, bro
     assert float(cells[3]) > 0  # ms median
     assert _text(explorer.locator(".wb-history")) != history_before
 
+    # issue 21 items 2, 9, 12: block primitives are placed, the messages box has a fixed
+    # height, and an arrow key in the loop list selects the next loop
+    expect(explorer.locator("button", has_text="compute_at").first).to_be_visible()
+    messages = explorer.locator(".wb-messages").first
+    loops = explorer.locator(".widget-select select").first
+    def below_messages() -> float:  # the loop list's distance from the messages box
+        return loops.bounding_box()["y"] - messages.bounding_box()["y"]
+
+    top_before = below_messages()
+    selected = loops.evaluate("node => node.value")
+    explorer.locator(".widget-select").first.hover()  # ipyevents takes keys under the mouse
+    page.keyboard.press("j")  # the next loop
+    expect(loops).not_to_have_value(selected, timeout=60_000)
+    assert messages.bounding_box()["height"] == pytest.approx(84, abs=2)
+    assert below_messages() == pytest.approx(top_before, abs=1)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    explorer.screenshot(path=str(ARTIFACTS / "explorer_jupyterlab.png"))
+
 
 def test_static_site_renders_the_explorer_offline(tmp_path, browser_page):
     sys.path.insert(0, str(ROOT / "docs"))
@@ -241,6 +259,8 @@ def test_static_site_renders_the_explorer_offline(tmp_path, browser_page):
             route.abort()
 
     page.route("**/*", only_local)
+    failed = []
+    page.on("requestfailed", lambda request: failed.append(request.url))
     page.goto((site / "05_explorer.html").as_uri())
     explorer = page.locator(".wb-explorer").first
     expect = sync_api.expect
@@ -248,3 +268,12 @@ def test_static_site_renders_the_explorer_offline(tmp_path, browser_page):
     expect(explorer.locator(".wb-IR")).to_contain_text("i_0")
     expect(explorer.locator(".wb-history tbody tr").first).to_be_attached()
     assert not [u for u in refused if "require" in u or "html-manager" in u]
+    # issue 21 item 10: the icon font loads (file:// paths), the page says it is static
+    expect(page.locator(".wb-static-note")).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    assert not [u for u in failed if re.search(r"\.(woff2?|ttf|eot|svg)$", u)], failed
+    assert "monospace" in explorer.locator(".wb-IR pre").first.evaluate(
+        "node => getComputedStyle(node).fontFamily")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "static_site_explorer.png"), full_page=False)
+

@@ -178,10 +178,10 @@ def test_every_library_kernel_runs_on_the_cpu_target():
         _check_kernels(_single(op, shapes, attrs, constants), target="cpu")
 
 
-def test_a_grouped_convolution_names_the_node_and_the_groups():
-    graph = _single("conv2d", [(1, 4, 5, 5), (4, 2, 3, 3)], {**CONV, "groups": 2}, (1,))
-    with pytest.raises(NotImplementedError, match="groups=2"):
-        lower_graph(graph)
+def test_a_grouped_convolution_lowers_to_the_model_shaped_kernel():
+    # (grouped convolutions were refused before issue 19; now lower_more's general conv)
+    graph = _single("conv2d", [(1, 4, 5, 5), (4, 2, 3, 3), (4,)], {**CONV, "groups": 2}, (1, 2))
+    _check_kernels(graph)
 
 
 # ---------------------------------------------------------------------------- layout folding

@@ -129,3 +129,11 @@ def test_edge_guards_kept_where_a_shared_tile_is_clipped(rng):
     src = _matmul(rng, 33, 29, 16, threads=4, per_thread=8)
     assert "B_shared = cuda.shared.array((2, 8, 29)" in src
     assert "j_0 * 32 + j_1 * 8 + ax0_2_0_1 * 4 + ax0_2_1_1 < 29" in src.split("    else:\n")[1]
+
+
+@pytest.mark.parametrize("k", [7, 8])
+def test_double_buffer_with_a_single_k_step(rng, k):
+    """K <= k_tile: one refill iteration, nothing to overlap; the stages stay single (the
+    pass used to give them the leading 2 without reindexing the accesses)."""
+    src = _matmul(rng, 16, 16, k, threads=2, per_thread=4)
+    assert "A_shared = cuda.shared.array((8, 8)" in src or f"A_shared = cuda.shared.array(({k}, 8)" in src

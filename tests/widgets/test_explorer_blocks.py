@@ -5,6 +5,7 @@ arguments chosen from the state (issue 21 item 2); the layout and the selection 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import workbench as wb
 from workbench import ops
@@ -129,4 +130,16 @@ def test_messages_live_in_a_fixed_height_box_above_the_controls():
     assert ex.views["error"] in box.children and ex.views["warnings"] in box.children
     assert ex.vectorize("k") is False  # an error appears inside the box
     assert "ReductionLoopError" in ex.views["error"].value
+    ex.close()
+
+
+def test_selecting_a_loop_of_another_block_selects_that_block_and_unknown_names_raise():
+    ex = explorer(ops.softmax(8, 32))
+    ex.select(loop="i2")
+    assert ex.block == "T_softmax_norm" and ex.controls.block.value == "T_softmax_norm"
+    with pytest.raises(ValueError, match="select: no loop 'j_1' at node 0; loops: i, k"):
+        ex.select(loop="j_1")
+    with pytest.raises(ValueError, match="select: no block 'X'"):
+        ex.select(block="X")
+    assert ex.loop == "i2"
     ex.close()

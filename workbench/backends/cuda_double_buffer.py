@@ -236,6 +236,11 @@ def double_buffer_pass(func: PrimFunc, target: Target | None = None) -> PrimFunc
     body = func.body
     for loop, stages in by_loop.values():
         buffers = {b: new_buffers[b] for b in stages}
-        body = _ReplaceLoop(loop, _double_buffer_loop(func, loop, stages, buffers)).visit(body)
+        new = _double_buffer_loop(func, loop, stages, buffers)
+        if new is loop:  # one iteration: nothing to overlap, the stage stays single
+            for b in stages:
+                del new_buffers[b]
+            continue
+        body = _ReplaceLoop(loop, new).visit(body)
     body = _Reallocate(new_buffers).visit(body)
     return func.replace(body=body)

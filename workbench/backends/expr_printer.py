@@ -247,7 +247,7 @@ class ExprPrinter:
         op = expr.op
         if op == "exp":
             return self._exp(args[0], dtype), _PREC_ATOM
-        if op in ("log", "sqrt", "tanh"):
+        if op in ("log", "sqrt", "tanh", "sin", "cos"):
             return f"np.{op}({args[0]})", _PREC_ATOM
         if op == "abs":
             return f"abs({args[0]})", _PREC_ATOM

@@ -75,7 +75,7 @@ class CudaExprPrinter(ExprPrinter):
                 raise ValueError(f"intrinsic {op!r} is not a dotted name: not printed")
             return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", 9
         self.uses_math = True
-        if op in ("exp", "log", "sqrt", "tanh", "erf"):
+        if op in ("exp", "log", "sqrt", "tanh", "erf", "sin", "cos"):
             return f"{cast}(math.{op}({args[0]}))", 9
         if op == "abs":
             return f"abs({args[0]})", 9

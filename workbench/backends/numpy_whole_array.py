@@ -363,7 +363,7 @@ class _Evaluator:
         dtype = np.dtype(e.dtype)
         one = dtype.type(1)
         op = e.op
-        if op in ("exp", "log", "sqrt", "tanh", "abs"):
+        if op in ("exp", "log", "sqrt", "tanh", "abs", "sin", "cos"):
             result = getattr(np, op)(args[0])
         elif op == "rsqrt":
             result = one / np.sqrt(args[0])

@@ -21,7 +21,7 @@ from workbench.graph.interpreter import run
 from workbench.graph.ir import Graph, Node, TensorType
 
 
-def from_torch(model, example_inputs, *, method: str = "auto") -> Graph:
+def from_torch(model, example_inputs=(), *, method: str = "auto") -> Graph:
     """Import a PyTorch module; see ``workbench.graph.frontends.torch_fx.from_torch``."""
     from workbench.graph.frontends.torch_fx import from_torch as _from_torch
 

@@ -148,7 +148,10 @@ def output_structure(model, example_inputs, count: int):
     if not isinstance(model, torch.nn.Module):
         return None
     with _modes_kept(model), torch.no_grad():
-        model.eval()
+        try:
+            model.eval()
+        except NotImplementedError:  # ExportedProgram.module(): keeps its exported mode
+            pass
         result = model(*example_inputs)
     leaves = []
 

@@ -27,5 +27,7 @@ def graph_drawing(graph: Graph, title: str | None = None, show_constants: bool =
                 if name in visible or name in member_names:
                     edges.append(GraphEdge(name, member.name))
         if node.op == "fused":
-            groups[node.attrs["pattern"] + "_" + node.name] = [m.name for m in members]
+            # "fused conv2d+relu -> relu": the pattern, then the kernel's output node
+            label = f"fused {node.attrs['pattern']} -> {node.name}"
+            groups[label] = [m.name for m in members]
     return graph_figure(nodes, edges, groups=groups or None, title=title)

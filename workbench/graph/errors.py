@@ -16,10 +16,15 @@ class UnsupportedOperatorError(GraphError):
         Each unsupported operator with the source location (``file:line``) that created it.
     """
 
-    def __init__(self, operators: list[tuple[str, str]]):
+    def __init__(self, operators: list[tuple[str, str]], reasons: dict | None = None):
         self.operators = list(operators)
-        names = sorted({op for op, _ in self.operators})
+        self.reasons = dict(reasons or {})
+        counts: dict[str, int] = {}
+        for op, _ in self.operators:
+            counts[op] = counts.get(op, 0) + 1
+        summary = ", ".join(f"{op} x{n}" for op, n in sorted(counts.items()))
         lines = [f"  {op} at {where}" for op, where in self.operators]
         super().__init__(
-            f"{len(self.operators)} unsupported operator use(s) ({', '.join(names)}):\n"
-            + "\n".join(lines))
+            f"{len(self.operators)} unsupported operator use(s) ({summary}):\n"
+            + "\n".join(lines)
+            + "".join(f"\n{op}: {why}" for op, why in sorted(self.reasons.items())))

@@ -29,7 +29,21 @@ import numpy as np
 from workbench import ops
 from workbench.graph.ir import Node, TensorType
 from workbench.graph.ops import kind
-from workbench.ir.expr import LT, BufferLoad, Call, IntImm, Max, PrimExpr, Select
+from workbench.ir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    BufferLoad,
+    Call,
+    IntImm,
+    Max,
+    Min,
+    PrimExpr,
+    Select,
+)
 from workbench.ir.function import PrimFunc
 from workbench.ops.compose import FuncBuilder, Tensor, append_epilogue, const
 
@@ -150,8 +164,11 @@ def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
         return const(0.5) * a * (const(1.0) + erf_value(a * const(_INV_SQRT2)))
     if op == "silu":
         return a * Call("sigmoid", (a,))
-    if op in ("sigmoid", "tanh", "exp", "sqrt", "erf"):
+    if op in ("sigmoid", "tanh", "exp", "sqrt", "erf", "rsqrt", "sin", "cos", "log", "abs"):
         return Call(op, (a,))
+    value = _more_elementwise(node, op, args)
+    if value is not None:
+        return value
     if op == "neg":
         return const(0.0) - a
     if op == "batch_norm":
@@ -159,6 +176,50 @@ def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
         scale = Call("rsqrt", (var + const(node.attrs.get("eps", 1e-5)),))
         return (a - mean) * scale * gamma + beta
     raise NotImplementedError(f"no elementwise lowering for {op}")
+
+
+_COMPARE = {"eq": EQ, "ne": NE, "lt": LT, "le": LE, "gt": GT, "ge": GE}
+
+
+def _softplus(a: PrimExpr) -> PrimExpr:
+    """``log(1 + exp(a))`` without overflow: ``max(a, 0) + log(1 + exp(-|a|))``."""
+    return Max(a, const(0.0)) + Call("log", (const(1.0) + Call("exp", (const(0.0)
+                                                                       - Call("abs", (a,)),)),))
+
+
+def _more_elementwise(node: Node, op: str, args: list[PrimExpr]) -> PrimExpr | None:
+    a = args[0]
+    if op == "clamp":
+        low, high = node.attrs.get("min"), node.attrs.get("max")
+        if low is not None:
+            a = Max(a, const(low))
+        return a if high is None else Min(a, const(high))
+    if op == "pow":
+        e = float(node.attrs.get("exponent", 2.0))
+        if e == 2.0:
+            return a * a
+        if e == 3.0:
+            return a * a * a
+        if e == 1.0:
+            return a
+        if e == 0.5:
+            return Call("sqrt", (a,))
+        if e == -0.5:
+            return Call("rsqrt", (a,))
+        return Call("pow", (a, const(e)))
+    if op == "hardsigmoid":
+        return Min(Max(a * const(1.0 / 6.0) + const(0.5), const(0.0)), const(1.0))
+    if op == "hardswish":
+        return a * Min(Max(a * const(1.0 / 6.0) + const(0.5), const(0.0)), const(1.0))
+    if op == "softplus":
+        return _softplus(a)
+    if op == "mish":
+        return a * Call("tanh", (_softplus(a),))
+    if op == "where":
+        return Select(NE(args[2], const(0.0)), a, args[1])
+    if op in _COMPARE:
+        return Select(_COMPARE[op](a, args[1]), const(1.0), const(0.0))
+    return None
 
 
 class Epilogue:
@@ -253,8 +314,7 @@ def _lib_conv2d(node: Node, ctx: Context) -> Head | None:
     elif groups == C == K and Cg == 1:
         func = ops.depthwise_conv2d_nchw(N, C, H, W, R, S, stride, padding, dilation)
     else:
-        raise NotImplementedError(f"{node.name}: grouped convolution with groups={groups} "
-                                  f"(only 1 and depthwise are lowered)")
+        return None  # grouped: the model-shaped convolution (lower_more)
     return Head(func, [x, w], identity(4), stages)
 
 
@@ -348,10 +408,16 @@ def _composed_head(node: Node, ctx: Context) -> Head:
         raise NotImplementedError(f"{node.name}: no lowering for operator {node.op} in this "
                                   "shape")
     fb = FuncBuilder("k_" + node.name)
-    inputs = [fb.param(f"in{i}", ctx.shape(name)) for i, name in enumerate(node.inputs)]
+    inputs = [fb.param(f"in{i}", ctx.shape(name), _param_dtype(ctx.types[name].dtype))
+              for i, name in enumerate(node.inputs)]
     out = fb.param("T_" + node.op, node.type.shape)
     build(fb, node, inputs, out)
     return Head(fb.finish(), list(node.inputs), identity(len(node.type.shape)))
+
+
+def _param_dtype(dtype: str) -> str:
+    """Integer tensors (embedding indices) keep their type; everything else is float32."""
+    return dtype if dtype.startswith(("int", "uint")) else "float32"
 
 
 def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor) -> None:
@@ -457,10 +523,14 @@ def _broadcast_to(fb, node, ins, out):
     fb.spatial("T_broadcast_to", out, lambda vs: bcast(ins[0], vs))
 
 
+# the heads of the frontend's wider opset (they use the helpers above)
+from workbench.graph.lower_more import MORE_COMPOSED_HEADS  # noqa: E402
+
 COMPOSED_HEADS = {
     "matmul": _matmul_composed, "softmax": _softmax_composed,
     "layer_norm": _layer_norm_composed, "mean": _mean_composed, "transpose": _transpose,
     "select": _select, "broadcast_to": _broadcast_to,
+    **MORE_COMPOSED_HEADS,
 }
 
 

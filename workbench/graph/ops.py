@@ -90,6 +90,73 @@ def neg(x):
     return -x
 
 
+def rsqrt(x):
+    return 1.0 / np.sqrt(x)
+
+
+def sin(x):
+    return np.sin(x)
+
+
+def cos(x):
+    return np.cos(x)
+
+
+def log(x):
+    return np.log(x)
+
+
+def abs_(x):
+    return np.abs(x)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's names
+    """``hardtanh``/``relu6``/``clamp``: either bound may be None."""
+    if min is not None:
+        x = np.maximum(x, min)
+    if max is not None:
+        x = np.minimum(x, max)
+    return x
+
+
+def pow_(x, exponent: float = 2.0):
+    """``x ** exponent`` for a scalar exponent."""
+    return np.power(x, exponent)
+
+
+def hardsigmoid(x):
+    return np.clip(x / 6.0 + 0.5, 0.0, 1.0)
+
+
+def hardswish(x):
+    return x * hardsigmoid(x)
+
+
+def softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def mish(x):
+    return x * np.tanh(softplus(x))
+
+
+def where(x, y, cond):
+    """``cond ? x : y``; ``cond`` is a 0/1 mask (the graph's booleans are 0/1 floats)."""
+    return np.where(cond != 0, x, y)
+
+
+def _compare(fn):
+    def compare(a, b):
+        return fn(a, b).astype(np.float64)
+    compare.__name__ = fn.__name__
+    compare.__doc__ = f"``{fn.__name__}(a, b)`` as a 0/1 mask (in the first input's dtype)."
+    return compare
+
+
+eq, ne, lt, le, gt, ge = (_compare(f) for f in (np.equal, np.not_equal, np.less,
+                                                 np.less_equal, np.greater, np.greater_equal))
+
+
 def batch_norm(x, mean, var, gamma, beta, eps: float = 1e-5):
     """Inference batch norm over axis 1 (NCHW)."""
     shape = (1, -1) + (1,) * (x.ndim - 2)
@@ -198,6 +265,19 @@ def sdpa(q, k, v, scale: float | None = None, causal: bool = False):
     return np.matmul(softmax(scores, -1), v)
 
 
+def reduce(x, axes=(-1,), keepdims: bool = True, kind: str = "sum"):
+    """``sum``/``max``/``min``/``var`` (population, PyTorch's ``correction=0``) over axes."""
+    axes = tuple(axes)
+    if kind == "var":
+        return x.var(axis=axes, keepdims=keepdims)
+    return {"sum": np.sum, "max": np.max, "min": np.min}[kind](x, axis=axes, keepdims=keepdims)
+
+
+def log_softmax(x, axis: int = -1):
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
 # ------------------------------------------------------------------------ layout
 
 
@@ -218,19 +298,50 @@ def broadcast_to(x, shape=()):
     return np.broadcast_to(x, tuple(shape))
 
 
+def concat(*xs, axis: int = 0):
+    return np.concatenate(xs, axis=axis)
+
+
+def slice_(x, axis: int = 0, start: int = 0, stop: int = 0, step: int = 1):
+    """``x[..., start:stop:step, ...]`` along ``axis`` (bounds already clipped)."""
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(start, stop, step)
+    return x[tuple(index)]
+
+
+def embedding(weight, indices):
+    """Rows of ``weight`` at the (integer) ``indices``: ``weight[indices]``."""
+    return weight[indices.astype(np.int64)]
+
+
+def pad(x, pads=(), value: float = 0.0):
+    """Constant padding; ``pads`` is ``[(before, after)]`` per axis (non-negative)."""
+    return np.pad(x, [tuple(p) for p in pads], constant_values=value)
+
+
 OPS: dict[str, tuple[Callable, str]] = {
     "add": (add, "elementwise"), "sub": (sub, "elementwise"), "mul": (mul, "elementwise"),
     "div": (div, "elementwise"), "relu": (relu, "elementwise"), "gelu": (gelu, "elementwise"),
     "sigmoid": (sigmoid, "elementwise"), "silu": (silu, "elementwise"),
     "tanh": (tanh, "elementwise"), "exp": (exp, "elementwise"), "sqrt": (sqrt, "elementwise"),
     "erf": (erf, "elementwise"), "neg": (neg, "elementwise"),
+    "rsqrt": (rsqrt, "elementwise"), "sin": (sin, "elementwise"), "cos": (cos, "elementwise"),
+    "log": (log, "elementwise"), "abs": (abs_, "elementwise"), "clamp": (clamp, "elementwise"),
+    "pow": (pow_, "elementwise"), "hardsigmoid": (hardsigmoid, "elementwise"),
+    "hardswish": (hardswish, "elementwise"), "softplus": (softplus, "elementwise"),
+    "mish": (mish, "elementwise"), "where": (where, "elementwise"),
+    "eq": (eq, "elementwise"), "ne": (ne, "elementwise"), "lt": (lt, "elementwise"),
+    "le": (le, "elementwise"), "gt": (gt, "elementwise"), "ge": (ge, "elementwise"),
     "batch_norm": (batch_norm, "elementwise"),
     "matmul": (matmul, "anchor"), "conv2d": (conv2d, "anchor"),
     "conv2d_nhwc": (conv2d_nhwc, "anchor"),
     "max_pool2d": (max_pool2d, "reduction"), "avg_pool2d": (avg_pool2d, "reduction"),
     "adaptive_avg_pool2d": (adaptive_avg_pool2d, "reduction"), "mean": (mean, "reduction"),
     "softmax": (softmax, "reduction"), "layer_norm": (layer_norm, "reduction"),
+    "reduce": (reduce, "reduction"), "log_softmax": (log_softmax, "reduction"),
     "sdpa": (sdpa, "attention"),
+    "concat": (concat, "layout"), "slice": (slice_, "layout"),
+    "embedding": (embedding, "layout"), "pad": (pad, "layout"),
     "reshape": (reshape, "layout"), "transpose": (transpose, "layout"),
     "select": (select, "layout"), "broadcast_to": (broadcast_to, "layout"),
 }

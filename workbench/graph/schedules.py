@@ -127,8 +127,8 @@ def generic_schedule(func, *, annotate: bool = True, parallel: bool = True) -> S
     if not parallel:
         return sch
     done = set()
-    for name in names:
-        loops = _try(sch.get_loops, sch.get_block(name))
+    for name in names:  # (a block inlined above, such as "out", is gone: skipped)
+        loops = _try(lambda name=name: sch.get_loops(sch.get_block(name)))
         if not loops or loops[0] in done:
             continue
         extents = [_extent(sch, loop) for loop in loops]

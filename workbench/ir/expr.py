@@ -33,7 +33,7 @@ DTYPES = INT_DTYPES + FLOAT_DTYPES
 INTRINSICS = {
     # name: number of arguments
     "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "erf": 1,
-    "sigmoid": 1, "pow": 2, "abs": 1,
+    "sigmoid": 1, "pow": 2, "abs": 1, "sin": 1, "cos": 1,
 }
 
 

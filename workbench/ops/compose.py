@@ -106,8 +106,9 @@ class FuncBuilder:
         self.allocs: list[Buffer] = []
         self.stmts: list[Stmt] = []
 
-    def param(self, name: str, shape: Sequence[int]) -> Tensor:
-        buffer = Buffer(name, tuple(int(s) for s in shape), self.dtype)
+    def param(self, name: str, shape: Sequence[int], dtype: str | None = None) -> Tensor:
+        """A parameter (in the builder's dtype unless ``dtype`` is given: integer indices)."""
+        buffer = Buffer(name, tuple(int(s) for s in shape), dtype or self.dtype)
         self.params.append(buffer)
         return Tensor(buffer)
 

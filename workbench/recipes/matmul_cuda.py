@@ -143,10 +143,6 @@ def register_blocked(
         auto = block_tile(_extent(sch, i), _extent(sch, j))
         threads = auto[0] if threads is None else threads
         per_thread = auto[1] if per_thread is None else per_thread
-    if _extent(sch, k) <= k_tile:
-        # one k step: nothing to overlap (and the double-buffer pass mis-indexes a refill
-        # loop of one iteration: the prologue's stores lose the buffer half, found at K = 7)
-        double_buffer = False
     bi, ty, ii = sch.split(i, factors=[None, threads, per_thread])
     bj, tx, jj = sch.split(j, factors=[None, threads, per_thread])
     ko, ki = sch.split(k, factors=[None, k_tile])

@@ -28,6 +28,8 @@ HIGHLIGHT_COLOR = "#ffe58f"
 """Background of a highlighted line."""
 
 CODE_STYLE = "font-size: 12px; line-height: 1.3;"
+MONOSPACE = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace"
+"""The code panes' font, inline: a static page without Jupyter's stylesheet keeps it."""
 _LEXER_ALIASES = {"numba": "python", "ptx": "text", "asm": "gas", "llvm": "llvm"}
 
 
@@ -181,7 +183,8 @@ def _wrap_lines(rendered: list[str], lines: Iterable[int]) -> str:
         if number in marked else f"{line}\n"
         for number, line in enumerate(rendered, start=1))
     return (f'<div class="highlight" style="{CODE_STYLE}">'
-            f'<pre style="line-height: 125%;"><span></span>{body}</pre></div>\n')
+            f'<pre style="line-height: 125%; font-family: {MONOSPACE};"><span></span>{body}'
+            '</pre></div>\n')
 
 
 def highlight_html(text: str, language: str = "python", lines: Iterable[int] = ()) -> str:
@@ -195,13 +198,14 @@ def highlight_html(text: str, language: str = "python", lines: Iterable[int] = (
         from pygments.formatters import HtmlFormatter
         from pygments.styles.default import DefaultStyle
     except ImportError:  # pragma: no cover - pygments is a dependency
-        return f"<pre>{html_module.escape(text)}</pre>"
+        return f'<pre style="font-family: {MONOSPACE};">{html_module.escape(text)}</pre>'
 
     class _MarkedStyle(DefaultStyle):
         highlight_color = HIGHLIGHT_COLOR
 
     formatter = HtmlFormatter(noclasses=True, style=_MarkedStyle, nobackground=True,
-                              hl_lines=list(lines), cssstyles=CODE_STYLE)
+                              hl_lines=list(lines), cssstyles=CODE_STYLE,
+                              prestyles=f"font-family: {MONOSPACE};")
     return highlight(text, _lexer(language), formatter)
 
 

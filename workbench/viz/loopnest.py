@@ -351,10 +351,10 @@ class LoopNestView:
         return self.graph.source
 
     def svg(self) -> str | None:
-        """The drawing as SVG text, or None without ``dot``."""
+        """The drawing as SVG text (at most ``MAX_WIDTH_PT`` wide), or None without ``dot``."""
         if not dot_available():
             return None
-        return self.graph.pipe(format="svg", encoding="utf-8")
+        return fit_svg(self.graph.pipe(format="svg", encoding="utf-8"))
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         svg = self.svg()
@@ -370,6 +370,30 @@ class LoopNestView:
 
     def __repr__(self) -> str:
         return self.text
+
+
+MAX_WIDTH_PT = 680
+"""Widest drawing shown at its natural size: a notebook's output area (and the explorer's
+tab) is about this wide, and a wider SVG was cut off on the right."""
+
+
+def fit_svg(svg: str, max_width_pt: float = MAX_WIDTH_PT) -> str:
+    """``svg`` scaled down (its ``viewBox`` kept) when wider than ``max_width_pt``.
+
+    Example
+    -------
+    >>> fit_svg('<svg width="1360pt" height="100pt" viewBox="0 0 1360 100">', 680)
+    '<svg width="680pt" height="50pt" viewBox="0 0 1360 100">'
+    """
+    import re
+
+    match = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
+    if match is None or float(match.group(1)) <= max_width_pt:
+        return svg
+    width, height = float(match.group(1)), float(match.group(2))
+    scale = max_width_pt / width
+    return (svg[:match.start()] + f'<svg width="{width * scale:g}pt" '
+            f'height="{height * scale:g}pt"' + svg[match.end():])
 
 
 def loop_nest(obj, **options) -> LoopNestView:

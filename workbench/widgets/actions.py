@@ -80,6 +80,12 @@ def loops_above(func: PrimFunc, block: str) -> list[LoopInfo]:
     ]
 
 
+def blocks_under(func: PrimFunc, loop: str) -> list[str]:
+    """Names of the blocks inside loop ``loop``, in program order."""
+    found, _ = find_loop(func, loop, "explore")
+    return [b.name for b in child_blocks(found)]
+
+
 def all_loops(func: PrimFunc) -> list[str]:
     return [n.loop_var.name for n, _ in walk(func.body) if isinstance(n, For)]
 

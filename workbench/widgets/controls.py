@@ -239,7 +239,8 @@ class Controls:
         selected; and the block's read and write buffers by index."""
         names = all_loops(func)
         reads, writes = block_buffers(func, block)
-        keep = self.at_loop.value if self._at_block == block else None
+        same_block = self._at_block == block
+        keep = self.at_loop.value if same_block else None
         self._at_block = block
         index = blocks.index(block)
         neighbours = blocks[index + 1:] + blocks[:index][::-1]
@@ -248,8 +249,10 @@ class Controls:
         self.at_loop.options = names
         self.at_loop.value = (keep if keep in names else preferred if preferred in names
                               else names[0] if names else None)
-        self.read_buffer.options = [(f"{i}: {n}", i) for i, n in enumerate(reads)]
-        self.write_buffer.options = [(f"{i}: {n}", i) for i, n in enumerate(writes)]
+        for box, names in ((self.read_buffer, reads), (self.write_buffer, writes)):
+            keep = box.value if same_block else None
+            box.options = [(f"{i}: {n}", i) for i, n in enumerate(names)]
+            box.value = keep if keep is not None and keep < len(names) else (0 if names else None)
 
     def update(self, blocks: list[str], loops: list[LoopInfo], history) -> None:
         """Re-read the selection, the loops and the history from the explorer's state (no

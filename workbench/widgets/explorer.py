@@ -27,6 +27,9 @@ from workbench.schedule import Schedule, ScheduleError
 from workbench.widgets import panes
 from workbench.widgets.actions import (
     Ref,
+    all_loops,
+    block_names,
+    blocks_under,
     label,
     loops_above,
     main_block,
@@ -249,12 +252,26 @@ class Explorer(ExplorerViews, ExplorerMeasuring):
         self.refresh()
 
     def select(self, block: str | None = None, loop: str | None = None) -> None:
-        """Select a block (its outermost loop) or a loop; panes follow the selection."""
+        """Select a block (its outermost loop) or a loop (and the block it encloses, when it
+        does not enclose the selected one); panes follow the selection.
+
+        Raises ``ValueError`` naming the choices for a block or loop the current node does
+        not have (nothing changes).
+        """
+        func = self.node.func
+        if block is not None and block not in block_names(func):
+            raise ValueError(f"select: no block {block!r}; blocks: "
+                             f"{', '.join(block_names(func))}")
+        if loop is not None and loop not in all_loops(func):
+            raise ValueError(f"select: no loop {loop!r} at node {self.node.id}; loops: "
+                             f"{', '.join(all_loops(func))}")
         if block is not None:
             self.block = block
-            loops = loops_above(self.node.func, block)
+            loops = loops_above(func, block)
             self.loop = loops[0].name if loops else None
         if loop is not None:
+            if loop not in [i.name for i in loops_above(func, self.block)]:
+                self.block = blocks_under(func, loop)[0]
             self.loop = loop
         self.refresh(measure=False)
 

@@ -64,14 +64,17 @@ def loop_nest_graph(func: PrimFunc):
 
 
 def loop_nest_svg(func: PrimFunc) -> str:
-    """The drawing as inline SVG (empty string with a note when ``dot`` is missing)."""
+    """The drawing as inline SVG, scaled to the tab's width (``viz.loopnest.fit_svg``), or a
+    note when ``dot`` is missing."""
     import graphviz
+
+    from workbench.viz.loopnest import fit_svg
 
     try:
         svg = loop_nest_graph(func).pipe(format="svg").decode()
     except graphviz.ExecutableNotFound:
         return "<i>install Graphviz (the dot program) to see the loop-nest drawing</i>"
-    return svg[svg.find("<svg") :]
+    return fit_svg(svg[svg.find("<svg") :])
 
 
 # --- footprints and warnings (numbers from workbench.viz) -------------------------------

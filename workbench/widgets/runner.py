@@ -99,6 +99,7 @@ class MeasureRunner:
         self._baseline_func = baseline
         self._baseline: Baseline | None = None
         self._baseline_s: float | None = None
+        self.baseline_note: str | None = None
         self._inputs = random_inputs(baseline)
         self._argument_sets: list[tuple] | None = None
         self._peaks = peaks
@@ -241,7 +242,7 @@ class MeasureRunner:
         self.cache[(func, self.target)] = measurement
         return measurement
 
-    def _timed(self, kernel, sets) -> tuple:
+    def _timed(self, kernel, sets, warmup: int = 0) -> tuple:
         """``(result, note)``: ``kernel`` timed, and timed again once when the spread is large
         or the machine was busy (the faster median kept; the note says what happened)."""
         from workbench.measure import measure
@@ -256,7 +257,7 @@ class MeasureRunner:
                 budget_s=self.budget_s,
                 peaks=self.peaks,
                 min_repeats=3,
-                warmup=0,
+                warmup=warmup,
                 argument_sets=sets,
             )
             results.append(result)
@@ -282,19 +283,13 @@ class MeasureRunner:
         return baseline_name(self._baseline_func)
 
     def baseline_s(self) -> float:
-        """Median seconds of the baseline (``baseline_for``) on the inputs (once)."""
+        """Median seconds of the baseline (``baseline_for``) on the inputs (once; measured
+        again when noisy, as a node is: ``baseline_note`` says so)."""
         if self._baseline_s is None:
-            from workbench.measure import measure
-
-            self._baseline_s = measure(
-                self.baseline.run,
-                *self._inputs,
-                budget_s=self.budget_s,
-                peaks=self.peaks,
-                min_repeats=3,
-                warmup=1,
-                argument_sets=self.argument_sets(),
-            ).median_s
+            result, self.baseline_note = self._timed(
+                self.baseline.run, self.argument_sets(), warmup=1
+            )
+            self._baseline_s = result.median_s
         return self._baseline_s
 
     def wait(self, timeout: float = 120.0) -> None:

@@ -1,10 +1,12 @@
 """ONNX frontend: an ``onnx.ModelProto`` (or a path to one) to a ``Graph``.
 
-Covers Gemm, MatMul, Conv, BatchNormalization, Relu, Gelu, Sigmoid (SiLU is Sigmoid then
-Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool, AveragePool, GlobalAveragePool,
-Flatten, Reshape, Transpose, Softmax, LayerNormalization, Attention (opset 23), Identity,
-Dropout and Constant. Unsupported nodes are listed in one ``UnsupportedOperatorError``
-(location: the node's name and index).
+Covers Gemm, MatMul, Conv (1-D and 2-D), Clip, BatchNormalization, Relu, Gelu, Sigmoid
+(SiLU is Sigmoid then Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool,
+AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Softmax, LayerNormalization,
+Attention (opset 23), Identity, Dropout, Constant, Shape (static), Cast (float to float),
+Concat, Unsqueeze, Squeeze, Expand, Slice and Gather. A node whose inputs are all constants,
+of any type, is evaluated at import by onnx's reference evaluator (shape plumbing). Unsupported
+nodes are listed in one ``UnsupportedOperatorError`` (location: the node's name and index).
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ def from_onnx(model) -> Graph:
     for index, node in enumerate(graph.node):
         where = f"node {index} ({node.name or node.output[0]!r})"
         known = hasattr(_Node, f"op_{node.op_type}") or node.op_type in {**_UNARY, **_BINARY}
+        if node.input and all(not i or (i in values and values[i] in b.constants)
+                              for i in node.input):
+            arrays = [b.constants[values[i]] if i else None for i in node.input]
+            for name, array in zip(node.output, _fold(node, arrays), strict=False):
+                values[name] = b.constant(name, np.asarray(array))
+            continue
         if not known:
             unsupported.append((f"onnx::{node.op_type}", where))
             continue
@@ -68,6 +76,16 @@ def from_onnx(model) -> Graph:
     if unsupported:
         raise UnsupportedOperatorError(unsupported)
     return b.finish([values[out.name] for out in graph.output])
+
+
+def _fold(node, arrays: list) -> list:
+    """The outputs of ``node`` on constant inputs (onnx's reference evaluator): shape
+    plumbing (Shape, ConstantOfShape, Range, Equal, Where on constants) becomes constants."""
+    from onnx.reference import ReferenceEvaluator
+
+    names = [i for i in node.input if i]
+    feeds = {name: a for name, a in zip(node.input, arrays, strict=True) if name}
+    return ReferenceEvaluator(node).run(None, {n: feeds[n] for n in names})
 
 
 class _Node:
@@ -135,15 +153,45 @@ class _Node:
 
     def _pads(self) -> tuple[int, int]:
         pads = list(self.attrs.get("pads", [0, 0, 0, 0]))
+        if len(pads) == 2:  # 1-D: viewed as (1, L)
+            pads = [0, pads[0], 0, pads[1]]
         if pads[:2] != pads[2:]:
             raise NotImplementedError(f"{self.where}: asymmetric pads {pads}")
         return (pads[0], pads[1])
 
+    def _pair(self, name: str, default: int) -> tuple[int, int]:
+        value = list(self.attrs.get(name, [default, default]))
+        return (1, value[0]) if len(value) == 1 else tuple(value)
+
+    def _one_d(self, x: str) -> bool:
+        return len(self.shape(x)) == 3
+
+    def _to_2d(self, x: str) -> str:
+        n, c, length = self.shape(x)
+        return self.emit("reshape", [x], {"shape": [n, c, 1, length]})
+
+    def _from_2d(self, y: str) -> str:
+        n, c, _, length = self.shape(y)
+        return self.emit("reshape", [y], {"shape": [n, c, length]})
+
     def op_Conv(self):
-        attrs = {"stride": tuple(self.attrs.get("strides", [1, 1])), "padding": self._pads(),
-                 "dilation": tuple(self.attrs.get("dilations", [1, 1])),
+        """1-D and 2-D convolutions (1-D ones over ``(N, C, 1, L)``)."""
+        attrs = {"stride": self._pair("strides", 1), "padding": self._pads(),
+                 "dilation": self._pair("dilations", 1),
                  "groups": int(self.attrs.get("group", 1))}
-        return self.emit("conv2d", [i for i in self.ins if i], attrs)
+        ins = [i for i in self.ins if i]
+        if not self._one_d(ins[0]):
+            return self.emit("conv2d", ins, attrs)
+        k, cg, r = self.shape(ins[1])
+        w = self.emit("reshape", [ins[1]], {"shape": [k, cg, 1, r]})
+        return self._from_2d(self.emit("conv2d", [self._to_2d(ins[0]), w] + ins[2:], attrs))
+
+    def op_Clip(self):
+        bounds = [float(self.const(i)) if i else None for i in self.ins[1:3]]
+        bounds += [None] * (2 - len(bounds))
+        low = self.attrs.get("min", bounds[0])
+        high = self.attrs.get("max", bounds[1])
+        return self.emit("clamp", [self.ins[0]], {"min": low, "max": high})
 
     def op_BatchNormalization(self):
         x, scale, bias, mean, var = self.ins[:5]
@@ -151,12 +199,16 @@ class _Node:
                          {"eps": float(self.attrs.get("epsilon", 1e-5))})
 
     def _pool(self, op: str):
-        kernel = tuple(self.attrs["kernel_shape"])
+        kernel = list(self.attrs["kernel_shape"])
         if self.attrs.get("ceil_mode", 0):
             raise NotImplementedError(f"{self.where}: ceil_mode")
-        attrs = {"kernel": kernel, "stride": tuple(self.attrs.get("strides", kernel)),
-                 "padding": self._pads()}
-        return self.emit(op, [self.ins[0]], attrs)
+        stride = list(self.attrs.get("strides", kernel))
+        x = self.ins[0]
+        if self._one_d(x):
+            attrs = {"kernel": (1, kernel[0]), "stride": (1, stride[0]), "padding": self._pads()}
+            return self._from_2d(self.emit(op, [self._to_2d(x)], attrs))
+        attrs = {"kernel": tuple(kernel), "stride": tuple(stride), "padding": self._pads()}
+        return self.emit(op, [x], attrs)
 
     def op_MaxPool(self):
         return self._pool("max_pool2d")
@@ -165,7 +217,11 @@ class _Node:
         return self._pool("avg_pool2d")
 
     def op_GlobalAveragePool(self):
-        return self.emit("adaptive_avg_pool2d", [self.ins[0]], {"output_size": (1, 1)})
+        x = self.ins[0]
+        if self._one_d(x):
+            return self._from_2d(self.emit("adaptive_avg_pool2d", [self._to_2d(x)],
+                                           {"output_size": (1, 1)}))
+        return self.emit("adaptive_avg_pool2d", [x], {"output_size": (1, 1)})
 
     def op_Flatten(self):
         shape = self.shape(self.ins[0])
@@ -180,6 +236,83 @@ class _Node:
         if -1 in shape:
             shape[shape.index(-1)] = math.prod(old) // math.prod(s for s in shape if s != -1)
         return self.emit("reshape", [self.ins[0]], {"shape": shape})
+
+    def op_Shape(self):
+        """The static shape (a constant)."""
+        shape = self.shape(self.ins[0])
+        start, end = self.attrs.get("start", 0), self.attrs.get("end", len(shape))
+        return self.b.constant(self.node.output[0], np.array(shape[start:end], "int64"))
+
+    def op_Cast(self):
+        """Float to float is the identity (kernels are float32); integer casts of
+        run-time tensors are not lowered."""
+        from onnx import helper
+
+        target = str(helper.tensor_dtype_to_np_dtype(self.attrs["to"]))
+        if target.startswith("float") == self.b.types[self.ins[0]].dtype.startswith("float"):
+            return self.ins[0]
+        raise NotImplementedError(f"{self.where}: Cast of a run-time tensor to {target}")
+
+    def op_Concat(self):
+        n = len(self.shape(self.ins[0]))
+        return self.emit("concat", [i for i in self.ins if i],
+                         {"axis": self.attrs["axis"] % n})
+
+    def _axes(self) -> list[int]:
+        if "axes" in self.attrs:
+            return list(self.attrs["axes"])
+        return [int(a) for a in self.const(self.ins[1])] if len(self.ins) > 1 else []
+
+    def op_Unsqueeze(self):
+        shape = list(self.shape(self.ins[0]))
+        for axis in sorted(a % (len(shape) + len(self._axes())) for a in self._axes()):
+            shape.insert(axis, 1)
+        return self.emit("reshape", [self.ins[0]], {"shape": shape})
+
+    def op_Squeeze(self):
+        shape = self.shape(self.ins[0])
+        axes = {a % len(shape) for a in self._axes()} or {d for d, s in enumerate(shape)
+                                                           if s == 1}
+        new = [s for d, s in enumerate(shape) if d not in axes]
+        return self.emit("reshape", [self.ins[0]], {"shape": new})
+
+    def op_Expand(self):
+        old = self.shape(self.ins[0])
+        target = [int(s) for s in self.const(self.ins[1])]
+        shape = list(np.broadcast_shapes(tuple(old), tuple(target)))
+        if tuple(shape) == tuple(old):
+            return self.ins[0]
+        return self.emit("broadcast_to", [self.ins[0]], {"shape": shape})
+
+    def op_Slice(self):
+        shape = self.shape(self.ins[0])
+        starts, ends = (self.const(i) for i in self.ins[1:3])
+        axes = (self.const(self.ins[3]) if len(self.ins) > 3 and self.ins[3]
+                else range(len(starts)))
+        steps = (self.const(self.ins[4]) if len(self.ins) > 4 and self.ins[4]
+                 else [1] * len(starts))
+        x = self.ins[0]
+        for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+            axis = int(axis) % len(shape)
+            lo, hi, st = slice(int(start), int(min(end, 2**62)), int(step)).indices(shape[axis])
+            if (lo, hi, st) != (0, shape[axis], 1):
+                x = self.emit("slice", [x], {"axis": axis, "start": lo, "stop": hi, "step": st})
+        return x
+
+    def op_Gather(self):
+        """A constant scalar index: ``select``; integer indices along axis 0: ``embedding``."""
+        x, index = self.ins[:2]
+        shape = self.shape(x)
+        axis = self.attrs.get("axis", 0) % len(shape)
+        constant = self.b.constants.get(index)
+        if constant is not None and constant.ndim == 0:
+            return self.emit("select", [x], {"axis": axis, "index": int(constant) % shape[axis]})
+        if axis != 0:
+            raise NotImplementedError(f"{self.where}: Gather of an index tensor along axis "
+                                      f"{axis}")
+        table = self.emit("reshape", [x], {"shape": [shape[0], math.prod(shape[1:])]})
+        rows = self.emit("embedding", [table, index])
+        return self.emit("reshape", [rows], {"shape": list(self.shape(index)) + list(shape[1:])})
 
     def op_Transpose(self):
         n = len(self.shape(self.ins[0]))

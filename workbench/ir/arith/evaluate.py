@@ -78,8 +78,8 @@ def _call(op: str, args: list):
             return float(np.sqrt(x))
         if op == "rsqrt":
             return float(1 / np.sqrt(x))
-        if op == "tanh":
-            return float(np.tanh(x))
+        if op in ("tanh", "sin", "cos"):
+            return float(getattr(np, op)(x))
         if op == "erf":
             return math.erf(float(x))
         if op == "sigmoid":

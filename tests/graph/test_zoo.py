@@ -1,0 +1,109 @@
+"""The model zoo (``zoo_models``): standard architectures at tiny sizes with random weights,
+imported, run and compiled, each compared with PyTorch (max relative error <= 1e-4).
+
+Every model goes through the interpreter and ``wb.compile(target="numpy")`` (every lowered
+kernel, run by the reference executor); the Conv1d net and the LSTM also on the Numba cpu
+target.
+Numba-compiling every zoo model takes minutes on two cores (one compile per kernel; compile
+time is the issue's later part): set ``WB_ZOO_CPU=1`` to compile all of them for the cpu.
+LSTM and GRU layers are unrolled over the static sequence length; a plain RNN is refused.
+The ONNX route (``torch.onnx.export``, the TorchScript exporter, then ``wb.compile``) covers
+the models whose ONNX ops the ONNX frontend knows.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import zoo_models  # noqa: E402
+
+import workbench as wb  # noqa: E402
+from workbench.graph import UnsupportedOperatorError, from_torch, run  # noqa: E402
+
+VISION = ("resnet18", "mobilenet_v2", "efficientnet_b0", "vit")
+TEXT = ("gpt2", "gpt2_lm", "bert", "llama")
+ALL_CPU = os.environ.get("WB_ZOO_CPU") == "1"
+
+
+def _model(name):
+    if name in VISION:
+        if zoo_models.import_torchvision() is None:
+            pytest.skip("torchvision is not installed")
+        return zoo_models.vision_models()[name]
+    if name in TEXT:
+        if zoo_models.import_transformers() is None:
+            pytest.skip("transformers is not installed")
+        return zoo_models.text_models()[name]
+    if name == "lstm":
+        torch.manual_seed(0)
+        return zoo_models.LSTMNet().eval(), (torch.randn(2, 5, 4),)
+    if name == "conv1d":
+        torch.manual_seed(0)
+        return zoo_models.randomize_bn(zoo_models.Conv1dNet()), (torch.randn(1, 3, 16),)
+    raise KeyError(name)
+
+
+def _reference(model, inputs) -> np.ndarray:
+    with torch.no_grad():
+        out = model(*inputs)
+    return (out if isinstance(out, torch.Tensor) else out[0]).numpy()
+
+
+def _first(out):
+    return out[0] if isinstance(out, list) else out
+
+
+def _assert_close(got, expected):
+    error = np.abs(got - expected).max() / np.abs(expected).max()
+    assert error <= 1e-4, f"max relative error {error:.2e}"
+
+
+@pytest.mark.parametrize("name", VISION + TEXT + ("conv1d", "lstm"))
+def test_zoo_model_matches_torch(name):
+    model, inputs = _model(name)
+    expected = _reference(model, inputs)
+    arrays = [x.numpy() for x in inputs]
+    graph = from_torch(model, inputs)
+    _assert_close(_first(run(graph, *arrays)), expected)
+    target = "cpu" if ALL_CPU or name in ("conv1d", "lstm") else "numpy"
+    compiled = wb.compile(graph, target=target)
+    _assert_close(_first(compiled(*arrays)), expected)
+
+
+def test_exported_program_and_its_module_compile():
+    model, inputs = _model("conv1d")
+    expected = _reference(model, inputs)
+    exported = torch.export.export(model, inputs)
+    for source in (exported, exported.module()):
+        compiled = wb.compile(source, inputs, target="numpy")
+        _assert_close(compiled(*inputs), expected)
+
+
+def test_a_plain_rnn_is_refused_with_the_reason():
+    model = torch.nn.RNN(4, 3).eval()
+    with pytest.raises(UnsupportedOperatorError) as info:
+        from_torch(model, (torch.randn(5, 1, 4),))
+    assert [op for op, _ in info.value.operators] == ["aten.rnn_tanh.input"]
+    assert "nn.RNN is refused" in str(info.value)
+
+
+ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "vit", "conv1d")
+
+
+@pytest.mark.parametrize("name", ONNX_MODELS)
+def test_zoo_model_through_onnx(name):
+    pytest.importorskip("onnx")
+    model, inputs = _model(name)
+    expected = _reference(model, inputs)
+    buffer = io.BytesIO()
+    torch.onnx.export(model, inputs, buffer, dynamo=False)
+    import onnx
+
+    compiled = wb.compile(onnx.load_from_string(buffer.getvalue()), target="numpy")
+    _assert_close(_first(compiled(*[x.numpy() for x in inputs])), expected)

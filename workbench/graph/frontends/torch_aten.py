@@ -1,0 +1,604 @@
+"""The PyTorch frontend's ATen operators: one ``_op_<name>`` method per op (``AtenOps``).
+
+A handler gets the op's arguments with every tensor replaced by its graph value name (a
+``str``) and python scalars and lists as they are, emits graph nodes through ``self._emit``
+and returns the value name(s). ``supported_ops()`` lists the handled ATen names (the source
+of ``docs/ops.md``); ``REFUSED`` the ones recognised and refused, with the reason.
+
+Conventions: the graph's booleans are 0/1 masks in the floating dtype (comparisons,
+``where``, ``masked_fill``); integer tensors at run time are embedding indices only (every
+other integer computation is shape plumbing, folded at import time).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_copy",
+            "_assert_tensor_metadata", "feature_dropout", "alpha_dropout", "_to_copy", "to",
+            "type_as", "_assert_async", "lift_fresh"}
+"""Ops that return their first argument (dtype conversions of float tensors included)."""
+
+REFUSED = {
+    "rnn_tanh": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
+    "rnn_relu": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
+}
+"""ATen op -> why it is refused (listed as unsupported, with this reason in docs/ops.md)."""
+
+_SHAPE_ONLY = {"new_ones", "new_zeros", "new_full", "new_empty", "zeros_like", "ones_like",
+               "full_like", "empty_like"}
+
+
+def _pair(value, n: int = 2) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,) * n
+    value = list(value)
+    return tuple(value) * n if len(value) == 1 else tuple(value)
+
+
+def supported_ops() -> list[str]:
+    """The ATen op names the converter handles (folded-only ops are not listed)."""
+    names = {n[4:] for n in dir(AtenOps) if n.startswith("_op_")} | IDENTITY | _SHAPE_ONLY
+    return sorted(names)
+
+
+class AtenOps:
+    """The handlers (mixed into the converter: ``self.b`` is its ``GraphBuilder``)."""
+
+    def handler(self, name: str):
+        if name in IDENTITY:
+            return self._identity
+        if name in _SHAPE_ONLY:
+            return lambda x, *args, **kwargs: self._shape_only(name, x, *args, **kwargs)
+        return getattr(self, f"_op_{name}", None)
+
+    def _emit(self, op: str, inputs: list, attrs: dict | None = None) -> str:
+        return self.b.node(op, inputs, attrs, hint=self.hint, source=self.source)
+
+    def _tensor(self, value, like: str | None = None) -> str:
+        """A value name for ``value`` (python scalars become 0-d constants of ``like``'s
+        floating dtype, float32 by default)."""
+        if isinstance(value, str):
+            return value
+        dtype = self.b.types[like].dtype if like is not None else "float32"
+        if not dtype.startswith("float"):
+            dtype = "float32"
+        return self.b.constant("scalar", np.asarray(value, dtype=dtype))
+
+    def _shape(self, name: str) -> tuple[int, ...]:
+        return self.b.types[name].shape
+
+    def _const(self, name: str):
+        return self.b.constants.get(name) if isinstance(name, str) else None
+
+    # ---- plumbing --------------------------------------------------------------------------
+
+    def _identity(self, x, *args, **kwargs):
+        return x
+
+    def _shape_only(self, name, x, *args, **kwargs):
+        import torch
+
+        like = torch.empty(self._shape(x), dtype=getattr(torch, self.b.types[x].dtype))
+        result = getattr(torch.ops.aten, name)(like, *args, **kwargs)
+        return self.b.constant(self.hint, result.numpy())
+
+    def _op_getitem(self, seq, index):
+        return seq[index]
+
+    # ---- contractions ----------------------------------------------------------------------
+
+    def _op_linear(self, x, w, b=None):
+        wt = self._emit("transpose", [w], {"perm": [1, 0]})
+        y = self._emit("matmul", [x, wt])
+        return y if b is None else self._emit("add", [y, b])
+
+    def _op_addmm(self, bias, x, w, beta=1, alpha=1):
+        if beta != 1 or alpha != 1:
+            raise NotImplementedError("addmm with beta or alpha other than 1")
+        return self._emit("add", [self._emit("matmul", [x, w]), bias])
+
+    _op_baddbmm = _op_addmm
+
+    def _op_matmul(self, a, b):
+        return self._emit("matmul", [a, b])
+
+    _op_mm = _op_matmul
+    _op_bmm = _op_matmul
+
+    def _op_conv2d(self, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+        if isinstance(padding, str):
+            if padding == "valid":
+                padding = 0
+            else:  # "same" (stride 1): the total padding split evenly (odd kernels)
+                padding = [d * (k - 1) // 2 for d, k in zip(_pair(dilation),
+                                                            self._shape(w)[2:], strict=True)]
+        attrs = {"stride": _pair(stride), "padding": _pair(padding),
+                 "dilation": _pair(dilation), "groups": int(groups)}
+        return self._emit("conv2d", [x, w] + ([b] if b is not None else []), attrs)
+
+    def _op_conv1d(self, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+        """A 2-D convolution over ``(N, C, 1, L)``."""
+        n, c, length = self._shape(x)
+        x4 = self._emit("reshape", [x], {"shape": [n, c, 1, length]})
+        k, cg, r = self._shape(w)
+        w4 = self._emit("reshape", [w], {"shape": [k, cg, 1, r]})
+        if isinstance(padding, str):
+            padding = 0 if padding == "valid" else _pair(dilation, 1)[0] * (r - 1) // 2
+        y = self._op_conv2d(x4, w4, b, (1, _pair(stride, 1)[0]), (0, _pair(padding, 1)[0]),
+                            (1, _pair(dilation, 1)[0]), groups)
+        _, _, _, out = self._shape(y)
+        return self._emit("reshape", [y], {"shape": [n, k, out]})
+
+    def _op_convolution(self, x, w, b, stride, padding, dilation, transposed, output_padding,
+                        groups):
+        if transposed:
+            raise NotImplementedError("transposed convolution")
+        if len(self._shape(x)) == 3:
+            return self._op_conv1d(x, w, b, stride, padding, dilation, groups)
+        return self._op_conv2d(x, w, b, stride, padding, dilation, groups)
+
+    # ---- normalizations --------------------------------------------------------------------
+
+    def _op_batch_norm(self, x, weight, bias, mean, var, training=False, momentum=0.1,
+                       eps=1e-5, cudnn_enabled=False):
+        (channels,) = self._shape(mean)
+        if weight is None:
+            weight = self.b.constant("ones", np.ones(channels, self.b.types[x].dtype))
+        if bias is None:
+            bias = self.b.constant("zeros", np.zeros(channels, self.b.types[x].dtype))
+        return self._emit("batch_norm", [x, mean, var, weight, bias], {"eps": float(eps)})
+
+    def _op_native_batch_norm(self, x, weight, bias, mean, var, training, momentum, eps):
+        if training:
+            raise NotImplementedError("batch_norm in training mode")
+        return (self._op_batch_norm(x, weight, bias, mean, var, eps=eps), None, None)
+
+    def _op_empty(self, *args, **kwargs):
+        return None  # scratch tensors of decomposed ops (batch norm's saved statistics)
+
+    def _op__native_batch_norm_legit_no_training(self, x, weight, bias, mean, var, momentum,
+                                                  eps):
+        return (self._op_batch_norm(x, weight, bias, mean, var, eps=eps), None, None)
+
+    def _op_layer_norm(self, x, normalized_shape, weight=None, bias=None, eps=1e-5,
+                       cudnn_enable=True):
+        if (weight is None) != (bias is None):
+            if weight is None:
+                raise NotImplementedError("layer_norm with a bias and no weight")
+            y = self._emit("layer_norm", [x], {"eps": float(eps), "ndim": len(normalized_shape)})
+            return self._emit("mul", [y, weight])
+        inputs = [x] + [v for v in (weight, bias) if v is not None]
+        return self._emit("layer_norm", inputs, {"eps": float(eps),
+                                                 "ndim": len(normalized_shape)})
+
+    def _op_native_layer_norm(self, x, normalized_shape, weight, bias, eps):
+        return (self._op_layer_norm(x, normalized_shape, weight, bias, eps), None, None)
+
+    def _op_group_norm(self, x, num_groups, weight=None, bias=None, eps=1e-5,
+                       cudnn_enabled=True):
+        shape = self._shape(x)
+        n, c = shape[:2]
+        grouped = self._emit("reshape", [x], {"shape": [n, num_groups,
+                                                        math.prod(shape) // n // num_groups]})
+        y = self._emit("layer_norm", [grouped], {"eps": float(eps), "ndim": 1})
+        y = self._emit("reshape", [y], {"shape": list(shape)})
+        channel = [c] + [1] * (len(shape) - 2)
+        if weight is not None:
+            y = self._emit("mul", [y, self._emit("reshape", [weight], {"shape": channel})])
+        if bias is not None:
+            y = self._emit("add", [y, self._emit("reshape", [bias], {"shape": channel})])
+        return y
+
+    def _op_native_group_norm(self, x, weight, bias, n, c, hw, group, eps):
+        return (self._op_group_norm(x, group, weight, bias, eps), None, None)
+
+    def _op_rms_norm(self, x, normalized_shape, weight=None, eps=None):
+        n = len(self._shape(x))
+        axes = list(range(n - len(normalized_shape), n))
+        eps = float(np.finfo(np.float32).eps) if eps is None else float(eps)
+        square = self._emit("pow", [x], {"exponent": 2.0})
+        ms = self._emit("mean", [square], {"axes": axes, "keepdims": True})
+        inv = self._emit("rsqrt", [self._emit("add", [ms, self._tensor(eps, x)])])
+        y = self._emit("mul", [x, inv])
+        return y if weight is None else self._emit("mul", [y, weight])
+
+    # ---- elementwise -----------------------------------------------------------------------
+
+    def _unary(op):  # noqa: N805 - a method factory used in the class body
+        def handler(self, x, *args, **kwargs):
+            return self._emit(op, [x])
+        return handler
+
+    _op_relu = _unary("relu")
+    _op_silu = _unary("silu")
+    _op_sigmoid = _unary("sigmoid")
+    _op_tanh = _unary("tanh")
+    _op_exp = _unary("exp")
+    _op_sqrt = _unary("sqrt")
+    _op_rsqrt = _unary("rsqrt")
+    _op_neg = _unary("neg")
+    _op_sin = _unary("sin")
+    _op_cos = _unary("cos")
+    _op_log = _unary("log")
+    _op_abs = _unary("abs")
+    _op_erf = _unary("erf")
+    _op_hardsigmoid = _unary("hardsigmoid")
+    _op_hardswish = _unary("hardswish")
+    _op_mish = _unary("mish")
+
+    def _op_softplus(self, x, beta=1, threshold=20):
+        if beta != 1:
+            raise NotImplementedError("softplus with beta other than 1")
+        return self._emit("softplus", [x])
+
+    def _op_gelu(self, x, approximate="none"):
+        return self._emit("gelu", [x], {"approximate": approximate})
+
+    def _op_hardtanh(self, x, min_val=-1.0, max_val=1.0):
+        return self._emit("clamp", [x], {"min": float(min_val), "max": float(max_val)})
+
+    def _op_relu6(self, x):
+        return self._op_hardtanh(x, 0.0, 6.0)
+
+    def _op_clamp(self, x, min=None, max=None):  # noqa: A002 - ATen's names
+        if isinstance(min, str) or isinstance(max, str):
+            raise NotImplementedError("clamp with tensor bounds")
+        return self._emit("clamp", [x], {"min": None if min is None else float(min),
+                                         "max": None if max is None else float(max)})
+
+    def _op_clamp_min(self, x, bound):
+        return self._op_clamp(x, min=bound)
+
+    def _op_clamp_max(self, x, bound):
+        return self._op_clamp(x, max=bound)
+
+    def _op_pow(self, x, exponent):
+        if isinstance(exponent, str):
+            raise NotImplementedError("pow with a tensor exponent")
+        return self._emit("pow", [x], {"exponent": float(exponent)})
+
+    def _binary(op):  # noqa: N805
+        def handler(self, a, b, alpha=1, **kwargs):
+            if kwargs.get("rounding_mode") is not None:
+                raise NotImplementedError(f"{op} with rounding_mode")
+            like = a if isinstance(a, str) else b
+            if alpha != 1:
+                b = self._emit("mul", [self._tensor(b, like), self._tensor(float(alpha), like)])
+            return self._emit(op, [self._tensor(a, like), self._tensor(b, like)])
+        return handler
+
+    _op_add = _binary("add")
+    _op_sub = _binary("sub")
+    _op_mul = _binary("mul")
+    _op_div = _binary("div")
+    _op_eq = _binary("eq")
+    _op_ne = _binary("ne")
+    _op_lt = _binary("lt")
+    _op_le = _binary("le")
+    _op_gt = _binary("gt")
+    _op_ge = _binary("ge")
+    _op___and__ = _binary("mul")
+    _op_logical_and = _binary("mul")
+    _op_bitwise_and = _binary("mul")
+
+    def _op_rsub(self, a, b, alpha=1):
+        return self._op_sub(b, a, alpha) if alpha == 1 else self._op_sub(
+            self._op_mul(self._tensor(b, a), float(alpha)), a)
+
+    def _op_logical_not(self, x):
+        return self._emit("sub", [self._tensor(1.0, x), x])
+
+    _op_bitwise_not = _op_logical_not
+
+    def _op_where(self, cond, x, y):
+        like = x if isinstance(x, str) else y
+        return self._emit("where", [self._tensor(x, like), self._tensor(y, like), cond])
+
+    def _op_masked_fill(self, x, mask, value):
+        return self._emit("where", [self._tensor(value, x), x, mask])
+
+    # ---- pooling ---------------------------------------------------------------------------
+
+    def _op_max_pool2d(self, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+        if ceil_mode or _pair(dilation) != (1, 1):
+            raise NotImplementedError("max_pool2d with ceil_mode or dilation")
+        stride = stride or kernel
+        return self._emit("max_pool2d", [x], {"kernel": _pair(kernel), "stride": _pair(stride),
+                                             "padding": _pair(padding)})
+
+    def _op_max_pool2d_with_indices(self, *args, **kwargs):
+        return (self._op_max_pool2d(*args, **kwargs), None)
+
+    def _op_avg_pool2d(self, x, kernel, stride=(), padding=0, ceil_mode=False,
+                       count_include_pad=True, divisor_override=None):
+        if ceil_mode or not count_include_pad or divisor_override:
+            raise NotImplementedError("avg_pool2d with ceil_mode / count_include_pad=False")
+        stride = stride or kernel
+        return self._emit("avg_pool2d", [x], {"kernel": _pair(kernel), "stride": _pair(stride),
+                                             "padding": _pair(padding)})
+
+    def _op_adaptive_avg_pool2d(self, x, output_size):
+        return self._emit("adaptive_avg_pool2d", [x], {"output_size": _pair(output_size)})
+
+    _op__adaptive_avg_pool2d = _op_adaptive_avg_pool2d
+
+    def _as_2d(self, x):
+        n, c, length = self._shape(x)
+        return self._emit("reshape", [x], {"shape": [n, c, 1, length]})
+
+    def _from_2d(self, y):
+        n, c, _, length = self._shape(y)
+        return self._emit("reshape", [y], {"shape": [n, c, length]})
+
+    def _op_max_pool1d(self, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+        stride = stride or kernel
+        return self._from_2d(self._op_max_pool2d(
+            self._as_2d(x), (1, _pair(kernel, 1)[0]), (1, _pair(stride, 1)[0]),
+            (0, _pair(padding, 1)[0]), (1, _pair(dilation, 1)[0]), ceil_mode))
+
+    def _op_avg_pool1d(self, x, kernel, stride=(), padding=0, ceil_mode=False,
+                       count_include_pad=True):
+        stride = stride or kernel
+        return self._from_2d(self._op_avg_pool2d(
+            self._as_2d(x), (1, _pair(kernel, 1)[0]), (1, _pair(stride, 1)[0]),
+            (0, _pair(padding, 1)[0]), ceil_mode, count_include_pad))
+
+    def _op_adaptive_avg_pool1d(self, x, output_size):
+        return self._from_2d(self._op_adaptive_avg_pool2d(self._as_2d(x),
+                                                          (1, _pair(output_size, 1)[0])))
+
+    # ---- reductions ------------------------------------------------------------------------
+
+    def _axes(self, x, dims) -> list[int]:
+        n = len(self._shape(x))
+        if dims is None or dims == []:
+            return list(range(n))
+        return [d % n for d in ([dims] if isinstance(dims, int) else dims)]
+
+    def _op_mean(self, x, dims=None, keepdim=False, dtype=None):
+        return self._emit("mean", [x], {"axes": self._axes(x, dims), "keepdims": bool(keepdim)})
+
+    def _reduction(kind):  # noqa: N805
+        def handler(self, x, dims=None, keepdim=False, dtype=None):
+            return self._emit("reduce", [x], {"axes": self._axes(x, dims),
+                                              "keepdims": bool(keepdim), "kind": kind})
+        return handler
+
+    _op_sum = _reduction("sum")
+    _op_amax = _reduction("max")
+    _op_amin = _reduction("min")
+
+    def _op_var(self, x, dims=None, unbiased=True, keepdim=False, *, correction=None):
+        """``var.dim`` (``unbiased``) and ``var.correction`` (``correction``, keyword)."""
+        axes = self._axes(x, dims)
+        if correction is None:
+            correction = 1 if unbiased else 0
+        y = self._emit("reduce", [x], {"axes": axes, "keepdims": bool(keepdim), "kind": "var"})
+        count = math.prod(self._shape(x)[a] for a in axes)
+        if correction:
+            y = self._emit("mul", [y, self._tensor(count / (count - correction), x)])
+        return y
+
+    def _op_softmax(self, x, dim, *rest, **kwargs):
+        return self._emit("softmax", [x], {"axis": int(dim) % len(self._shape(x))})
+
+    _op__softmax = _op_softmax
+
+    def _op_log_softmax(self, x, dim, *rest, **kwargs):
+        return self._emit("log_softmax", [x], {"axis": int(dim) % len(self._shape(x))})
+
+    _op__log_softmax = _op_log_softmax
+
+    # ---- layout ----------------------------------------------------------------------------
+
+    def _reshape_to(self, x, shape) -> str:
+        size = math.prod(self._shape(x))
+        shape = [int(s) for s in shape]
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            shape[shape.index(-1)] = size // known
+        if tuple(shape) == self._shape(x):
+            return x
+        return self._emit("reshape", [x], {"shape": shape})
+
+    def _op_view(self, x, shape):
+        return self._reshape_to(x, shape)
+
+    _op_reshape = _op_view
+    _op__unsafe_view = _op_view
+
+    def _op_flatten(self, x, start=0, end=-1):
+        shape = list(self._shape(x))
+        if not shape:
+            return self._reshape_to(x, [1])
+        start, end = start % len(shape), end % len(shape)
+        new = shape[:start] + [math.prod(shape[start:end + 1])] + shape[end + 1:]
+        return self._reshape_to(x, new)
+
+    def _op_unsqueeze(self, x, dim):
+        shape = list(self._shape(x))
+        shape.insert(dim % (len(shape) + 1), 1)
+        return self._reshape_to(x, shape)
+
+    def _op_squeeze(self, x, dims=None):
+        shape = self._shape(x)
+        axes = set(self._axes(x, dims)) if shape else set()
+        return self._reshape_to(x, [s for d, s in enumerate(shape) if not (d in axes
+                                                                            and s == 1)])
+
+    def _op_expand(self, x, shape, implicit=False):
+        old = self._shape(x)
+        shape = [o if s == -1 else int(s) for s, o in
+                 zip(shape, (None,) * (len(shape) - len(old)) + tuple(old), strict=True)]
+        if tuple(shape) == tuple(old):
+            return x
+        return self._emit("broadcast_to", [x], {"shape": shape})
+
+    def _op_expand_as(self, x, other):
+        return self._op_expand(x, self._shape(other))
+
+    def _op_repeat(self, x, repeats):
+        shape = (1,) * (len(repeats) - len(self._shape(x))) + tuple(self._shape(x))
+        x = self._reshape_to(x, shape)
+        inter, final = [], []
+        for s, r in zip(shape, repeats, strict=True):
+            inter += [r, s]
+            final.append(r * s)
+        x = self._reshape_to(x, [v for s in shape for v in (1, s)])
+        return self._reshape_to(self._emit("broadcast_to", [x], {"shape": inter}), final)
+
+    def _op_select(self, x, dim, index):
+        n = len(self._shape(x))
+        size = self._shape(x)[dim % n]
+        return self._emit("select", [x], {"axis": dim % n, "index": int(index) % size})
+
+    def _op_unbind(self, x, dim=0):
+        return [self._op_select(x, dim, i) for i in range(self._shape(x)[dim])]
+
+    def _op_transpose(self, x, d0, d1):
+        perm = list(range(len(self._shape(x))))
+        d0, d1 = d0 % len(perm), d1 % len(perm)
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return self._emit("transpose", [x], {"perm": perm})
+
+    def _op_t(self, x):
+        return self._op_transpose(x, 0, 1) if len(self._shape(x)) == 2 else x
+
+    def _op_permute(self, x, dims):
+        n = len(self._shape(x))
+        return self._emit("transpose", [x], {"perm": [d % n for d in dims]})
+
+    def _op_slice(self, x, dim=0, start=None, end=None, step=1):
+        shape = self._shape(x)
+        axis = dim % len(shape)
+        start, stop, step = slice(start, end, step).indices(shape[axis])
+        if (start, stop, step) == (0, shape[axis], 1):
+            return x
+        return self._emit("slice", [x], {"axis": axis, "start": start, "stop": stop,
+                                         "step": step})
+
+    def _op_narrow(self, x, dim, start, length):
+        return self._op_slice(x, dim, start, start + length)
+
+    def _op_split(self, x, size, dim=0):
+        extent = self._shape(x)[dim]
+        sizes = [min(size, extent - s) for s in range(0, extent, size)]
+        return self._op_split_with_sizes(x, sizes, dim)
+
+    def _op_split_with_sizes(self, x, sizes, dim=0):
+        parts, start = [], 0
+        for size in sizes:
+            parts.append(self._op_slice(x, dim, start, start + size))
+            start += size
+        return parts
+
+    def _op_chunk(self, x, chunks, dim=0):
+        return self._op_split(x, -(-self._shape(x)[dim] // chunks), dim)
+
+    def _op_cat(self, tensors, dim=0):
+        tensors = [t for t in tensors if math.prod(self._shape(t)) > 0]
+        if len(tensors) == 1:
+            return tensors[0]
+        return self._emit("concat", tensors, {"axis": dim % len(self._shape(tensors[0]))})
+
+    def _op_stack(self, tensors, dim=0):
+        n = len(self._shape(tensors[0])) + 1
+        return self._op_cat([self._op_unsqueeze(t, dim % n) for t in tensors], dim % n)
+
+    def _op_embedding(self, weight, indices, padding_idx=-1, scale_grad=False, sparse=False):
+        return self._emit("embedding", [weight, indices])
+
+    def _op_index_select(self, x, dim, index):
+        """Rows ``index`` (a constant or an integer input) along ``dim``: an embedding
+        lookup over ``x`` with ``dim`` moved to the front."""
+        shape = self._shape(x)
+        axis = dim % len(shape)
+        perm = [axis] + [d for d in range(len(shape)) if d != axis]
+        moved = x if axis == 0 else self._emit("transpose", [x], {"perm": perm})
+        rest = [shape[d] for d in perm[1:]]
+        table = self._reshape_to(moved, [shape[axis], math.prod(rest)])
+        rows = self._emit("embedding", [table, index])
+        (count,) = self._shape(index)
+        out = self._reshape_to(rows, [count] + rest)
+        if axis == 0:
+            return out
+        inverse = [perm.index(d) for d in range(len(shape))]
+        return self._emit("transpose", [out], {"perm": inverse})
+
+    def _op_constant_pad_nd(self, x, pad, value=0.0):
+        n = len(self._shape(x))
+        pads = [[0, 0] for _ in range(n)]
+        for i in range(0, len(pad), 2):
+            pads[n - 1 - i // 2] = [int(pad[i]), int(pad[i + 1])]
+        if any(p < 0 for pair in pads for p in pair):
+            raise NotImplementedError("negative padding")
+        return self._emit("pad", [x], {"pads": pads, "value": float(value)})
+
+    def _op_pad(self, x, pad, mode="constant", value=None):
+        if mode != "constant":
+            raise NotImplementedError(f"pad mode {mode!r}")
+        return self._op_constant_pad_nd(x, pad, 0.0 if value is None else value)
+
+    # ---- recurrent layers ------------------------------------------------------------------
+
+    def _op_lstm(self, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                 batch_first):
+        """LSTM unrolled over the static sequence length (torch_recurrent)."""
+        from workbench.graph.frontends.torch_recurrent import recurrent
+
+        return recurrent(self, "lstm", x, hx, params, has_biases, num_layers, bidirectional,
+                         batch_first)
+
+    def _op_gru(self, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                batch_first):
+        """GRU unrolled over the static sequence length (torch_recurrent)."""
+        from workbench.graph.frontends.torch_recurrent import recurrent
+
+        return recurrent(self, "gru", x, hx, params, has_biases, num_layers, bidirectional,
+                         batch_first)
+
+    # ---- resizing --------------------------------------------------------------------------
+
+    def _resize(self, name, x, *args, **kwargs):
+        """``interpolate``: separable and linear in the input, so two matmuls with constant
+        interpolation matrices, each read off PyTorch's own op applied to a probe of unit
+        vectors (its index rules, scale factors and ``align_corners`` exactly)."""
+        import torch
+
+        op = getattr(torch.ops.aten, name)
+        n, c, h, w = self._shape(x)
+        dtype = self.b.types[x].dtype
+        probe = torch.eye(w).reshape(w, 1, 1, w).expand(w, 1, h, w).contiguous()
+        cols = op(probe, *args, **kwargs)[:, 0, 0, :]  # (w, q): x @ cols resizes the width
+        probe = torch.eye(h).reshape(h, 1, h, 1).expand(h, 1, h, w).contiguous()
+        rows = op(probe, *args, **kwargs)[:, 0, :, 0]  # (h, p)
+        y = self._emit("matmul", [x, self.b.constant("resize_w", cols.numpy().astype(dtype))])
+        y = self._emit("transpose", [y], {"perm": [0, 1, 3, 2]})
+        y = self._emit("matmul", [y, self.b.constant("resize_h", rows.numpy().astype(dtype))])
+        return self._emit("transpose", [y], {"perm": [0, 1, 3, 2]})
+
+    def _op_upsample_nearest2d(self, x, *args, **kwargs):
+        """Nearest resize (2-D): two matmuls with 0/1 selection matrices."""
+        return self._resize("upsample_nearest2d", x, *args, **kwargs)
+
+    def _op_upsample_bilinear2d(self, x, *args, **kwargs):
+        """Bilinear resize (2-D): two matmuls with interpolation matrices."""
+        return self._resize("upsample_bilinear2d", x, *args, **kwargs)
+
+    # ---- attention -------------------------------------------------------------------------
+
+    def _op_scaled_dot_product_attention(self, q, k, v, attn_mask=None, dropout_p=0.0,
+                                         is_causal=False, scale=None, enable_gqa=False):
+        from workbench.graph.frontends.torch_attention import attention
+
+        return attention(self, q, k, v, attn_mask, bool(is_causal), scale)
+
+    def _op__scaled_dot_product_flash_attention_for_cpu(self, q, k, v, dropout_p=0.0,
+                                                        is_causal=False, attn_mask=None,
+                                                        scale=None):
+        out = self._op_scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal,
+                                                    scale)
+        return (out, None)

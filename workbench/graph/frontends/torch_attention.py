@@ -1,0 +1,76 @@
+"""``scaled_dot_product_attention`` in graph operators: the fused ``sdpa`` node where it fits
+(no mask, or a constant mask that is all true or exactly causal; equal head counts), else
+its definition: ``softmax(q @ k^T * scale + mask) @ v``.
+
+A boolean mask keeps the scores where it is true (``-inf`` elsewhere, PyTorch's rule); a
+floating mask is added. Grouped-query attention (fewer key/value heads than query heads,
+``enable_gqa`` or transformers' ``repeat_kv``) repeats each key/value head over its group.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _mask_kind(mask: np.ndarray, length: int, source: int) -> str | None:
+    """``"none"`` (all true), ``"causal"`` (PyTorch's ``is_causal``) or None."""
+    if mask.dtype != np.bool_ or mask.shape[-2:] not in ((length, source), (1, source)):
+        return None
+    full = np.broadcast_to(mask, mask.shape[:-2] + (length, source))
+    if full.all():
+        return "none"
+    if (full == np.tril(np.ones((length, source), dtype=bool))).all():
+        return "causal"
+    return None
+
+
+def _repeat_heads(conv, x: str, heads: int) -> str:
+    shape = conv._shape(x)
+    *batch, kv, s, d = shape
+    if kv == heads:
+        return x
+    group = heads // kv
+    x = conv._reshape_to(x, [*batch, kv, 1, s, d])
+    x = conv._emit("broadcast_to", [x], {"shape": [*batch, kv, group, s, d]})
+    return conv._reshape_to(x, [*batch, heads, s, d])
+
+
+def attention(conv, q: str, k: str, v: str, mask, causal: bool, scale) -> str:
+    """The graph value of ``sdpa(q, k, v, mask, causal, scale)`` built through ``conv``."""
+    length, source = conv._shape(q)[-2], conv._shape(k)[-2]
+    constant = conv._const(mask)
+    if constant is not None:
+        kind = _mask_kind(constant, length, source)
+        if kind == "none" or (kind == "causal" and not causal):
+            mask, causal = None, causal or kind == "causal"
+        elif kind == "causal" and causal:
+            mask = None
+    heads = conv._shape(q)[-3] if len(conv._shape(q)) >= 3 else 1
+    if mask is None and conv._shape(k)[:-2] == conv._shape(q)[:-2]:
+        attrs = {"scale": None if scale is None else float(scale), "causal": causal}
+        return conv._emit("sdpa", [q, k, v], attrs)
+    k, v = _repeat_heads(conv, k, heads), _repeat_heads(conv, v, heads)
+    scale = 1.0 / math.sqrt(conv._shape(q)[-1]) if scale is None else float(scale)
+    n = len(conv._shape(k))
+    kt = conv._emit("transpose", [k], {"perm": list(range(n - 2)) + [n - 1, n - 2]})
+    scores = conv._emit("mul", [conv._emit("matmul", [q, kt]), conv._tensor(scale, q)])
+    additive = None
+    if causal:
+        additive = np.where(np.tril(np.ones((length, source), dtype=bool)), 0.0, -np.inf)
+    if mask is not None:
+        if constant is not None:
+            values = (np.where(constant, 0.0, -np.inf) if constant.dtype == np.bool_
+                      else constant.astype(np.float64))
+            additive = values if additive is None else additive + values
+        elif mask in conv.booleans:
+            scores = conv._emit("where", [scores, conv._tensor(-math.inf, q), mask])
+        else:
+            scores = conv._emit("add", [scores, mask])
+    if additive is not None:
+        dtype = conv.b.types[q].dtype
+        scores = conv._emit("add", [scores, conv.b.constant("attn_mask",
+                                                            additive.astype(dtype))])
+    probs = conv._emit("softmax", [scores], {"axis": n - 1})
+    return conv._emit("matmul", [probs, v])
