@@ -70,6 +70,7 @@ def test_pyproject_metadata(pyproject: dict) -> None:
         "pygments",
         "tqdm",
         "platformdirs",  # the user's cache folder (kernel cache, issue 17)
+        "filelock",  # the tuning records' lock (two processes, one database; issue 17)
     }
     # every core dependency carries a lower bound
     assert all(">=" in r for r in project["dependencies"])

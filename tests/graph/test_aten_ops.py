@@ -23,6 +23,7 @@ X = (2, 3, 4)
 IMG = (1, 4, 5, 5)
 SEQ = (1, 4, 8)
 W = (3, 4)
+VOL = (1, 4, 4, 3, 4)
 
 
 def _conv_w(k, c, *kernel):
@@ -66,6 +67,8 @@ CASES = {
     "conv1d": (lambda x: F.conv1d(x, _CONST["w1"], padding=1, groups=2), [SEQ]),
     "convolution": (lambda x: aten.convolution(x, _CONST["w2"], None, [1, 1], [1, 1], [1, 1],
                                                False, [0, 0], 1), [IMG]),
+    "conv3d": (lambda x: F.conv3d(x, _CONST["w3"], _CONST["b3"], stride=(1, 2, 1), padding=1,
+                                  groups=2), [VOL]),
     # normalizations
     "batch_norm": (lambda x: aten.batch_norm(x, _CONST["g"], _CONST["b"], _CONST["m"],
                                              _CONST["v"], False, 0.1, 1e-5, False), [IMG]),
@@ -122,6 +125,10 @@ CASES = {
     "max_pool1d": (lambda x: F.max_pool1d(x, 2), [SEQ]),
     "avg_pool1d": (lambda x: F.avg_pool1d(x, 2), [SEQ]),
     "adaptive_avg_pool1d": (lambda x: F.adaptive_avg_pool1d(x, 2), [SEQ]),
+    "max_pool3d": (lambda x: F.max_pool3d(x, 2, 1, 1), [VOL]),
+    "max_pool3d_with_indices": (lambda x: aten.max_pool3d_with_indices(x, [2, 2, 2])[0], [VOL]),
+    "avg_pool3d": (lambda x: F.avg_pool3d(x, (2, 1, 2)), [VOL]),
+    "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 1, 2)), [VOL]),
     # reductions
     "mean": (lambda x: x.mean((0, 2)), [X]),
     "sum": (lambda x: x.sum(1, keepdim=True), [X]),
@@ -183,6 +190,7 @@ _CONST = {
     "g": torch.rand(4, generator=_GEN) + 0.5, "b": torch.randn(4, generator=_GEN) * 0.1,
     "m": torch.randn(4, generator=_GEN) * 0.1, "v": torch.rand(4, generator=_GEN) + 0.5,
     "table": torch.randn(7, 5, generator=_GEN),
+    "w3": torch.randn(6, 2, 3, 2, 3, generator=_GEN) * 0.3, "b3": torch.randn(6, generator=_GEN),
     "mask": torch.rand(4, 5, generator=_GEN) > 0.3,
 }
 torch.manual_seed(0)
@@ -196,7 +204,7 @@ NOT_IN_EXPORT = {"_assert_tensor_metadata", "_assert_async", "_to_copy", "to", "
                  "native_batch_norm", "batch_norm", "dropout", "feature_dropout",
                  "alpha_dropout", "max_pool2d_with_indices", "_adaptive_avg_pool2d",
                  "bitwise_not", "native_layer_norm", "flatten", "reshape", "native_group_norm", "_softmax",
-                 "_log_softmax", "relu6", "chunk", "narrow", "unbind", "convolution"}
+                 "_log_softmax", "relu6", "max_pool3d_with_indices", "chunk", "narrow", "unbind", "convolution"}
 """Ops the case calls but export rewrites (into another handled op): not asserted present."""
 
 

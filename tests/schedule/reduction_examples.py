@@ -2,6 +2,25 @@
 refuses (small sizes: numba compiles are slow)."""
 
 from workbench import T
+from workbench.ir.stmt import IterKind
+from workbench.schedule.tree import replace_block
+
+
+def with_axis_kinds(func, block: str, kinds: str):
+    """``func`` with the iter var kinds of ``block`` set to ``kinds`` (``"SR"``...) on the IR.
+
+    The DSL refuses a reduce axis that indexes a store and a reduction axis declared
+    spatial (issue 17), so the IR of the schedule layer's refusal tests (TVM's ports) is
+    written valid and has its kinds swapped here: IR built another way (a frontend, by
+    hand) must still be refused by the primitives."""
+
+    def rewrite(node):
+        iter_vars = tuple(
+            iv.replace(kind=IterKind.SPATIAL if letter == "S" else IterKind.REDUCE)
+            for iv, letter in zip(node.iter_vars, kinds, strict=True))
+        return node.replace(iter_vars=iter_vars)
+
+    return replace_block(func, block, rewrite)
 
 
 @T.prim_func
@@ -97,10 +116,13 @@ def repeated_reduction(A: T.Buffer((8, 12), "float32"), B: T.Buffer((8,), "float
 def scatter_sum(A: T.Buffer((8, 12), "float32"), B: T.Buffer((12,), "float32")):
     for i, k in T.grid(8, 12):
         with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
+            vi, vk = T.axis.remap("RS", [i, k])  # swapped to "SR" below
             with T.init():
                 B[vk] = T.float32(0)
             B[vk] = B[vk] + A[vi, vk]
+
+
+scatter_sum = with_axis_kinds(scatter_sum, "B", "SR")  # vk reduces yet indexes B
 
 
 @T.prim_func

@@ -247,9 +247,10 @@ def test_wrong_handle_kind():
 
 
 def test_not_a_handle():
+    # a name is accepted since issue 17 (tests/schedule/test_names.py); other values are not
     sch, _ = setup(scale, "B")
-    err = raises_unchanged(sch, InvalidArgumentError, sch.get_loops, "B")
-    assert err.message == "argument 'block' must be a block handle, got 'B'"
+    err = raises_unchanged(sch, InvalidArgumentError, sch.get_loops, 2.5)
+    assert err.message == "argument 'block' must be a block handle or name, got 2.5"
     raises_unchanged(sch, InvalidArgumentError, sch.get_block, 3)
 
 

@@ -5,6 +5,7 @@ reference's shuffled iteration order (race detection)."""
 
 import numpy as np
 import pytest
+from reduction_examples import with_axis_kinds
 from schedule_checks import assert_computes_reference
 from schedule_examples import add_relu, matmul
 from work import work
@@ -29,12 +30,13 @@ def column_sum(n: int):
     def column_sum(A: T.Buffer((n, n), "float32"), B: T.Buffer((n,), "float32")):
         for i, k in T.grid(n, n):
             with T.block("B"):
-                vi, vk = T.axis.remap("SR", [i, k])
+                vi, vk = T.axis.remap("RS", [i, k])  # swapped to "SR" below
                 with T.init():
                     B[vk] = T.float32(0)
                 B[vk] = B[vk] + A[vi, vk]
 
-    return column_sum
+    # the DSL refuses a reduce axis indexing a store (issue 17): the IR is made directly
+    return with_axis_kinds(column_sum, "B", "SR")
 
 
 @T.prim_func

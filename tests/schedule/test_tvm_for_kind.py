@@ -9,6 +9,7 @@ unscheduled function on random inputs. The ``bind`` tests are not ported (no thr
 yet: the CUDA issue); see ``docs/decisions.d/scope.md``.
 """
 
+from reduction_examples import with_axis_kinds
 from schedule_checks import assert_computes_reference, raises_unchanged, verify_trace_roundtrip
 
 from workbench import T
@@ -170,10 +171,13 @@ def rowsum_not_quasi_affine(A: T.Buffer((32, 128), "float32"), B: T.Buffer((32,)
 def rowsum_not_compact_data_flow(A: T.Buffer((32, 16), "float32"), B: T.Buffer((16,), "float32")):
     for i, k in T.grid(32, 16):
         with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
+            vi, vk = T.axis.remap("RS", [i, k])  # swapped to "SR" below (the DSL refuses it)
             with T.init():
                 B[vk] = T.float32(0)
             B[vk] = B[vk] + A[vi, vk]
+
+
+rowsum_not_compact_data_flow = with_axis_kinds(rowsum_not_compact_data_flow, "B", "SR")
 
 
 @T.prim_func

@@ -6,6 +6,7 @@ pipeline") and differences are listed in docs/decisions.d/loopsarg.md.
 """
 
 import pytest
+from reduction_examples import with_axis_kinds
 from schedule_checks import (
     assert_structural,
     check_numbers,
@@ -189,10 +190,13 @@ def rowsum_not_quasi_affine(A: T.Buffer((8, 32), "float32"), B: T.Buffer((8,), "
 def rowsum_not_dominant(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
     for i, k in T.grid(8, 8):
         with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
+            vi, vk = T.axis.remap("SS", [i, k])  # swapped to "SR" below (the DSL refuses it)
             with T.init():
                 B[vi, vk] = T.float32(0)
             B[vi, vk] = B[vi, vk] + A[vi, vk]
+
+
+rowsum_not_dominant = with_axis_kinds(rowsum_not_dominant, "B", "SR")
 
 
 @T.prim_func

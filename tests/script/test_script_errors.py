@@ -2,6 +2,7 @@
 
 import inspect
 
+import numpy as np
 import pytest
 
 import workbench as wb
@@ -211,3 +212,69 @@ def test_function_without_source():
     exec('def f(A: T.Buffer((4,), "float32")):\n    pass\n', namespace)
     with pytest.raises(DSLError, match="cannot read the source of 'f'"):
         T.prim_func(namespace["f"])
+
+
+# ---- axis kinds of a reduction (issue 17: accepted, and the reference agreed) -----------
+
+REDUCE_HEAD = '''@T.prim_func
+def f(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8,), "float32")):
+'''
+
+
+def reduction(remap: str, store: str, init: str = "B[vi] = T.float32(0)") -> str:
+    return ("    for i, k in T.grid(8, 8):\n"
+            "        with T.block('B'):\n"
+            f"            {remap}\n"
+            "            with T.init():\n"
+            f"                {init}\n"
+            f"            {store}\n")
+
+
+def reduce_error(body: str) -> DSLError:
+    with pytest.raises(DSLError) as info:
+        wb.from_source(REDUCE_HEAD + body, filename="case.py")
+    return info.value
+
+
+def test_a_reduction_axis_declared_spatial_is_refused():
+    err = reduce_error(reduction("vi, vk = T.axis.remap('SS', [i, k])",
+                                 "B[vi] = B[vi] + A[vi, vk]"))
+    check(err, "axis-kind", "block 'B' reduces (it has a T.init()) but its spatial iter var "
+          "'vk' indexes none of what it writes ('B'): every vk updates the same element, so "
+          "it is a reduction axis; declare it with 'R' in T.axis.remap or T.axis.reduce",
+          5, "vk")
+
+
+def test_a_reduction_axis_declared_spatial_alone_is_refused():
+    body = ("    for i, k in T.grid(8, 8):\n"
+            "        with T.block('B'):\n"
+            "            vi = T.axis.spatial(8, i)\n"
+            "            vk = T.axis.spatial(8, k)\n"
+            "            with T.init():\n"
+            "                B[vi] = T.float32(0)\n"
+            "            B[vi] += A[vi, vk]\n")
+    err = reduce_error(body)
+    assert err.kind == "axis-kind" and err.lineno == 6
+    assert err.source_line.index("vk") + 1 == err.col == caret_column(err)
+
+
+def test_a_reduce_axis_indexing_the_store_is_refused():
+    err = reduce_error(reduction("vi, vk = T.axis.remap('RR', [i, k])",
+                                 "B[vk] = B[vk] + A[vi, vk]", init="B[vk] = T.float32(0)"))
+    check(err, "axis-kind", "reduce iter var 'vk' indexes the store to 'B' in block 'B': a "
+          "reduction writes the same element for every value of its reduce axes; declare it "
+          "spatial ('S' in T.axis.remap or T.axis.spatial), or index by the spatial axes "
+          "only", 7, "vk")
+    err = reduce_error(reduction("vi, vk = T.axis.remap('SR', [i, k])",
+                                 "B[vi + vk - vk] = B[vi] + A[vi, vk]"))
+    assert err.kind == "axis-kind" and err.lineno == 8
+    assert err.source_line.index("vi + vk") + 1 == err.col
+
+
+def test_a_correct_reduction_still_parses_and_computes():
+    func = wb.from_source(REDUCE_HEAD + reduction("vi, vk = T.axis.remap('SR', [i, k])",
+                                                  "B[vi] = B[vi] + A[vi, vk]"))
+    a = np.random.default_rng(0).random((8, 8), dtype=np.float32)
+    b = np.full(8, 7.0, np.float32)
+    wb.build(func, target="numpy")(a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)

@@ -91,3 +91,18 @@ def test_tune_model_tunes_the_slowest_kernel_and_recompiles_with_the_records(tmp
     assert kernel.trace_json == result.tuned[node].best.trace
     np.testing.assert_allclose(np.asarray(result.compiled(x)), model(x).detach().numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_tune_model_without_any_record_recompiles_with_the_defaults(tmp_path):
+    """A budget spent before the first measurement leaves no records file: the model is
+    compiled again with the default schedules (it raised FileNotFoundError on the H200)."""
+    torch = pytest.importorskip("torch")
+    from workbench.tune.model import tune_model
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(4, 8)
+    result = tune_model(model, (x,), target="cpu", db=str(tmp_path / "none.jsonl"),
+                        time_budget_s=0, repeat=1)
+    assert result.tuned == {} and not (tmp_path / "none.jsonl").exists()
+    np.testing.assert_allclose(np.asarray(result.compiled(x)), model(x).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)

@@ -178,11 +178,11 @@ def _driver_launch(dispatcher, configured, arrays, workspace) -> _DriverLaunch |
     internals)."""
     from numba import config as numba_config
 
+    from workbench.backends.cuda_graph import PackedLaunch
+
     if numba_config.ENABLE_CUDASIM or configured.sharedmem:
         return None
     try:
-        from workbench.backends.cuda_graph import PackedLaunch
-
         overloads = list(dispatcher.overloads.values())
         if len(overloads) != 1 or overloads[0].debug or overloads[0].cooperative:
             return None

@@ -165,7 +165,74 @@ def _conv2d(fb, node, ins, out):
         fb.spatial("T_bias", out, lambda vs: acc[vs] + bias[[vs[1]]])
 
 
+def _padded(fb, x, pads, fill):
+    """``x`` (N, C, *spatial) padded by ``pads`` per spatial axis into a new buffer."""
+    spatial = x.shape[2:]
+    padded = fb.alloc("pad_temp", x.shape[:2] + tuple(s + 2 * p for s, p in zip(spatial, pads,
+                                                                                strict=True)))
+
+    def value(vs):
+        inside, index = None, list(vs[:2])
+        for v, p, s in zip(vs[2:], pads, spatial, strict=True):
+            local = v - IntImm(p)
+            cond = And(GE(local, IntImm(0)), LT(local, IntImm(s)))
+            inside = cond if inside is None else And(inside, cond)
+            index.append(_clamp(local, s))
+        return Select(inside, x[index], fill)
+
+    fb.spatial("pad_temp", padded, value)
+    return padded
+
+
+def _conv3d(fb, node, ins, out):
+    """NCDHW convolution of any groups, stride, padding and dilation (bias optional)."""
+    x, w = ins[:2]
+    k, cg = w.shape[:2]
+    kernel = w.shape[2:]
+    stride, pads, dilation = (node.attrs[a] for a in ("stride", "padding", "dilation"))
+    groups = node.attrs.get("groups", 1)
+    kg = k // groups
+    if any(pads):
+        x = _padded(fb, x, pads, const(0.0))
+    acc = fb.alloc("conv", out.shape) if len(ins) > 2 else out
+
+    def update(total, vs):
+        n, ko, *rest = vs
+        spatial, (c, *offsets) = rest[:3], rest[3:]
+        channel = (ko // IntImm(kg)) * IntImm(cg) + c if groups > 1 else c
+        index = [s * IntImm(st) + o * IntImm(d)
+                 for s, o, st, d in zip(spatial, offsets, stride, dilation, strict=True)]
+        return total + x[[n, channel, *index]] * w[[ko, c, *offsets]]
+
+    fb.reduce("conv", acc, list(out.shape) + [cg, *kernel], "S" * 5 + "R" * 4,
+              lambda vs: vs[:5], const(0.0), update)
+    if len(ins) > 2:
+        bias = ins[2]
+        fb.spatial("T_bias", out, lambda vs: acc[vs] + bias[[vs[1]]])
+
+
+def _pool3d(fb, node, ins, out):
+    (x,) = ins
+    kernel, stride, pads = (node.attrs[a] for a in ("kernel", "stride", "padding"))
+    is_max = node.attrs.get("kind", "max") == "max"
+    if any(pads):
+        x = _padded(fb, x, pads, const(-math.inf if is_max else 0.0))
+    acc = fb.alloc("pool", out.shape) if not is_max else out
+
+    def update(total, vs):
+        index = list(vs[:2]) + [s * IntImm(st) + o for s, o, st in zip(vs[2:5], vs[5:], stride,
+                                                                       strict=True)]
+        return Max(total, x[index]) if is_max else total + x[index]
+
+    fb.reduce("pool", acc, list(out.shape) + list(kernel), "S" * 5 + "R" * 3, lambda vs: vs[:5],
+              const(-math.inf) if is_max else const(0.0), update)
+    if not is_max:
+        inv = const(1.0 / math.prod(kernel))
+        fb.spatial("T_pool", out, lambda vs: acc[vs] * inv)
+
+
 MORE_COMPOSED_HEADS = {
+    "conv3d": _conv3d, "pool3d": _pool3d,
     "concat": _concat, "slice": _slice, "embedding": _embedding, "pad": _pad,
     "reduce": _reduce, "log_softmax": _log_softmax, "conv2d": _conv2d,
 }

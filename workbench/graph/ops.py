@@ -199,6 +199,44 @@ def conv2d_nhwc(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
     return np.transpose(out, (0, 2, 3, 1))
 
 
+def conv3d(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1),
+           groups: int = 1):
+    """NCDHW convolution (any groups): a sum over the kernel offsets of strided slices."""
+    n, c = x.shape[:2]
+    k, cg = w.shape[:2]
+    kernel = w.shape[2:]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    size = [(xp.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+            for i in range(3)]
+    out = np.zeros((n, k, *size))
+    kg = k // groups
+    for offset in np.ndindex(*kernel):
+        index = tuple(slice(o * d, o * d + (s - 1) * st + 1, st)
+                      for o, d, s, st in zip(offset, dilation, size, stride, strict=True))
+        window = xp[(slice(None), slice(None)) + index]
+        for g in range(groups):
+            part = window[:, g * cg:(g + 1) * cg]
+            weight = w[g * kg:(g + 1) * kg][(slice(None), slice(None)) + offset]
+            out[:, g * kg:(g + 1) * kg] += np.einsum("ncdhw,kc->nkdhw", part, weight)
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1, 1)
+    return out
+
+
+def pool3d(x, kernel=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), kind: str = "max"):
+    """3-D max / average pooling (average divides by the full window)."""
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding], constant_values=fill)
+    size = [(xp.shape[2 + i] - kernel[i]) // stride[i] + 1 for i in range(3)]
+    windows = []
+    for offset in np.ndindex(*kernel):
+        index = tuple(slice(o, o + (s - 1) * st + 1, st)
+                      for o, s, st in zip(offset, size, stride, strict=True))
+        windows.append(xp[(slice(None), slice(None)) + index])
+    stacked = np.stack(windows)
+    return stacked.max(axis=0) if kind == "max" else stacked.mean(axis=0)
+
+
 # ------------------------------------------------------------------------ reductions
 
 
@@ -334,7 +372,8 @@ OPS: dict[str, tuple[Callable, str]] = {
     "le": (le, "elementwise"), "gt": (gt, "elementwise"), "ge": (ge, "elementwise"),
     "batch_norm": (batch_norm, "elementwise"),
     "matmul": (matmul, "anchor"), "conv2d": (conv2d, "anchor"),
-    "conv2d_nhwc": (conv2d_nhwc, "anchor"),
+    "conv2d_nhwc": (conv2d_nhwc, "anchor"), "conv3d": (conv3d, "anchor"),
+    "pool3d": (pool3d, "reduction"),
     "max_pool2d": (max_pool2d, "reduction"), "avg_pool2d": (avg_pool2d, "reduction"),
     "adaptive_avg_pool2d": (adaptive_avg_pool2d, "reduction"), "mean": (mean, "reduction"),
     "softmax": (softmax, "reduction"), "layer_norm": (layer_norm, "reduction"),

@@ -353,6 +353,44 @@ class LoopNotFoundError(ScheduleError):
         return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
+class AmbiguousNameError(ScheduleError):
+    """A name where a loop or a block is accepted, and both a loop and a block have it."""
+
+    fields = ("argument", "given", "candidates")
+    name_field = "given"
+    message = "argument {argument!r}: {given!r} names both a loop and a block"
+    why = "{primitive} takes a loop or a block here; candidates: {candidates_text}"
+    suggestion = ("pass a handle: sch.get_block({given!r}) for the block, a handle from "
+                  "sch.get_loops(block) for the loop")
+
+    @property
+    def candidates_text(self) -> str:
+        return " and ".join(f"{kind} {self.given!r}" for kind in self.candidates)
+
+
+class NameNotFoundError(ScheduleError):
+    """No loop and no block has the name given where either is accepted."""
+
+    fields = ("given", "func", "loops", "blocks")
+    name_field = "given"
+    message = "no loop or block named {given!r} in {func.name}"
+    why = "loops: {loops_text}; blocks: {blocks_text}"
+    suggestion = "{did_you_mean}"
+
+    @property
+    def loops_text(self) -> str:
+        return ", ".join(self.loops) or "none"
+
+    @property
+    def blocks_text(self) -> str:
+        return ", ".join(repr(b) for b in self.blocks) or "none"
+
+    @property
+    def did_you_mean(self) -> str:
+        close = difflib.get_close_matches(self.given, [*self.loops, *self.blocks], n=3)
+        return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
 # ---------------------------------------------------------------------------------------
 # Schedule state
 # ---------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from workbench.schedule.layout import LayoutMethods
 from workbench.schedule.legality import LegalityTable, legal_primitives
 from workbench.schedule.loops import LoopMethods
 from workbench.schedule.memory import MemoryMethods
+from workbench.schedule.names import accept_names
 from workbench.schedule.padding import PaddingMethods
 from workbench.schedule.queries import QueryMethods
 from workbench.schedule.reduction import ReductionMethods
@@ -201,7 +202,7 @@ class Schedule(
         """``(kind, name)`` of a handle, or the error explaining why it cannot be used."""
         if not isinstance(handle, ScheduleHandle):
             raise InvalidArgumentError(
-                primitive, argument, f"a {expected.replace('_', ' ')} handle", handle
+                primitive, argument, f"a {expected.replace('_', ' ')} handle or name", handle
             )
         if not self._accepts(handle):
             raise ForeignHandleError(primitive, handle)
@@ -367,3 +368,6 @@ class Schedule(
         """
         self._resolve(handle, "block_or_loop", "legal_primitives", "handle")
         return legal_primitives(self, handle)
+
+
+accept_names(Schedule)  # sch.vectorize("j"): names resolved to traced handles (names.py)

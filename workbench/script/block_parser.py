@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import Add, IntImm, PrimExpr, Sub, Var
 from workbench.ir.function import PrimFunc
+from workbench.ir.functor import collect
 from workbench.ir.regions import block_access_regions
 from workbench.ir.stmt import (
     TRUE,
     Block,
     BlockRealize,
     BufferRegion,
+    BufferStore,
     IterKind,
     IterVar,
     Range,
@@ -32,6 +34,7 @@ from workbench.ir.verify import (
     VarScopeError,
     verify,
 )
+from workbench.ir.walk import uses_var
 from workbench.script.expr_parser import ExprParser, subscript_items
 from workbench.script.namespace import DSLFunction
 
@@ -62,6 +65,8 @@ class Frame:
     # (iter var, its domain, bound loop var, AST node): checked when the block ends, since a
     # later T.where may guard a loop that overshoots the domain (split with a non-divisor)
     loop_bindings: list[tuple[Var, Range, Var, ast.AST]] = field(default_factory=list)
+    # where each iter var was declared (its name in the assignment), for errors
+    iter_nodes: dict[str, ast.AST] = field(default_factory=dict)
 
 
 class BlockParser(ExprParser):
@@ -103,6 +108,7 @@ class BlockParser(ExprParser):
             reads = inferred_reads if reads is None else reads
             writes = inferred_writes if writes is None else writes
         self.check_reduction(frame, node)
+        self.check_spatial_axes_written(frame, body)
         self.check_bindings(frame)
         self.written.update(region.buffer for region in writes)
         block = Block(block_name, tuple(frame.iter_vars), reads, writes, body, frame.init,
@@ -131,6 +137,51 @@ class BlockParser(ExprParser):
                                  f"into {buffer.name!r} but has no `with T.init():` to "
                                  "initialise it", "missing-init")
 
+    def check_spatial_axes_written(self, frame: Frame, body: Stmt) -> None:
+        """A block with a ``T.init()`` reduces: a spatial iter var (extent > 1) that indexes
+        none of its stores makes every one of its values update the same element, i.e. it
+        is a reduction axis declared spatial (TVM's reduction blocks require the written
+        indices to be the spatial axes). Refused at its declaration; checked on leaf blocks
+        (a block with child blocks stores through them)."""
+        if frame.init is None or collect(body, lambda n: isinstance(n, Block)):
+            return
+        stores = collect(body, lambda n: isinstance(n, BufferStore))
+        if not stores:
+            return
+        indices = [index for store in stores for index in store.indices]
+        for iv in frame.iter_vars:
+            extent = iv.dom.extent
+            if iv.kind is not IterKind.SPATIAL or (isinstance(extent, IntImm)
+                                                    and extent.value <= 1):
+                continue
+            if any(uses_var(index, iv.var.name) for index in indices):
+                continue
+            names = ", ".join(dict.fromkeys(repr(store.buffer.name) for store in stores))
+            raise self.error(frame.iter_nodes.get(iv.var.name, frame.node),
+                             f"block {frame.name!r} reduces (it has a T.init()) but its "
+                             f"spatial iter var {iv.var.name!r} indexes none of what it "
+                             f"writes ({names}): every {iv.var.name} updates the same "
+                             "element, so it is a reduction axis; declare it with 'R' in "
+                             "T.axis.remap or T.axis.reduce", "axis-kind")
+
+    def check_store_indices(self, buffer: Buffer, items: list, indices) -> None:
+        """A reduce iter var of the enclosing block used to index a store: each of its
+        values would write a different element, which is no reduction (TVM requires
+        the written indices to be spatial). Refused at the index."""
+        if not self.in_block():
+            return
+        reduce_vars = [iv.var.name for iv in self.frame.iter_vars
+                       if iv.kind is IterKind.REDUCE]
+        for item, index in zip(items, indices, strict=True):
+            for name in reduce_vars:
+                if uses_var(index, name):
+                    raise self.error(item, f"reduce iter var {name!r} indexes the store to "
+                                     f"{buffer.name!r} in block {self.frame.name!r}: a "
+                                     "reduction writes the same element for every value of "
+                                     "its reduce axes; declare it spatial ('S' in "
+                                     "T.axis.remap or T.axis.spatial), or index by the "
+                                     "spatial axes only", "axis-kind")
+
     def iter_vars(self, target: ast.expr, call: ast.Call, name: str) -> None:
         if not self.in_block():
             raise self.error(call, f"T.{name}(...) must be inside a T.block", "unsupported")
@@ -143,6 +194,7 @@ class BlockParser(ExprParser):
         value = self.strong(self.expr(args["value"]), args["value"])
         kind = IterKind.SPATIAL if name == "axis.spatial" else IterKind.REDUCE
         var = self.declare_var(target.id)
+        self.frame.iter_nodes[var.name] = target
         self.check_binding(var, dom, value, args["value"])
         self.frame.iter_vars.append(IterVar(var, dom, kind))
         self.frame.iter_values.append(value)
@@ -201,10 +253,13 @@ class BlockParser(ExprParser):
                                  f"{ast.unparse(value_node)!r} is not one (use "
                                  "T.axis.spatial(extent, value))", "unsupported")
             values.append(value)
-        for letter, name, value in zip(kinds, names, values, strict=True):
+        name_nodes = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        for letter, name, value, name_node in zip(kinds, names, values, name_nodes,
+                                                  strict=True):
             start, extent = self.loop_domains[value]
             kind = IterKind.SPATIAL if letter == "S" else IterKind.REDUCE
             var = self.declare_var(name)
+            self.frame.iter_nodes[var.name] = name_node
             self.frame.iter_vars.append(IterVar(var, Range(start, extent), kind))
             self.frame.iter_values.append(value)
         return None

@@ -42,7 +42,8 @@ class DSLError(Exception):
         The problem, in one line (without the location).
     kind : str
         A short tag for the reason: ``"unsupported"``, ``"unknown-name"``, ``"index-count"``,
-        ``"shape"``, ``"dtype"``, ``"intrinsic"``, ``"missing-init"``, ``"syntax"``, ``"internal"``,
+        ``"shape"``, ``"dtype"``, ``"intrinsic"``, ``"missing-init"``, ``"axis-kind"`` (a reduction
+        axis declared spatial, or a reduce axis indexing a store), ``"syntax"``, ``"internal"``,
         and from the well-formedness check (``workbench.ir.verify``) ``"duplicate-name"``,
         ``"out-of-bounds"``, ``"scope"``, ``"verify"``.
     filename, lineno, col : str, int, int

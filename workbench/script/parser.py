@@ -289,6 +289,7 @@ class Parser(BlockParser):
         items = subscript_items(target)
         self.check_index_count(buffer, items, target)
         indices = tuple(self.index(item) for item in items)
+        self.check_store_indices(buffer, items, indices)
         if is_weak(value):
             value = self.strong(value, value_node, buffer.dtype)
         if value.dtype != buffer.dtype:

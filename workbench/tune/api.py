@@ -259,6 +259,13 @@ def tune(
             configs = search.propose(min(batch_size, todo), seen)
             if not configs:
                 break  # the space is exhausted
+            # another process tuning into the same file may have measured or taken some
+            claimed = database.claim(workload, target, configs)
+            if len(claimed) < len(configs):
+                seen.update(config_key(c) for c in configs)
+                configs = claimed
+                if not configs:
+                    continue
             predicted = (model.predict(space, configs) if model is not None
                          else [None] * len(configs))
             batch, candidates = [], []
@@ -300,6 +307,7 @@ def tune(
             todo -= len(batch)
     finally:
         bar.close()
+        database.release()
         if warming is not None:
             warming.join()
         if own_runner:

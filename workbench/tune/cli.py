@@ -19,45 +19,79 @@ import sys
 from pathlib import Path
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``python -m workbench tune: error: --trials: ...``,
+    exit code 2 (argparse's), before anything is measured."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _parse_shape(text: str) -> list[int]:
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        sizes = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--shape takes integers like 1024,1024,1024, not {text!r}") from None
+            f"takes integers like 1024,1024,1024, not {text!r}") from None
+    if not sizes:
+        raise argparse.ArgumentTypeError("takes at least one size, like 1024,1024,1024")
+    bad = [n for n in sizes if n <= 0]
+    if bad:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {bad[0]} in {text!r}")
+    return sizes
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"takes {'an integer' if kind is int else 'a number'}, not {text!r}") from None
+        if not value > 0:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+_positive_int = _positive(int)
+_positive_float = _positive(float)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m workbench", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="python -m workbench", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     tune = commands.add_parser("tune", help="tune an operator of the library")
     tune.add_argument("op", help="operator name (see workbench.ops.LIBRARY)")
     tune.add_argument("--shape", type=_parse_shape, default=None,
                       help="the operator factory's leading arguments, comma separated")
     tune.add_argument("--target", default="cpu")
-    tune.add_argument("--trials", type=int, default=64)
+    tune.add_argument("--trials", type=_positive_int, default=64)
     tune.add_argument("--db", default="records.jsonl")
     tune.add_argument("--space", default="generated", help="'generated' or 'matmul' (template)")
     tune.add_argument("--strategy", default="evolutionary",
                       choices=["grid", "random", "evolutionary", "bayesian"])
     tune.add_argument("--seed", type=int, default=0)
-    tune.add_argument("--batch-size", type=int, default=8)
-    tune.add_argument("--time-budget", type=float, default=None, help="seconds")
+    tune.add_argument("--batch-size", type=_positive_int, default=8)
+    tune.add_argument("--time-budget", type=_positive_float, default=None, help="seconds")
     tune.add_argument("--export", default=None, help="folder for the best kernel's artifact")
     tune.add_argument("--no-progress", action="store_true")
     model = commands.add_parser("tune-model",
                                 help="tune the slowest kernels of a model (an .onnx file)")
     model.add_argument("model", help="path to an .onnx model")
     model.add_argument("--target", default="cpu")
-    model.add_argument("--budget", type=float, default=600.0, help="seconds of tuning")
-    model.add_argument("--top", type=int, default=3, help="how many slowest kernels")
-    model.add_argument("--trials", type=int, default=64, help="at most, per kernel")
+    model.add_argument("--budget", type=_positive_float, default=600.0, help="seconds of tuning")
+    model.add_argument("--top", type=_positive_int, default=3, help="how many slowest kernels")
+    model.add_argument("--trials", type=_positive_int, default=64, help="at most, per kernel")
     model.add_argument("--db", default="records.jsonl")
     model.add_argument("--strategy", default="evolutionary",
                        choices=["grid", "random", "evolutionary", "bayesian"])
     model.add_argument("--seed", type=int, default=0)
     best = commands.add_parser("best", help="the best record per workload")
     best.add_argument("--db", required=True)
+    parser.subparsers = {"tune": tune, "tune-model": model, "best": best}
     return parser
 
 
@@ -68,6 +102,67 @@ def make_op(name: str, shape: list[int] | None):
     if not shape:
         return spec.factory(**spec.shapes)
     return spec.factory(*shape)
+
+
+def shape_names(name: str) -> list[str]:
+    """The sizes ``--shape`` gives operator ``name``: its default shapes less its options
+    (``stride``, ``eps``...), in the factory's order."""
+    from workbench import ops
+
+    spec = ops.get(name)
+    return [key for key in spec.shapes if key not in spec.options]
+
+
+def _writable_db(parser, path: str) -> None:
+    """``--db`` must be a file this process can append to (or create): refused before any
+    measurement, not after the first batch."""
+    import os
+
+    db = Path(path)
+    if db.is_dir():
+        parser.error(f"argument --db: {path!r} is a folder, not a records file")
+    if db.exists():
+        if not os.access(db, os.R_OK | os.W_OK):
+            parser.error(f"argument --db: {path!r} is not writable")
+        return
+    folder = db.parent if str(db.parent) else Path(".")
+    if not folder.is_dir():
+        parser.error(f"argument --db: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        parser.error(f"argument --db: folder {str(folder)!r} is not writable")
+
+
+def check_args(parser, args) -> None:
+    """What argparse's types cannot check alone: the operator and its number of sizes, the
+    target, the records file. Every refusal is ``parser.error`` (one line, exit code 2)."""
+    from workbench.backends.target import target_names
+
+    if getattr(args, "target", None) is not None and args.target not in target_names():
+        parser.error(f"argument --target: unknown target {args.target!r} (choose from "
+                     f"{', '.join(target_names())})")
+    if args.command == "tune":
+        from workbench import ops
+
+        names = [spec.name for spec in ops.LIBRARY]
+        if args.op not in names:
+            parser.error(f"argument op: no operator {args.op!r} in the library (choose from "
+                         f"{', '.join(names)})")
+        if args.shape is not None:
+            sizes = shape_names(args.op)
+            if len(args.shape) != len(sizes):
+                parser.error(f"argument --shape: {args.op} takes {len(sizes)} sizes "
+                             f"({','.join(sizes)}), got {len(args.shape)}")
+            try:
+                make_op(args.op, args.shape)
+            except (ValueError, TypeError) as err:
+                parser.error(f"argument --shape: {args.op}{tuple(args.shape)}: {err}")
+    if args.command == "best":
+        if not Path(args.db).is_file():
+            parser.error(f"argument --db: no records file {args.db!r}")
+        return
+    if args.command == "tune-model" and not Path(args.model).is_file():
+        parser.error(f"argument model: no file {args.model!r}")
+    _writable_db(parser, args.db)
 
 
 def cmd_tune(args) -> int:
@@ -139,7 +234,9 @@ def cmd_best(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser.subparsers[args.command], args)
     commands = {"tune": cmd_tune, "tune-model": cmd_tune_model, "best": cmd_best}
     return commands[args.command](args)
 

@@ -5,7 +5,14 @@ configuration and the schedule trace (JSON) that realises it, the machine and so
 fingerprint, the seed, every timing and any error. ``Database.append`` writes the line and
 flushes it (``os.fsync`` too), so killing a tuning run loses no finished record.
 Reading skips lines that are not a valid record (a half-written last line after a kill, a
-hand edit) and reports them in ``Database.corrupt`` and as a ``RecordWarning``, never fatal.
+hand edit, a latency that is not a positive finite number, a string where a number belongs,
+a trace that does not parse) and reports them in ``Database.corrupt`` and as one
+``RecordWarning`` per line (once per ``Database``), never fatal: an invalid record is never
+the best.
+
+Two processes tuning into one file: appends hold the file's lock (``<file>.lock``, the
+``filelock`` package), and ``claim`` hands each process configurations no record and no
+other live process has taken (claims in ``<file>.claims``), so no trial is measured twice.
 
 Example
 -------
@@ -21,6 +28,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import math
 import os
 import platform
 import warnings
@@ -139,7 +147,54 @@ class Record:
             raise ValueError(f"record without {', '.join(sorted(missing))}")
         if not isinstance(data["config"], dict):
             raise ValueError("record config must be an object")
+        _check_fields(data)
         return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_fields(data: dict) -> None:
+    """``ValueError`` naming the first field of a record line that has the wrong type or an
+    impossible value (a hand edit, another tool's output)."""
+    for name in ("workload", "target", "space", "func_name", "strategy", "timestamp"):
+        if name in data and not isinstance(data[name], str):
+            raise ValueError(f"{name} must be a string, not {data[name]!r}"[:200])
+    for name in ("trace", "error", "error_kind"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise ValueError(f"{name} must be a string or null, not {data[name]!r}"[:200])
+    latency = data.get("latency_s")
+    if latency is not None and not (_is_number(latency) and math.isfinite(latency)
+                                    and latency > 0):
+        raise ValueError(f"latency_s must be a positive finite number, not {latency!r}"[:200])
+    times = data.get("times_s", [])
+    if not isinstance(times, list) or not all(
+            _is_number(t) and math.isfinite(t) and t > 0 for t in times):
+        raise ValueError(f"times_s must be a list of positive finite numbers, not {times!r}"
+                         [:200])
+    for name in ("gflops", "build_s"):
+        value = data.get(name)
+        if value is not None and not (_is_number(value) and math.isfinite(value)
+                                      and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, not {value!r}"[:200])
+    predicted = data.get("predicted_s")
+    if predicted is not None and not (_is_number(predicted) and predicted == predicted):
+        raise ValueError(f"predicted_s must be a number, not {predicted!r}"[:200])
+    for name in ("seed", "trial"):
+        value = data.get(name)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool)):
+            raise ValueError(f"{name} must be an integer, not {value!r}"[:200])
+    for name in ("machine", "software"):
+        if name in data and not isinstance(data[name], dict):
+            raise ValueError(f"{name} must be an object, not {data[name]!r}"[:200])
+    if data.get("trace") is not None:
+        from workbench.schedule.trace import Trace
+
+        try:
+            Trace.from_json(data["trace"])
+        except Exception as err:  # noqa: BLE001 - any reason: the trace cannot be replayed
+            raise ValueError(f"the trace does not parse: {err}"[:200]) from None
 
 
 class Database:
@@ -154,12 +209,73 @@ class Database:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.corrupt: list[tuple[int, str]] = []
+        self._warned: set[tuple[int, str]] = set()
+
+    def _lock(self):
+        """The file's lock (``<file>.lock``): appends and claims of every process hold it."""
+        from filelock import FileLock
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.path) + ".lock")
+
+    @property
+    def claims_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".claims")
+
+    def claim(self, workload: str, target: str, configs: list[dict]) -> list[dict]:
+        """Of ``configs``, those that no record of ``workload`` on ``target`` and no other
+        live process's claim has taken; they are claimed for this process until
+        ``release``. Two processes tuning into one file so measure disjoint trials."""
+        me = _claimant()
+        with self._lock():
+            taken = {r.key for r in self.records(workload, target)}
+            for claim in self._claims():
+                if (claim.get("workload"), claim.get("target")) == (workload, target) \
+                        and _claimant_of(claim) != me and _alive(claim):
+                    taken.add(claim.get("key"))
+            kept, keys = [], set()
+            for config in configs:
+                key = config_key(config)
+                if key not in taken and key not in keys:
+                    keys.add(key)
+                    kept.append(config)
+            if kept:
+                with open(self.claims_path, "a", encoding="utf-8") as handle:
+                    for key in keys:
+                        handle.write(json.dumps({"workload": workload, "target": target,
+                                                 "key": key, **me}) + "\n")
+        return kept
+
+    def release(self) -> None:
+        """Drop this process's claims, and those of processes that are gone."""
+        if not self.claims_path.exists():
+            return
+        me = _claimant()
+        with self._lock():
+            keep = [c for c in self._claims() if _claimant_of(c) != me and _alive(c)]
+            if keep:
+                self.claims_path.write_text("".join(json.dumps(c) + "\n" for c in keep))
+            else:
+                self.claims_path.unlink(missing_ok=True)
+
+    def _claims(self) -> list[dict]:
+        if not self.claims_path.exists():
+            return []
+        out = []
+        for line in self.claims_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                claim = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(claim, dict):
+                out.append(claim)
+        return out
 
     def append(self, record: Record) -> None:
-        """Write one record as one line, then flush and fsync: a kill loses nothing written."""
+        """Write one record as one line, then flush and fsync: a kill loses nothing written.
+        Holds the file's lock: lines of two processes never interleave."""
         line = record.to_json()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b") as handle:
+        with self._lock(), open(self.path, "a+b") as handle:
             # a run killed mid-line left no newline: start on a fresh line, so the damage
             # stays one corrupt line and this record stays readable
             handle.seek(0, os.SEEK_END)
@@ -195,10 +311,12 @@ class Database:
                 if target is not None and record.target != target:
                     continue
                 out.append(record)
-        if self.corrupt:
-            lines = ", ".join(str(n) for n, _ in self.corrupt[:10])
+        new = [c for c in self.corrupt if c not in self._warned]
+        if new:  # each invalid line is reported once per Database
+            self._warned.update(new)
+            lines = "; ".join(f"line {n}: {why}" for n, why in new[:10])
             warnings.warn(
-                f"{self.path}: skipped {len(self.corrupt)} corrupt record line(s): {lines}",
+                f"{self.path}: skipped {len(new)} corrupt record line(s): {lines}",
                 RecordWarning,
                 stacklevel=2,
             )
@@ -225,3 +343,28 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database({str(self.path)!r})"
+
+
+def _claimant() -> dict:
+    return {"pid": os.getpid(), "host": hashlib.sha256(platform.node().encode()).hexdigest()[:12]}
+
+
+def _claimant_of(claim: dict) -> dict:
+    return {"pid": claim.get("pid"), "host": claim.get("host")}
+
+
+def _alive(claim: dict) -> bool:
+    """Whether the process that made ``claim`` still runs (a claim of another host is
+    trusted: its processes cannot be checked from here)."""
+    if claim.get("host") != _claimant()["host"]:
+        return True
+    pid = claim.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

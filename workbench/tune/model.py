@@ -18,6 +18,7 @@ Example
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 import numpy as np
@@ -88,6 +89,8 @@ def tune_model(model, example_inputs=(), target: str = "cpu", db: str = "records
         tune_options.setdefault("progress", False)
         tuned[node] = tune(compiled.func(node), target=target, trials=trials, db=db,
                            time_budget_s=share, **tune_options)
-    again = compile_model(model, example_inputs, target=target, schedules=db)
+    # no record at all (a budget spent before the first measurement): the defaults again
+    schedules = db if os.path.exists(db) else "default"
+    again = compile_model(model, example_inputs, target=target, schedules=schedules)
     after = again.latency_report(*inputs, repeat=repeat)
     return ModelTuneResult(before, after, tuned, again, time.perf_counter() - start)

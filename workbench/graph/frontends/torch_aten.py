@@ -132,12 +132,23 @@ class AtenOps:
         _, _, _, out = self._shape(y)
         return self._emit("reshape", [y], {"shape": [n, k, out]})
 
+    def _op_conv3d(self, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+        if isinstance(padding, str):
+            padding = 0 if padding == "valid" else [
+                d * (k - 1) // 2 for d, k in zip(_pair(dilation, 3), self._shape(w)[2:],
+                                                 strict=True)]
+        attrs = {"stride": _pair(stride, 3), "padding": _pair(padding, 3),
+                 "dilation": _pair(dilation, 3), "groups": int(groups)}
+        return self._emit("conv3d", [x, w] + ([b] if b is not None else []), attrs)
+
     def _op_convolution(self, x, w, b, stride, padding, dilation, transposed, output_padding,
                         groups):
         if transposed:
             raise NotImplementedError("transposed convolution")
         if len(self._shape(x)) == 3:
             return self._op_conv1d(x, w, b, stride, padding, dilation, groups)
+        if len(self._shape(x)) == 5:
+            return self._op_conv3d(x, w, b, stride, padding, dilation, groups)
         return self._op_conv2d(x, w, b, stride, padding, dilation, groups)
 
     # ---- normalizations --------------------------------------------------------------------
@@ -349,6 +360,33 @@ class AtenOps:
     def _op_adaptive_avg_pool1d(self, x, output_size):
         return self._from_2d(self._op_adaptive_avg_pool2d(self._as_2d(x),
                                                           (1, _pair(output_size, 1)[0])))
+
+    def _op_max_pool3d(self, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+        if ceil_mode or _pair(dilation, 3) != (1, 1, 1):
+            raise NotImplementedError("max_pool3d with ceil_mode or dilation")
+        return self._emit("pool3d", [x], {"kernel": _pair(kernel, 3),
+                                          "stride": _pair(stride or kernel, 3),
+                                          "padding": _pair(padding, 3), "kind": "max"})
+
+    def _op_max_pool3d_with_indices(self, *args, **kwargs):
+        return (self._op_max_pool3d(*args, **kwargs), None)
+
+    def _op_avg_pool3d(self, x, kernel, stride=(), padding=0, ceil_mode=False,
+                       count_include_pad=True, divisor_override=None):
+        if ceil_mode or not count_include_pad or divisor_override:
+            raise NotImplementedError("avg_pool3d with ceil_mode / count_include_pad=False")
+        return self._emit("pool3d", [x], {"kernel": _pair(kernel, 3),
+                                          "stride": _pair(stride or kernel, 3),
+                                          "padding": _pair(padding, 3), "kind": "avg"})
+
+    def _op_adaptive_avg_pool3d(self, x, output_size):
+        """Even windows only (the input size a multiple of the output size)."""
+        sizes, out = self._shape(x)[2:], _pair(output_size, 3)
+        if any(s % o for s, o in zip(sizes, out, strict=True)):
+            raise NotImplementedError(f"adaptive_avg_pool3d with uneven windows ({sizes} to "
+                                      f"{out})")
+        kernel = tuple(s // o for s, o in zip(sizes, out, strict=True))
+        return self._op_avg_pool3d(x, kernel, kernel)
 
     # ---- reductions ------------------------------------------------------------------------
 
