@@ -179,7 +179,7 @@ def compile_times(log) -> list[str]:
     code = ("import time, torch, sys; sys.path.insert(0, {bench!r}); import bench_models_cpu "
             "as b; import workbench as wb; m, x = b.model_and_input('resnet18', 1); "
             "t = time.perf_counter(); c = wb.compile(m, (x,), progress=False); "
-            "print(time.perf_counter() - t, c.build_stats)")
+            "print(f'{time.perf_counter() - t:.1f} s,', c.build_stats)")
     code = code.format(bench=str(ROOT / "bench"))
     lines = []
     with tempfile.TemporaryDirectory() as cache:
@@ -192,11 +192,15 @@ def compile_times(log) -> list[str]:
             log(f"  resnet18 {label} compile: {text}")
             lines.append(f"- resnet18 batch 1, {label} `wb.compile` (fresh process, "
                          f"{'empty' if label == 'cold' else 'filled'} kernel cache): "
-                         f"{text} s")
+                         f"{text}")
     return lines
 
 
-def fmt(value) -> str:
+def fmt(value, key: str = "") -> str:
+    if key == "max rel err" and isinstance(value, float):
+        return f"{value:.1e}"
+    if key.endswith("compile s") and isinstance(value, float):
+        return f"{value:.1f}"
     if isinstance(value, float):
         return f"{value * 1e3:.1f}" if value < 10 else f"{value:.1f}"
     return str(value)
@@ -224,7 +228,7 @@ def main():
     header = ["model", "batch", "eager", "inductor", "onnxruntime", "wb", "vs eager",
               "vs inductor", "vs onnxruntime", "max rel err", "wb compile s",
               "inductor compile s", "slowest kernels"]
-    table = markdown_table(header, [[fmt(r.get(h, "")) if not h.startswith("vs") or
+    table = markdown_table(header, [[fmt(r.get(h, ""), h) if not h.startswith("vs") or
                                      h not in r else f"{r[h]:.2f}x" for h in header]
                                     for r in rows])
     lines = ["## Real models on the CPU: wb.compile vs eager, Inductor, onnxruntime", "",

@@ -103,3 +103,26 @@ def test_wb_compile_accepts_an_onnx_model():
     x = _rand(3, 4)
     expected = F.gelu(torch.from_numpy(x) @ torch.from_numpy(w).T + torch.from_numpy(b))
     np.testing.assert_allclose(compiled(x), expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_read_only_initializers_and_inputs_reuse_the_compiled_kernel():
+    """ONNX initializers arrive read-only; Numba types those apart, so a call with one
+    compiled a second, slower variant of the kernel. The compiled model keeps writable
+    copies, and a read-only input is copied too: one signature per kernel."""
+    import workbench as wb
+
+    w, b = _rand(6, 4), _rand(6)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1),
+             helper.make_node("Relu", ["h"], ["y"])]
+    model = _model(nodes, [("x", (3, 4))], "y", {"w": w, "b": b})
+    graph = from_onnx(model)
+    for value in graph.constants.values():
+        value.flags.writeable = False  # as numpy_helper.to_array may give them
+    compiled = wb.compile(graph, target="cpu", jobs=1)
+    x = _rand(3, 4)
+    x.flags.writeable = False
+    np.testing.assert_allclose(compiled(x), np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-6)
+    dispatcher = compiled.kernels[0].kernel._compiled.dispatcher
+    assert len(dispatcher.signatures) == 1
+    assert all(a.flags.writeable and a.flags.c_contiguous
+               for a in compiled._values.values() if isinstance(a, np.ndarray))
