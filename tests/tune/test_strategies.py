@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -64,10 +65,21 @@ def test_strategy_finds_the_optimum(name):
     space = Synthetic()
     # grid and random cover the whole space (they never repeat); the model-guided ones must
     # find the optimum within half of it
+    # The model-guided strategies draw from optuna's / scikit-learn's random streams, which a
+    # library release may change: over four seeds they must find it at least three times (30 of
+    # 30 seeds did when this was written), never a claim about one stream.
     trials = 96 if name in ("grid", "random") else 48
-    best, n = _search(get_strategy(name, seed=1), space, trials, model=NoIR(min_samples=6))
-    assert best == OPTIMUM, (name, best)
-    assert n <= trials
+    seeds = (1,) if name in ("grid", "random") else (1, 2, 3, 4)
+    found = 0
+    for seed in seeds:
+        best, n = _search(get_strategy(name, seed=seed), Synthetic(), trials,
+                          model=NoIR(min_samples=6))
+        assert n <= trials
+        assert space.latency(best) <= sorted(space.latency(dict(zip(space._domains, values, strict=True)))
+                                            for values in itertools.product(*space._domains.values()))[3], (
+            name, seed, best)
+        found += best == OPTIMUM
+    assert found >= len(seeds) - (len(seeds) > 1), (name, found)
 
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
