@@ -421,34 +421,14 @@ class InvalidAnnotationError(ScheduleError):
 # The loop errors live in errors_loops.py; their names stay importable from here
 # ---------------------------------------------------------------------------------------
 
-_LOOP_ERRORS = frozenset((
-    "LoopsNotInSameNestError",
-    "NotPerfectlyNestedError",
-    "LoopsNotAdjacentError",
-    "DuplicateLoopError",
-    "DependentLoopBoundError",
-    "MixedLoopReorderError",
-    "HasAnnotationOrThreadBindingError",
-    "AnnotatedLoopError",
-    "ThreadBoundLoopError",
-    "NonSerialLoopError",
-    "NonAffineBindingError",
-    "ReductionLoopError",
-    "NotInnermostLoopError",
-    "NonConstantExtentError",
-    "MultipleNoneFactorsError",
-    "NonPositiveFactorError",
-    "WrongFactorProductError",
-    "NonDividingFactorError",
-))
-
 
 def __getattr__(name: str):
     """``from workbench.schedule.errors import ReductionLoopError`` keeps working: the loop
     errors are ``workbench.schedule.errors_loops``'s (imported on first use, which avoids
     an import cycle: that module builds on this one)."""
-    if name in _LOOP_ERRORS:
+    if name.endswith("Error") and not name.startswith("_"):
         from workbench.schedule import errors_loops
 
-        return getattr(errors_loops, name)
+        if name in errors_loops.__all__:
+            return getattr(errors_loops, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
