@@ -81,6 +81,17 @@ def test_compile_leaves_the_models_training_flags_as_they_were():
     np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_from_torch_leaves_the_models_training_flags_as_they_were():
+    from workbench.graph.frontends.torch_fx import from_torch
+
+    model = Dropped()
+    model.norm.eval()
+    flags = {name: m.training for name, m in model.named_modules()}
+    graph = from_torch(model, (torch.randn(3, 4),))
+    assert {name: m.training for name, m in model.named_modules()} == flags
+    assert "dropout" not in {node.op for node in graph.nodes}  # traced in inference mode
+
+
 class Nested(torch.nn.Module):
     def forward(self, x):
         return {"b": x * 2, "a": (x + 1, [torch.relu(x), x - 3])}

@@ -12,7 +12,6 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import numpy as np
 
 from workbench.backends.common.target import resolve_target
 from workbench.graph.errors import GraphError
+from workbench.graph.frontends.torch_fx import modes_kept
 from workbench.graph.ir import Graph
 from workbench.graph.lower import LoweredKernel, lower_graph
 from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
@@ -120,22 +120,8 @@ def import_graph(model, example_inputs) -> Graph:
         return from_onnx(model)
     from workbench.graph.frontends.torch_fx import from_torch
 
-    with _modes_kept(model):
+    with modes_kept(model):
         return from_torch(model, example_inputs)
-
-
-@contextlib.contextmanager
-def _modes_kept(model):
-    """Trace in eval mode (as ``torch.onnx.export`` does by default) and give every
-    submodule its own ``training`` flag back afterwards: ``wb.compile`` never changes the
-    user's model (docs/decisions.md)."""
-    modules = list(model.modules()) if hasattr(model, "modules") else []
-    flags = [m.training for m in modules]
-    try:
-        yield
-    finally:
-        for module, flag in zip(modules, flags, strict=True):
-            module.training = flag
 
 
 def output_structure(model, example_inputs, count: int):
@@ -147,7 +133,7 @@ def output_structure(model, example_inputs, count: int):
 
     if not isinstance(model, torch.nn.Module):
         return None
-    with _modes_kept(model), torch.no_grad():
+    with modes_kept(model), torch.no_grad():
         try:
             model.eval()
         except NotImplementedError:  # ExportedProgram.module(): keeps its exported mode

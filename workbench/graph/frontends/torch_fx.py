@@ -27,6 +27,7 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 
@@ -63,20 +64,35 @@ def from_torch(model, example_inputs: tuple = (), *, method: str = "auto") -> Gr
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"from_torch: expected a torch.nn.Module or an ExportedProgram, got "
                         f"{type(model).__name__}")
-    try:
-        model = model.eval()
-    except NotImplementedError:  # ExportedProgram.module(): already in its exported mode
-        pass
-    example_inputs = tuple(example_inputs)
-    if method in ("auto", "export"):
+    with modes_kept(model):
         try:
-            exported = torch.export.export(model, example_inputs)
-        except Exception:
-            if method == "export":
-                raise
-        else:
-            return _from_exported(exported)
-    return _from_make_fx(model, example_inputs)
+            model.eval()
+        except NotImplementedError:  # ExportedProgram.module(): already in its exported mode
+            pass
+        example_inputs = tuple(example_inputs)
+        if method in ("auto", "export"):
+            try:
+                exported = torch.export.export(model, example_inputs)
+            except Exception:
+                if method == "export":
+                    raise
+            else:
+                return _from_exported(exported)
+        return _from_make_fx(model, example_inputs)
+
+
+@contextlib.contextmanager
+def modes_kept(model):
+    """Trace in eval mode (as ``torch.onnx.export`` does by default) and give every
+    submodule its own ``training`` flag back afterwards: neither ``wb.compile`` nor
+    ``from_torch`` changes the user's model (docs/decisions.md)."""
+    modules = list(model.modules()) if hasattr(model, "modules") else []
+    flags = [m.training for m in modules]
+    try:
+        yield
+    finally:
+        for module, flag in zip(modules, flags, strict=True):
+            module.training = flag
 
 
 def _from_exported(exported) -> Graph:
