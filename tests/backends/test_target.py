@@ -11,7 +11,12 @@ from workbench.backends.common.allocation import Allocate, place_allocations, wo
 from workbench.backends.common.codegen_python import CpuPrinter, PythonPrinter, generate_source
 from workbench.backends.common.kernel_cache import LRUCache
 from workbench.backends.common.lower import lower
-from workbench.backends.common.target import Target, TargetKind, register_target
+from workbench.backends.common.target import (
+    Target,
+    TargetKind,
+    register_target,
+    unregister_target,
+)
 from workbench.backends.cpu.numba_cpu_kernel import CpuKernel
 from workbench.ir.functor import collect
 
@@ -51,7 +56,10 @@ def test_a_registered_target_builds_without_touching_build():
     register_target(
         TargetKind("echo", {"flag": 1}, (), compile_echo, object, lambda: None, "test target")
     )
-    assert build(ops.add(4, 4), target="echo", flag=7) == "kernel" and calls == [7]
+    try:
+        assert build(ops.add(4, 4), target="echo", flag=7) == "kernel" and calls == [7]
+    finally:
+        unregister_target("echo")  # the registry is per process: other tests list it
 
 
 def test_lru_cache_evicts_the_least_recently_used():

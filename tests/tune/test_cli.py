@@ -70,7 +70,7 @@ BAD_ARGS = [
     (["--trials", "-3"], "--trials", "must be positive, got -3"),
     (["--batch-size", "0"], "--batch-size", "must be positive, got 0"),
     (["--time-budget", "nan"], "--time-budget", "must be positive"),
-    (["--target", "tpu"], "--target", "unknown target 'tpu' (choose from numpy, cpu, cuda)"),
+    (["--target", "tpu"], "--target", "unknown target 'tpu' (choose from numpy, cpu, cuda"),
 ]
 
 

@@ -30,7 +30,8 @@ def test_controls_are_generated_from_the_operator(ex):
     assert loop_names(ex) == ["i", "j", "k"]
     assert c.block.options == ("C",)
     assert [v for _, v in c.split.options] == [None, 2, 4, 8, 16, 32]
-    assert c.target.options == ("cpu", "cuda")  # both targets are registered
+    # the built-in targets first; targets other tests registered in this process may follow
+    assert c.target.options[:2] == ("cpu", "cuda")
     assert set(c.primitives) >= {"split", "fuse", "reorder", "parallel", "vectorize", "unroll"}
     assert not c.primitives["split"].disabled
     # TVM vectorizes a spatial loop with loops inside it; binding to a GPU axis is listed too
