@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -36,6 +35,7 @@ os.environ.setdefault("WORKBENCH_CACHE_DIR", "/tmp/workbench-cache")  # no platf
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import torch  # noqa: E402
+from bench_cudamem import cuda_time  # noqa: E402  (this folder is sys.path[0])
 from numba import cuda  # noqa: E402
 
 import workbench as wb  # noqa: E402
@@ -44,24 +44,7 @@ from workbench import ops, recipes  # noqa: E402
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
-SLEEP_CYCLES = 600_000
 RESULTS: list[dict] = []
-
-
-def cuda_time(fn, *, warmup: int = 3, repeats: int = 20) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(SLEEP_CYCLES)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
 
 
 def emit(row):
