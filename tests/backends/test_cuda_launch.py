@@ -9,7 +9,8 @@ from numba import cuda
 
 from workbench import ops, recipes
 from workbench.backends import KernelArgumentError, build
-from workbench.backends.cuda.cuda_launch import _contiguous_strides, _interface_pointer, signature
+from workbench.backends.cuda.cuda_graph import contiguous_strides
+from workbench.backends.cuda.cuda_launch import _interface_pointer, signature
 
 pytestmark = pytest.mark.cuda
 
@@ -79,7 +80,7 @@ class _Strided:
 
 
 def test_non_contiguous_arrays_never_take_the_lean_path():
-    assert _contiguous_strides((3, 5), 4) == (20, 4)
+    assert contiguous_strides((3, 5), 4) == (20, 4)
     assert _interface_pointer(_Strided((3, 5), None)) == 4096
     assert _interface_pointer(_Strided((3, 5), (20, 4))) == 4096
     assert _interface_pointer(_Strided((3, 5), (40, 8))) is None

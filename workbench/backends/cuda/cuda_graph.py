@@ -83,7 +83,8 @@ def _check(result, call: str):
     return values[0] if len(values) == 1 else values
 
 
-def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
+def contiguous_strides(shape: tuple, itemsize: int) -> tuple:
+    """Byte strides of a C-contiguous array of ``shape`` (extents of 0 count as 1)."""
     strides, step = [], itemsize
     for extent in reversed(shape):
         strides.append(step)
@@ -112,7 +113,7 @@ def _array_fields(array) -> tuple[list[int], int]:
     itemsize = np.dtype(face["typestr"]).itemsize
     size = int(np.prod(shape)) if shape else 1
     fields = [0, 0, size, itemsize, int(face["data"][0]), *shape]
-    fields += list(_contiguous_strides(shape, itemsize))
+    fields += list(contiguous_strides(shape, itemsize))
     return fields, 4
 
 

@@ -31,6 +31,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from workbench.backends.cuda.cuda_graph import PackedLaunch, contiguous_strides
+
 
 @dataclasses.dataclass
 class _DriverLaunch:
@@ -92,17 +94,9 @@ def _interface_pointer(array):
     strides = face.get("strides")
     if strides is not None:
         itemsize = np.dtype(face["typestr"]).itemsize
-        if tuple(strides) != _contiguous_strides(tuple(face["shape"]), itemsize):
+        if tuple(strides) != contiguous_strides(tuple(face["shape"]), itemsize):
             return None
     return face["data"][0]
-
-
-def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
-    strides, step = [], itemsize
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(int(extent), 1)
-    return tuple(reversed(strides))
 
 
 def _simulated_pointer(array):
@@ -177,8 +171,6 @@ def _driver_launch(dispatcher, configured, arrays, workspace) -> _DriverLaunch |
     overloads, debug or cooperative kernels, dynamic shared memory, a Numba without these
     internals)."""
     from numba import config as numba_config
-
-    from workbench.backends.cuda.cuda_graph import PackedLaunch
 
     if numba_config.ENABLE_CUDASIM or configured.sharedmem:
         return None
