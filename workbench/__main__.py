@@ -1,7 +1,7 @@
-"""``python -m workbench``: the command line (``tune``, ``best``); see ``workbench.tune.cli``."""
+"""``python -m workbench``: the command line (``tune``, ``best``); see ``workbench.cli``."""
 
 import sys
 
-from workbench.tune.cli import main
+from workbench.cli import main
 
 sys.exit(main())

@@ -165,7 +165,7 @@ def run_tune(args) -> dict:
     import torch
 
     from tests.graph.graph_models import Block
-    from workbench.tune.model import tune_model
+    from workbench.graph.tune_model import tune_model
     from workbench.tune.runner import LocalRunner
 
     torch.manual_seed(0)

@@ -6,7 +6,7 @@ import scheduled_examples as se
 
 import ir_examples
 from workbench.backends import build, lower, lower_to_numba_source
-from workbench.backends.common.codegen_python import _names_in
+from workbench.backends.cpu.numba_cpu_printer import _names_in
 from workbench.backends.cpu.promote import promote_accumulators
 from workbench.ir import ForKind
 from workbench.ops.linalg import matmul

@@ -8,7 +8,7 @@ from machines import host_vector_lanes
 
 from workbench import recipes
 from workbench.backends import build, lower_to_numba_source
-from workbench.backends.common import codegen_python
+from workbench.backends.cpu import numba_cpu_printer
 from workbench.backends.cpu.asm_loops import fma_loops
 from workbench.backends.cpu.runtime import stack_allocator
 from workbench.ops.linalg import matmul
@@ -54,7 +54,7 @@ def test_global_output_still_gets_a_copied_accumulator(rng):
 
 
 def test_large_local_buffers_stay_on_the_heap(monkeypatch):
-    monkeypatch.setattr(codegen_python, "STACK_MAX_BYTES", 64)  # the 4x16 tile is 256 B
+    monkeypatch.setattr(numba_cpu_printer, "STACK_MAX_BYTES", 64)  # the 4x16 tile is 256 B
     source = lower_to_numba_source(packed_matmul(64, 4, 16, 8))
     assert "C_local = np.empty((4, 16), dtype=np.float32)  # scope local" in source
     assert "stack_allocator" not in source

@@ -8,7 +8,7 @@ import workbench as wb
 from workbench import ops
 from workbench.backends import build
 from workbench.backends.common.allocation import Allocate, place_allocations, workspace_buffers
-from workbench.backends.common.codegen_python import CpuPrinter, PythonPrinter, generate_source
+from workbench.backends.common.codegen_python import PythonPrinter, generate_source
 from workbench.backends.common.kernel_cache import LRUCache
 from workbench.backends.common.lower import lower
 from workbench.backends.common.target import (
@@ -18,6 +18,7 @@ from workbench.backends.common.target import (
     unregister_target,
 )
 from workbench.backends.cpu.numba_cpu_kernel import CpuKernel
+from workbench.backends.cpu.numba_cpu_printer import CpuPrinter
 from workbench.ir.functor import collect
 
 

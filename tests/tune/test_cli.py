@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from workbench.tune.cli import best_table, build_parser, main, make_op
+from workbench.cli import best_table, build_parser, main, make_op
 from workbench.tune.database import Database, Record
 
 

@@ -42,7 +42,7 @@ def test_a_four_trial_cuda_tune_builds_and_measures_every_candidate(tmp_path):
 
 
 def test_the_command_line_tunes_for_cuda(tmp_path, capsys):
-    from workbench.tune.cli import main
+    from workbench.cli import main
 
     db = tmp_path / "cli.jsonl"
     code = main(["tune", "matmul", "--shape", "8,8,8", "--target", "cuda", "--trials", "2",
@@ -73,7 +73,7 @@ def test_compile_for_cuda_uses_the_tuned_record_of_each_kernel(tmp_path):
 
 def test_tune_model_tunes_the_slowest_kernel_and_recompiles_with_the_records(tmp_path):
     torch = pytest.importorskip("torch")
-    from workbench.tune.model import tune_model
+    from workbench.graph.tune_model import tune_model
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
@@ -97,7 +97,7 @@ def test_tune_model_without_any_record_recompiles_with_the_defaults(tmp_path):
     """A budget spent before the first measurement leaves no records file: the model is
     compiled again with the default schedules (it raised FileNotFoundError on the H200)."""
     torch = pytest.importorskip("torch")
-    from workbench.tune.model import tune_model
+    from workbench.graph.tune_model import tune_model
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
     x = torch.randn(4, 8)

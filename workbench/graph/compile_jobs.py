@@ -40,6 +40,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workbench.backends.common.machine import machine_facts
 from workbench.backends.common.target import resolve_target
 
 PARALLEL_MIN = 4
@@ -60,11 +61,9 @@ class BuildStats:
 
 
 def default_jobs() -> int:
-    """Worker processes by default: the CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """Worker processes by default: the CPUs this process may run on
+    (``machine_facts().cores``)."""
+    return machine_facts().cores
 
 
 def _run_worker() -> None:

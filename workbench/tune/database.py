@@ -84,9 +84,9 @@ def software_fingerprint() -> dict:
     import numba
     import numpy
 
-    import workbench
+    from workbench import __version__
 
-    return {"workbench": workbench.__version__, "numpy": numpy.__version__,
+    return {"workbench": __version__, "numpy": numpy.__version__,
             "numba": numba.__version__}
 
 

@@ -78,6 +78,7 @@ import numpy as np
 
 from workbench.ir.expr import Var
 from workbench.ir.stmt import IterKind
+from workbench.recipes.graph_cuda import bind_block
 from workbench.schedule import Schedule
 from workbench.tune.rules_common import (
     BlockPlan,
@@ -429,8 +430,6 @@ def _bind_the_rest(sch: Schedule) -> None:
     fused and split over ``blockIdx.x`` / ``threadIdx.x``): a block the rules skip (no
     spatial loop first, a loop bound to no iterator) must still be a kernel, not a
     statement on one thread (``UnboundKernelError``)."""
-    from workbench.recipes.graph_cuda import bind_block
-
     for block in blocks(sch):
         loops = sch.get_loops(block)
         if any(sch.get(lp).thread_binding for lp in loops):

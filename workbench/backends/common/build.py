@@ -17,15 +17,13 @@ def __getattr__(name: str):
         from workbench.backends.common.target import target_names
 
         return target_names()
-    # CPU_DEFAULTS / NUMPY_DEFAULTS moved to the targets' modules; kept importable from here
-    if name == "CPU_DEFAULTS":
-        from workbench.backends.cpu.numba_cpu_target import CPU_DEFAULTS
+    # CPU_DEFAULTS / NUMPY_DEFAULTS moved to the targets' modules; kept readable from here
+    # through the registry (common imports no target package)
+    kinds = {"CPU_DEFAULTS": "cpu", "NUMPY_DEFAULTS": "numpy"}
+    if name in kinds:
+        from workbench.backends.common.target import get_target_kind
 
-        return CPU_DEFAULTS
-    if name == "NUMPY_DEFAULTS":
-        from workbench.backends.numpy.numpy_target import NUMPY_DEFAULTS
-
-        return NUMPY_DEFAULTS
+        return get_target_kind(kinds[name]).defaults
     raise AttributeError(name)
 
 
@@ -110,12 +108,11 @@ def lower_to_numba_source(func, **options) -> str:
     C[i1] = max(T_add[i1], np.float32(0.0))
     """
     func = getattr(func, "mod", func)
-    from workbench.backends.cpu.numba_cpu_target import CPU_DEFAULTS
-
-    unknown = sorted(set(options) - set(CPU_DEFAULTS))
+    defaults = Target("cpu").kind.defaults
+    unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise TypeError(f"lower_to_numba_source: unknown option(s) {', '.join(unknown)}")
-    options = {**CPU_DEFAULTS, **options}
+    options = {**defaults, **options}
     if options["debug"]:
         func = add_bounds_checks(func)[0]
         options["promote"] = False

@@ -1,14 +1,14 @@
-"""Generate readable Python source from a lowered PrimFunc: the printers.
+"""Generate readable Python source from a lowered PrimFunc: the printer base and its helpers.
 
-A printer only prints: the target's passes (``cpu_passes``; the CUDA ones live in
-``numba_cuda``) have already rewritten the IR, and ``place_allocations`` has put an explicit
-``Allocate`` statement wherever a buffer lives. One printer base, one subclass per target:
+A printer only prints: the target's passes (``Target.run_passes``: the ``cpu`` kind's
+``cpu_passes``, the CUDA ones in ``numba_cuda``) have already rewritten the IR, and
+``place_allocations`` has put an explicit ``Allocate`` statement wherever a buffer lives.
+One printer base here, one subclass per target in the target's package:
 
 * ``PythonPrinter`` (``"python"``): plain Python loops over numpy arrays, run by the
   ``numpy`` reference executor for blocks its whole-array path cannot handle;
-* ``CpuPrinter`` (``"cpu"``): a module with one ``@numba.njit`` function (``prange`` for
-  parallel loops, unsigned index arithmetic where safe, the vectorizable ``exp``, small
-  local buffers on the stack, global scratch buffers as *workspace* parameters);
+* ``CpuPrinter`` (``workbench.backends.cpu.numba_cpu_printer``): one ``@numba.njit``
+  function;
 * ``CudaPrinter`` (``workbench.backends.cuda.numba_cuda_printer``): ``@cuda.jit`` kernels.
 
 The function is named after the PrimFunc and takes the buffers in parameter order, named
@@ -20,20 +20,14 @@ from __future__ import annotations
 import dataclasses
 import keyword
 
-import numpy as np
-
-from workbench.backends.common.allocation import Allocate, place_allocations, workspace_buffers
+from workbench.backends.common.allocation import Allocate, place_allocations
 from workbench.backends.common.expr_printer import (
     ExprPrinter,
     np_dtype_name,
     source_comment,
-    source_dtype,
 )
 from workbench.backends.common.lower import is_opaque_block
-from workbench.backends.common.unsigned import use_unsigned_indices
-from workbench.backends.cpu.promote import promote_accumulators
-from workbench.backends.cpu.unroll import unroll_small_loops
-from workbench.backends.cpu.unswitch import unswitch_innermost_loops
+from workbench.backends.common.target import resolve_target
 from workbench.ir import (
     BlockRealize,
     Buffer,
@@ -46,14 +40,8 @@ from workbench.ir import (
     PrimFunc,
     SeqStmt,
     Stmt,
-    Var,
 )
 from workbench.ir.functor import collect
-
-STACK_MAX_BYTES = 16 * 1024
-"""``local``/``shared`` buffers up to this size live on the stack in ``cpu`` kernels
-(``runtime.stack_allocator``), larger ones come from ``np.empty``. A register tile or a
-promoted accumulator is a few KiB; worker threads' stacks are much larger than this."""
 
 _LOOP_COMMENTS = {
     ForKind.SERIAL: "",
@@ -102,67 +90,28 @@ def python_identifier(name: str, taken: set[str]) -> str:
     return text
 
 
-def cpu_passes(lowered: PrimFunc, *, promote: bool = True) -> PrimFunc:
-    """The ``cpu`` target's IR passes, in order (before ``place_allocations``).
-
-    Reduction outputs are promoted to local tiles (``promote``, see
-    ``workbench.backends.cpu.promote``), small ``unroll`` loops are text-unrolled and
-    loop-invariant guards are moved out of innermost loops.
-    """
-    root = lowered.root_block
-    body = root.body
-    allocations = root.alloc_buffers
-    if promote:
-        body, tiles = promote_accumulators(body, _names_in(lowered))
-        allocations = allocations + tuple(tiles)
-    body = unswitch_innermost_loops(unroll_small_loops(body))
-    new_root = root.replace(body=body, alloc_buffers=allocations)
-    return lowered.replace(body=lowered.body.replace(block=new_root))
-
-
 def generate_source(
-    lowered: PrimFunc,
-    *,
-    target: str = "cpu",
-    fastmath: bool = True,
-    fast_exp: bool = True,
-    boundscheck: bool = False,
-    promote: bool = True,
-    cache: bool = True,
-    debug: bool = False,
-    workspace: bool = True,
+    lowered: PrimFunc, *, target: str = "cpu", cache: bool = True, **options
 ) -> GeneratedSource:
     """Python source for the lowered function ``lowered`` (see ``workbench.backends.common.lower``).
 
-    ``debug`` is accepted for the build options' sake: the bounds checks of a debug build
-    are already in ``lowered`` (``workbench.backends.common.bounds_checks``).
-
-    ``target`` is ``"cpu"`` (Numba) or ``"python"`` (plain Python, for the reference).
-    For ``cpu`` the target passes run first (``cpu_passes``); for both, allocations are
-    placed (``place_allocations``), then the target's printer prints.
+    ``target`` is ``"python"`` (plain Python, for the reference: allocations placed, then
+    ``PythonPrinter``) or a target kind whose printer takes the target's options
+    (``printer.from_target``; the ``cpu`` kind's ``CpuPrinter``): the kind's passes run
+    (``Target.run_passes``, ``place_allocations`` among them), then its printer prints.
+    ``options`` are the target's options (``fastmath``, ``promote``...); ``cache`` is the
+    printed ``@numba.njit(cache=...)``. ``debug`` is accepted for the build options' sake:
+    the bounds checks of a debug build are already in ``lowered``
+    (``workbench.backends.common.bounds_checks``).
     """
-    steps = _SOURCE_STEPS.get(target)
-    if steps is None:
-        raise ValueError(f"generate_source: unknown target {target!r} (expected 'cpu' or 'python')")
-    passes, print_source = steps
-    func = place_allocations(passes(lowered, promote))
-    return print_source(func, fastmath, fast_exp, boundscheck, cache, workspace)
-
-
-_SOURCE_STEPS = {
-    "cpu": (lambda func, promote: cpu_passes(func, promote=promote),
-            lambda func, *flags: CpuPrinter(func, *flags).run()),
-    "python": (lambda func, promote: func, lambda func, *flags: PythonPrinter(func).run()),
-}
-"""``generate_source``'s passes and printer per source kind (the ``cpu`` target's own
-compile step runs ``Target.run_passes`` and its kind's printer instead)."""
-
-
-def _names_in(func: PrimFunc) -> set[str]:
-    """Every buffer and variable name of ``func`` (new names must avoid them)."""
-    names = {b.name for b in func.params} | {b.name for b in func.root_block.alloc_buffers}
-    names |= {v.name for v in collect(func.body, lambda n: isinstance(n, Var))}
-    return names
+    if target == "python":
+        return PythonPrinter(place_allocations(lowered)).run()
+    target = resolve_target(target, "generate_source", **options)
+    from_target = getattr(target.kind.printer, "from_target", None)
+    if from_target is None:
+        raise ValueError(f"generate_source: target {target.name!r} has no printer of its "
+                         "options (expected 'python' or a kind such as 'cpu')")
+    return from_target(target.run_passes(lowered), target, cache=cache).run()
 
 
 def allocated_buffers(func: PrimFunc) -> list[Buffer]:
@@ -250,7 +199,7 @@ class PythonPrinter:
             ["from workbench.backends.cpu import runtime as rt"]
             if self.printer.uses_runtime else [],
         ]
-        return lines + _import_lines(groups)
+        return lines + import_lines(groups)
 
     def _decorator(self) -> list[str]:
         return []
@@ -273,7 +222,7 @@ class PythonPrinter:
         self._stmt(stmt.body, depth)
 
     def _allocation(self, buf: Buffer) -> str:
-        return _allocation_line(self.names[buf.name], "np.zeros", buf)
+        return allocation_line(self.names[buf.name], "np.zeros", buf)
 
     def _stmt(self, stmt: Stmt, depth: int):
         method = getattr(self, "_stmt_" + type(stmt).__name__, None)
@@ -336,128 +285,15 @@ class PythonPrinter:
         return f"{self.printer(stmt.min)}, {self.printer(stmt.min + stmt.extent)}"
 
 
-def _allocation_line(name: str, maker: str, buf: Buffer) -> str:
+def allocation_line(name: str, maker: str, buf: Buffer) -> str:
     shape = repr(tuple(int(n) for n in buf.shape))
     scope = f"  # scope {source_comment(buf.scope)}" if buf.scope != "global" else ""
     return f"{name} = {maker}({shape}, dtype={np_dtype_name(buf.dtype)}){scope}"
 
 
-def _import_lines(groups: list[list[str]]) -> list[str]:
+def import_lines(groups: list[list[str]]) -> list[str]:
     lines: list[str] = []
     for group in groups:
         if group:
             lines += group + [""]
     return lines
-
-
-class CpuPrinter(PythonPrinter):
-    """The ``cpu`` target's printer: one ``@numba.njit`` function.
-
-    With ``workspace=True`` global scratch buffers are workspace parameters after the
-    function's own (else ``np.empty`` per call); small ``local``/``shared`` buffers live on
-    the stack (see ``STACK_MAX_BYTES``).
-    """
-
-    target = "cpu"
-    title = "cpu (Numba njit)"
-
-    def __init__(
-        self,
-        func: PrimFunc,
-        fastmath: bool = True,
-        fast_exp: bool = True,
-        boundscheck: bool = False,
-        cache: bool = True,
-        workspace: bool = True,
-    ):
-        self.options = dict(fastmath=fastmath, boundscheck=boundscheck, cache=cache)
-        self.fast_exp = fast_exp
-        self.unsigned_candidate = use_unsigned_indices(func)
-        super().__init__(func)
-        self.numba = True
-        self.unsigned = self.unsigned_candidate
-        self.workspace = workspace_buffers(func) if workspace else ()
-        self.stack = self._stack_allocators()
-
-    def _expr_printer(self) -> ExprPrinter:
-        return ExprPrinter(
-            self.names, unsigned_indices=self.unsigned_candidate, fast_exp=self.fast_exp
-        )
-
-    def _stack_allocators(self) -> dict[str, str]:
-        """Buffer name -> name of its module-level stack allocator, for the small
-        non-global intermediates of a ``cpu`` kernel (see ``STACK_MAX_BYTES``)."""
-        taken = set(self.names.values()) | {self.func_name}
-        allocators = {}
-        for buf in allocated_buffers(self.func):
-            if buf.scope == "global" or not all(isinstance(n, int) for n in buf.shape):
-                continue
-            elements = 1
-            for n in buf.shape:
-                elements *= n
-            if 0 < elements * np.dtype(buf.dtype).itemsize <= STACK_MAX_BYTES:
-                allocators[buf.name] = python_identifier(f"{self.names[buf.name]}_stack", taken)
-                taken.add(allocators[buf.name])
-        return allocators
-
-    def _title(self) -> str:
-        title = super()._title()
-        if not self.unsigned:
-            return title
-        return "\n".join([
-            title,
-            "",
-            "Loop variables and index constants are unsigned (u64) so that Numba omits",
-            "negative-index checks and LLVM can vectorize the loops.",
-        ])
-
-    def _header(self) -> list[str]:
-        title = self._title().split("\n")
-        if len(title) == 1:
-            lines = ['"""' + title[0] + '"""', ""]
-        else:
-            lines = ['"""' + title[0], *title[1:], '"""', ""]
-        groups = [
-            ["import math"] if self.printer.uses_math else [],
-            ["import numba", "import numpy as np"]
-            + (["from numpy import uint64 as u64"] if self.unsigned else []),
-            ["from workbench.backends.cpu import runtime as rt"]
-            if self.printer.uses_runtime or self.stack or self.options["fastmath"]
-            else [],
-        ]
-        lines += _import_lines(groups)
-        if self.stack:
-            lines.append("# small local buffers live on the stack (LLVM keeps them in registers)")
-            for buf in allocated_buffers(self.func):
-                if buf.name in self.stack:
-                    shape = repr(tuple(int(n) for n in buf.shape))
-                    dtype = source_dtype(buf.dtype)
-                    lines.append(
-                        f'{self.stack[buf.name]} = rt.stack_allocator({shape}, "{dtype}")'
-                    )
-            lines.append("")
-        lines.append("")
-        return lines
-
-    def _decorator(self) -> list[str]:
-        o = self.options
-        fastmath = "rt.FASTMATH_FLAGS" if o["fastmath"] else "False"
-        return [
-            # bool(): option values are data (an artifact's manifest), never printed raw
-            f"@numba.njit(cache={bool(o['cache'])}, parallel={bool(self.parallel)}, "
-            f'fastmath={fastmath}, boundscheck={bool(o["boundscheck"])}, error_model="numpy")'
-        ]
-
-    def _allocation(self, buf: Buffer) -> str:
-        if buf in self.workspace:
-            return ""  # a workspace parameter
-        if buf.name in self.stack:
-            scope = source_comment(buf.scope)
-            return f"{self.names[buf.name]} = {self.stack[buf.name]}()  # scope {scope}, stack"
-        return _allocation_line(self.names[buf.name], "np.empty", buf)
-
-    def _loop_function(self, stmt: For) -> str:
-        if stmt.kind is ForKind.PARALLEL:
-            self.parallel = True
-            return "numba.prange"
-        return "range"

@@ -13,7 +13,7 @@ which is why the tuner compiles in recycled worker processes.
 Linux): never a predictable name in a shared ``/tmp``. ``private_dir`` creates it ``0700``
 and refuses a folder another user owns (``CacheFolderError``); one of the user's own that
 others may read is tightened to ``0700``. Generated modules are named by the sha256 of their
-source; ``numba_cpu`` compares a file's content with its source before use (and executes the
+source; ``import_generated`` compares a file's content with its source before use (and executes the
 source it generated, never the file). ``prune_disk_cache`` keeps the folder within
 ``DISK_MAX_KERNELS`` modules and ``DISK_MAX_BYTES`` (least recently used first: every use
 sets the module file's access time).
@@ -28,10 +28,15 @@ Example
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
+import sys
+import tempfile
 import threading
 import time
+import types
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -196,3 +201,55 @@ def prune_disk_cache(directory, max_entries: int = DISK_MAX_KERNELS,
         total -= size
         removed += 1
     return removed
+
+
+def source_digest(source: str) -> str:
+    """A stable digest of generated source (same text -> same name in every process)."""
+    import numba
+
+    text = f"numba {numba.__version__}\n{source}"
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def import_generated(source: str, func_name: str):
+    """Write ``source`` to the cache directory (once) and execute it as a module (the
+    ``cpu`` and ``cuda`` targets' generated modules, named by ``source_digest``).
+
+    The module runs the text this process generated, never what the file holds; the file
+    (which Numba's cache index is keyed on) must hold the same text, else it is written
+    again and its Numba cache files are removed.
+    """
+    digest = source_digest(source)
+    module_name = f"{MODULE_PREFIX}{func_name}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    directory = kernel_cache_dir()
+    path = directory / f"{module_name}.py"
+    data = source.encode()
+    try:
+        current = path.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current != data:
+        if current is not None:
+            warnings.warn(f"kernel cache: {path.name} did not hold the source its name's digest "
+                          "stands for (corrupted or edited); it is written again", stacklevel=3)
+            for cached in (directory / "__pycache__").glob(f"{module_name}.*"):
+                cached.unlink(missing_ok=True)
+        # write then rename: a concurrent process never sees a half-written module
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+        prune_disk_cache(directory)
+    else:
+        touch(path)
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
+    sys.modules[module_name] = module
+    try:
+        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 -- generated here
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module

@@ -29,19 +29,16 @@ Numba cannot tell LLVM that the arrays do not alias.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import sys
-import tempfile
 import threading
 import time
-import types
 import warnings
 from pathlib import Path
 
 from workbench.backends.common import kernel_cache
 from workbench.backends.common.codegen_python import GeneratedSource
-from workbench.backends.common.kernel_cache import LRUCache
+from workbench.backends.common.kernel_cache import LRUCache, source_digest
+from workbench.backends.common.kernel_cache import import_generated as _import_generated
 from workbench.ir import PrimFunc
 
 
@@ -81,14 +78,6 @@ def kernel_cache_dir() -> Path:
     return kernel_cache.kernel_cache_dir()
 
 
-def source_digest(source: str) -> str:
-    """A stable digest of generated source (same text -> same name in every process)."""
-    import numba
-
-    text = f"numba {numba.__version__}\n{source}"
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
-
-
 def _as_target(target):
     """A ``Target``; a plain options dict means the ``cpu`` target with those options."""
     from workbench.backends.common.target import Target
@@ -125,10 +114,8 @@ def is_cached(func: PrimFunc, target) -> bool:
     with _COMPILE_LOCK:
         if (lowered, target.key()) in _MEMORY_CACHE:
             return True
-    o = target.options
-    generated = target.kind.printer(
-        target.run_passes(lowered), o["fastmath"], o["fast_exp"], o["boundscheck"], True,
-        o["workspace"],
+    generated = target.kind.printer.from_target(
+        target.run_passes(lowered), target, cache=True
     ).run()
     module_name = f"{kernel_cache.MODULE_PREFIX}{generated.func_name}_" \
                   f"{source_digest(generated.source)}"
@@ -188,10 +175,8 @@ def _compile(lowered: PrimFunc, target, *, debug: bool, cache: bool = True) -> C
     import numpy as np
     from numba import types
 
-    o = target.options
-    generated = target.kind.printer(
-        target.run_passes(lowered), o["fastmath"], o["fast_exp"], o["boundscheck"], cache,
-        o["workspace"],
+    generated = target.kind.printer.from_target(
+        target.run_passes(lowered), target, cache=cache
     ).run()
     source = generated.source
     if debug:
@@ -214,46 +199,3 @@ def _compile(lowered: PrimFunc, target, *, debug: bool, cache: bool = True) -> C
     return CompiledKernel(
         generated, dispatcher, signature, Path(module.__file__), seconds, hits > 0
     )
-
-
-def _import_generated(source: str, func_name: str):
-    """Write ``source`` to the cache directory (once) and execute it as a module.
-
-    The module runs the text this process generated, never what the file holds; the file
-    (which Numba's cache index is keyed on) must hold the same text, else it is written
-    again and its Numba cache files are removed.
-    """
-    digest = source_digest(source)
-    module_name = f"{kernel_cache.MODULE_PREFIX}{func_name}_{digest}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    directory = kernel_cache_dir()
-    path = directory / f"{module_name}.py"
-    data = source.encode()
-    try:
-        current = path.read_bytes()
-    except FileNotFoundError:
-        current = None
-    if current != data:
-        if current is not None:
-            warnings.warn(f"kernel cache: {path.name} did not hold the source its name's digest "
-                          "stands for (corrupted or edited); it is written again", stacklevel=3)
-            for cached in (directory / "__pycache__").glob(f"{module_name}.*"):
-                cached.unlink(missing_ok=True)
-        # write then rename: a concurrent process never sees a half-written module
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-        kernel_cache.prune_disk_cache(directory)
-    else:
-        kernel_cache.touch(path)
-    module = types.ModuleType(module_name)
-    module.__file__ = str(path)
-    sys.modules[module_name] = module
-    try:
-        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 -- generated here
-    except BaseException:
-        del sys.modules[module_name]
-        raise
-    return module

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from workbench.backends.common.allocation import place_allocations
-from workbench.backends.common.codegen_python import CpuPrinter, cpu_passes
 from workbench.backends.common.machine import host_device_facts
 from workbench.backends.common.target import Target, TargetKind, register_target
 from workbench.backends.cpu.numba_cpu_kernel import CpuKernel
+from workbench.backends.cpu.numba_cpu_printer import CpuPrinter, cpu_passes
 from workbench.ir import PrimFunc
 
 CPU_DEFAULTS = {

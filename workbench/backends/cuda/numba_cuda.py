@@ -33,7 +33,7 @@ import numpy as np
 from workbench.backends.common.allocation import Allocate, place_allocations
 from workbench.backends.common.arguments import KernelArgumentError, check_arguments
 from workbench.backends.common.kernel import Kernel
-from workbench.backends.common.kernel_cache import LRUCache
+from workbench.backends.common.kernel_cache import LRUCache, import_generated
 from workbench.backends.common.target import (
     CUDA_FACTS,
     DeviceFacts,
@@ -253,8 +253,6 @@ def generate_cuda_source(lowered: PrimFunc, target: Target | None = None) -> str
 
 def compile_cuda(lowered: PrimFunc, target: Target) -> tuple[CompiledCuda, str | None]:
     """Generate and import the module (or fetch it from the memory cache)."""
-    from workbench.backends.cpu.numba_cpu import _import_generated
-
     key = (lowered, target.key())
     with _LOCK:
         cached = _MEMORY_CACHE.get(key)
@@ -267,7 +265,7 @@ def compile_cuda(lowered: PrimFunc, target: Target) -> tuple[CompiledCuda, str |
         func, tuple(zip(kernels, launches, strict=True)), fastmath=target.options["fastmath"]
     )
     generated = printer.run()
-    module = _import_generated(generated.source, generated.func_name + "_cuda")
+    module = import_generated(generated.source, generated.func_name + "_cuda")
     compiled = CompiledCuda(
         generated.source,
         getattr(module, generated.func_name),

@@ -9,7 +9,10 @@
 ``tune`` takes any operator of the library (``workbench.ops.LIBRARY``); ``--shape`` gives its
 factory's leading arguments in order (``matmul(M, N, K)``, ``softmax(M, N)``...). ``best``
 prints the best record per workload with its latency and GFLOP/s. ``tune-model`` tunes the
-slowest kernels of an ONNX model within a time budget (``workbench.tune.model``).
+slowest kernels of an ONNX model within a time budget (``workbench.graph.tune_model``).
+
+The command line sits above every layer (it drives the tuner and the graph level), beside
+the package's ``__main__``.
 """
 
 from __future__ import annotations
@@ -188,7 +191,7 @@ def cmd_tune(args) -> int:
 
 
 def cmd_tune_model(args) -> int:
-    from workbench.tune.model import tune_model
+    from workbench.graph.tune_model import tune_model
 
     result = tune_model(args.model, (), target=args.target, db=args.db,
                         time_budget_s=args.budget, top=args.top, trials=args.trials,
