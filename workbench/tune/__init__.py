@@ -13,7 +13,7 @@
 | ``isolation``, ``runner``, ``runner_dask`` | isolated build and measurement |
 | ``database`` | JSONL records |
 | ``artifact`` | export the best kernel to a folder, load it without compiling |
-| ``api``, ``progress``, ``cli`` | ``tune``, ``load_best``, tqdm, ``python -m workbench`` |
+| ``api``, ``progress`` | ``tune``, ``load_best``, tqdm (the command line: ``workbench.cli``) |
 """
 
 from workbench.tune.api import TuneResult, load_best, make_space, tune

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.backends.common.machine import machine_facts
 from workbench.tune.isolation import CandidateError, IsolatedWorker, resolve
 
 
@@ -307,7 +308,7 @@ class LocalRunner:
         max_cache_entries: int = 512,
         recycle_after: int = 200,
     ):
-        self.n_build = n_build or max(1, min(4, os.cpu_count() or 1))
+        self.n_build = n_build or max(1, min(4, machine_facts().cpu_count))
         self.build_timeout_s = build_timeout_s
         self.measure_timeout_s = measure_timeout_s
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
