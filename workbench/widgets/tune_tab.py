@@ -2,13 +2,14 @@
 
 The tab tunes on the explorer's target (``cpu``, ``cuda``...: the generated space of that
 target, measured there through the same public ``wb.tune``), the current node's function when
-that space has knobs there (an untransformed loop nest), else the start node's. Each knob of that space is a dropdown:
-``search`` (the default) or a value to pin. **Tune** runs ``wb.tune`` on a worker thread
-(the page stays live) for the number of trials in the box, with a progress bar filled as
-records arrive; **apply best** adds the fastest record as a new node under the tuned one,
-its trace replayed through the public ``Schedule`` methods (``continue_trace``), so it is
-measured, drawn and exported like any other node. While it runs, the status line says which
-candidate is building or measuring and the seconds so far (the tuner's stage callbacks).
+that space has knobs there (an untransformed loop nest), else the start node's. Each knob of
+that space is a dropdown: ``search`` (the default) or a value to pin. **Tune** runs
+``wb.tune`` on a worker thread (the page stays live) for the number of trials in the box, with
+a progress bar filled as records arrive; **apply best** adds the fastest record as a new node
+under the tuned one, its trace replayed through the public ``Schedule`` methods
+(``continue_trace``), so it is measured, drawn and exported like any other node. While it
+runs, the status line says which candidate is building or measuring and the seconds so far
+(the tuner's stage callbacks).
 
 Example
 -------
