@@ -170,7 +170,7 @@ def check_keys_and_a_refused_edit_that_moves_nothing(page, explorer) -> None:
     key("s")  # split i by 8
     expect(loops.locator("option")).to_have_count(4)
     assert loop_names(loops) == ["i_0", "i_1", "j", "k"]
-    expect(explorer.locator(".wb-history")).to_contain_text("factors=[None, 8]")
+    expect(explorer.locator("div.wb-history")).to_contain_text("factors=[None, 8]")
     select_loop(loops, "k")
     explorer.locator(".widget-select").first.hover()
     expect(status).to_contain_text("measured", timeout=TIMEOUT_MS)
@@ -183,7 +183,8 @@ def check_keys_and_a_refused_edit_that_moves_nothing(page, explorer) -> None:
     expect(explorer.locator(".wb-error")).to_contain_text("reduction loop")
     assert control_positions(explorer) == before
     assert messages.bounding_box() == pytest.approx(messages_box, abs=1)
-    screenshot(explorer, "explorer_refused_key.png")
+    messages.scroll_into_view_if_needed()
+    screenshot(page, "explorer_refused_key.png")  # the error line above the same controls
 
     key("ArrowUp", "j")
     key("Shift+ArrowDown")  # move j in: the order becomes i_0, i_1, k, j
@@ -216,7 +217,7 @@ def check_block_primitives_of_the_softmax_explorer(page, explorer) -> None:
     cache_read = explorer.locator("button", has_text=re.compile(r"^cache_read$"))
     expect(cache_read).to_be_enabled(timeout=TIMEOUT_MS)  # the legality table arrived
     cache_read.click()
-    expect(explorer.locator(".wb-history")).to_contain_text(
+    expect(explorer.locator("div.wb-history")).to_contain_text(
         "cache_read T_softmax_norm 1 'local'", timeout=TIMEOUT_MS)
     expect(dropdown(explorer, "block").locator("option", has_text="T_softmax_maxelem_local"))\
         .to_have_count(1)

@@ -231,8 +231,8 @@ class TuningDashboard:
         def run():
             self.result = tune(self.func, target=self.target, trials=trials, db=self.db,
                                space=self.space, strategy=self.strategy, pin=self.pins(),
-                               batch_size=self.batch_size, callbacks=[self.callback], stages=[self.stage],
-                               progress=False)
+                               batch_size=self.batch_size, callbacks=[self.callback],
+                               stages=[self.stage], progress=False)
             if self._widget is not None:
                 self._stage.value = f"done: {len(self.records)} records"
 
