@@ -82,21 +82,40 @@ def _congruent(x: PrimExpr, y: PrimExpr, modulus: int | None, dtype: str) -> boo
     return diff.const % modulus == 0 and all(c % modulus == 0 for c in diff.terms.values())
 
 
-def _lifted(digit: Digit, dtype: str) -> Digit | None:
-    """``(m + y // k) // a % b`` read as ``(k*m + y) // (k*a) % b`` (``m`` the other terms
-    and the constant): the form ``simplify`` gives ``x // k`` when ``k`` divides some of
-    ``x``'s terms, ``(32*l + r) // 4 -> 8*l + r // 4``, read back as a digit of ``x``.
-    ``None`` when ``x`` has no single ``y // k`` term of coefficient 1."""
-    x, a, b = digit
-    form = linear_form(x, dtype)
+def lift_quotient(expr: PrimExpr) -> PrimExpr:
+    """``m + y // k`` as ``(k*m + y) // k``, the same value (``m``, the other terms and the
+    constant, is an integer): the form ``simplify`` took apart, ``(32*l + r) // 4 ->
+    8*l + r // 4``, put back together. ``expr`` itself when it has no single ``y // k``
+    term of coefficient 1 beside other terms.
+
+    Example
+    -------
+    >>> from workbench.ir.expr import Var
+    >>> from workbench.ir.expr_text import expr_text
+    >>> l, r = Var("l"), Var("r")
+    >>> expr_text(lift_quotient(l * 8 + r // 4))
+    '(l * 32 + r) // 4'
+    """
+    dtype = expr.dtype
+    form = linear_form(expr, dtype)
     divs = [t for t, c in form.terms.items()
             if c == 1 and isinstance(t, FloorDiv) and _const_pos(t.b) and t.a.dtype == dtype]
     if len(divs) != 1 or len(form.terms) == 1 and form.const == 0:
-        return None
+        return expr
     (div,) = divs
     k = div.b.value
     rest = Linear({t: c for t, c in form.terms.items() if t != div}, form.const)
-    return _from_form(rest.scale(k).add(linear_form(div.a, dtype)), dtype), k * a, b
+    return FloorDiv(_from_form(rest.scale(k).add(linear_form(div.a, dtype)), dtype), div.b)
+
+
+def _lifted(digit: Digit) -> Digit | None:
+    """The digit ``(m + y // k) // a % b`` read as ``(k*m + y) // (k*a) % b``
+    (``lift_quotient``), or None."""
+    x, a, b = digit
+    lifted = lift_quotient(x)
+    if lifted is x:
+        return None
+    return lifted.a, lifted.b.value * a, b
 
 
 def _merge_digits(low: Digit, low_coeff: int, high: Digit, high_coeff: int,
@@ -115,7 +134,7 @@ def _merge_digits(low: Digit, low_coeff: int, high: Digit, high_coeff: int,
     if b_low is None and b_high is not None:
         return None
     if b_low is not None:
-        for x_low, a_low_ in (low[:2], (_lifted(low, dtype) or (None, 0))[:2]):
+        for x_low, a_low_ in (low[:2], (_lifted(low) or (None, 0))[:2]):
             if x_low is None or a_high != a_low_ * b_low or high_coeff != low_coeff * b_low:
                 continue
             if _congruent(x_high, x_low, a_low_ * b_low, dtype):
