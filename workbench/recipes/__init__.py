@@ -6,6 +6,11 @@ tile, ``recipes.softmax.fused_cpu(func)`` fuses the three softmax passes into on
 notebooks, the benches and the tuner's hand baselines import them from here. Vector loops
 and register tiles are sized from the machine (``workbench.backends.cpu.cpu_facts``).
 
+The default schedules of a compiled graph's kernels live here too (``graph_cpu``,
+``graph_cpu_ops``, ``graph_cuda``, ``graph_cuda_ops``): rules that recognise a kernel by its
+blocks and apply the matching recipe, chosen through the target's ``graph_schedule`` hook
+and imported on first use.
+
 Example
 -------
 >>> from workbench import ops, recipes
