@@ -45,6 +45,9 @@ def test_conv_tiling_divides_resnet_shapes_and_guards_others():
         t = conv_tiling(64, 64, size, size)
         assert size % t.y_threads == 0 and size % (t.x_threads * t.per_x) == 0
         assert t.threads <= 1024 and t.k_threads * t.per_k == 64
+    small = conv_tiling(512, 512, 7, 7, N=16)  # a small image: fewer channels per thread
+    assert small.per_k < conv_tiling(64, 64, 56, 56, N=16).per_k and small.threads <= 1024
+    assert small.k_threads * small.per_k == 64
     t = conv_tiling(5, 3, 9, 9)  # nothing divides 9: the largest tile, guarded
     assert (t.y_threads, t.x_threads * t.per_x, t.c_tile) == (8, 8, 3)
     with pytest.raises(ValueError, match="blocks"):

@@ -67,6 +67,23 @@ def default_rows(queries: int) -> int:
     return 8 if queries >= 8 else 4 if queries >= 4 else queries
 
 
+def _lane_sums(sch: Schedule, name: str, lanes: int) -> None:
+    """Block ``name``'s output loop (keys of the scores, values of the output) split by
+    ``lanes``, the inner part on ``threadIdx.x``; each sum in a ``local`` scalar, its init
+    out of the reduction loop, written back once; a lane's outputs ``j_0`` (``lanes``
+    apart) one after the other.
+
+    (A register tile of the ``j_0`` inside the reduction loop was tried: the write-back's
+    region under the lane loop is then the bounding box of the strided outputs, so every
+    lane wrote all of them; not used.)"""
+    block = sch.get_block(name)
+    j, reduce = sch.get_loops(block)[-2:]
+    _, j1 = sch.split(j, factors=[None, lanes])
+    sch.bind(j1, "threadIdx.x")
+    sch.reverse_compute_at(sch.cache_write(block, 0, "local"), j1)
+    sch.decompose_reduction(block, reduce)
+
+
 @register("attention", "warp_rows", "cuda")
 def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None = None,
               lanes: int = LANES) -> Schedule:
@@ -91,19 +108,11 @@ def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None =
     head = sch.fuse(*batch, i0)
     sch.bind(head, "blockIdx.x")
     sch.bind(i1, "threadIdx.y")
-    _, e1 = sch.split(e, factors=[None, lanes])
-    sch.bind(e1, "threadIdx.x")
-    # each lane's output accumulates in a register, written once (per step of e_0)
-    sch.reverse_compute_at(sch.cache_write(att, 0, "local"), e1)
     for name in ("T_softmax_norm", "T_softmax_expsum", "T_softmax_maxelem", "scores"):
         sch.compute_at(sch.get_block(name), i1)
-    # the row's scores: lane j the keys j, j + lanes, ...; a register each, then shared
-    scores = sch.get_block("scores")
-    j, _d = sch.get_loops(scores)[-2:]
-    _, j1 = sch.split(j, factors=[None, lanes])
-    sch.bind(j1, "threadIdx.x")
-    sch.set_scope(scores, 0, "shared")
-    sch.reverse_compute_at(sch.cache_write(scores, 0, "local"), j1)
+    sch.set_scope(sch.get_block("scores"), 0, "shared")
+    for name in ("scores", "attention"):  # the two dot products, a register per lane
+        _lane_sums(sch, name, lanes)
     norm = sch.get_block("T_softmax_norm")
     _, j_lane = sch.split(sch.get_loops(norm)[-1], factors=[None, lanes])
     sch.bind(j_lane, "threadIdx.x")
