@@ -72,6 +72,13 @@ def expect_loop(loops, name: str) -> None:
     expect(loops.locator("option:checked")).to_have_text(re.compile(rf"^\s*{name}\s"))
 
 
+def cut_titles(labels) -> list[str]:
+    """The visible tab titles whose text is wider than their label (cut off)."""
+    return labels.evaluate_all(
+        "nodes => nodes.filter(n => n.offsetParent !== null && n.scrollWidth > n.clientWidth + 1)"
+        ".map(n => `${n.textContent}: ${n.scrollWidth} > ${n.clientWidth}`)")
+
+
 def control_positions(explorer) -> dict:
     """Where the controls under the message box are: (x, y) of each, by name."""
     boxes = {
@@ -135,9 +142,7 @@ def check_tab_titles_with_the_file_browser_open(page, explorer) -> None:
     explorer.scroll_into_view_if_needed()
     labels = explorer.locator(".lm-TabBar-tabLabel")
     expect(labels.first).to_be_visible()
-    cut = labels.evaluate_all(
-        "nodes => nodes.filter(n => n.offsetParent !== null && n.scrollWidth > n.clientWidth + 1)"
-        ".map(n => `${n.textContent}: ${n.scrollWidth} > ${n.clientWidth}`)")
+    cut = cut_titles(labels)
     assert not cut, f"tab titles cut off with the file browser open: {cut}"
     assert "IR diff" in labels.all_text_contents()
     screenshot(explorer, "explorer_file_browser_open.png")
@@ -258,6 +263,8 @@ def test_static_site_renders_the_explorer_offline(tmp_path, browser_page):
     icon = explorer.locator("i.fa").first.evaluate(
         "node => getComputedStyle(node, '::before').fontFamily")
     assert icon.strip('"') in fonts, (icon, fonts)
+    labels = explorer.locator(".lm-TabBar-tabLabel")
+    assert "loop nest" in labels.all_text_contents() and not cut_titles(labels)
     assert "monospace" in explorer.locator(".wb-IR pre").first.evaluate(
         "node => getComputedStyle(node).fontFamily")
     screenshot(page, "static_site_explorer.png")
