@@ -50,6 +50,21 @@ def pair(value: int | tuple[int, int]) -> tuple[int, int]:
     return int(first), int(second)
 
 
+def window_sizes(H: int, W: int, kernel: tuple[int, int], stride: tuple[int, int],
+                 padding: tuple[int, int], dilation: tuple[int, int] = (1, 1)):
+    """``(P, Q, HP, WP)``: the output extents of a window sliding over an ``H x W`` input
+    and the extents of the padded input (every pair is (height, width)).
+
+    Example
+    -------
+    >>> window_sizes(8, 8, (3, 3), (2, 2), (1, 1))
+    (4, 4, 10, 10)
+    """
+    P = conv_output_size(H, kernel[0], stride[0], padding[0], dilation[0])
+    Q = conv_output_size(W, kernel[1], stride[1], padding[1], dilation[1])
+    return P, Q, H + 2 * padding[0], W + 2 * padding[1]
+
+
 def _check_conv(stride, padding, dilation) -> tuple[tuple[int, int], ...]:
     """The (height, width) pairs of ``stride``, ``padding``, ``dilation``, checked."""
     (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(padding), pair(dilation)
@@ -104,9 +119,7 @@ def conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 4, R: i
     (1, 4, 4, 4)
     """
     (sh, sw), (ph, pw), (dh, dw) = _check_conv(stride, padding, dilation)
-    P = conv_output_size(H, R, sh, ph, dh)
-    Q = conv_output_size(W, S, sw, pw, dw)
-    HP, WP = H + 2 * ph, W + 2 * pw
+    P, Q, HP, WP = window_sizes(H, W, (R, S), (sh, sw), (ph, pw), (dh, dw))
 
     @T.prim_func
     def conv2d_nchw(pad_temp: T.Buffer((N, C, HP, WP), dtype),
@@ -135,9 +148,7 @@ def conv2d_nhwc(N: int = 1, H: int = 8, W: int = 8, C: int = 4, K: int = 4, R: i
     [(1, 8, 8, 3), (3, 3, 3, 4), (1, 8, 8, 4)]
     """
     (sh, sw), (ph, pw), (dh, dw) = _check_conv(stride, padding, dilation)
-    P = conv_output_size(H, R, sh, ph, dh)
-    Q = conv_output_size(W, S, sw, pw, dw)
-    HP, WP = H + 2 * ph, W + 2 * pw
+    P, Q, HP, WP = window_sizes(H, W, (R, S), (sh, sw), (ph, pw), (dh, dw))
 
     @T.prim_func
     def conv2d_nhwc(pad_temp: T.Buffer((N, HP, WP, C), dtype),
@@ -169,9 +180,7 @@ def depthwise_conv2d_nchw(N: int = 1, C: int = 4, H: int = 8, W: int = 8, R: int
     [(1, 4, 8, 8), (4, 1, 3, 3), (1, 4, 8, 8)]
     """
     (sh, sw), (ph, pw), (dh, dw) = _check_conv(stride, padding, dilation)
-    P = conv_output_size(H, R, sh, ph, dh)
-    Q = conv_output_size(W, S, sw, pw, dw)
-    HP, WP = H + 2 * ph, W + 2 * pw
+    P, Q, HP, WP = window_sizes(H, W, (R, S), (sh, sw), (ph, pw), (dh, dw))
 
     @T.prim_func
     def depthwise_conv2d_nchw(pad_temp: T.Buffer((N, C, HP, WP), dtype),

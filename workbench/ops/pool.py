@@ -12,7 +12,7 @@ from workbench import T
 from workbench.ir.arith import simplify_stmt
 from workbench.ir.function import PrimFunc
 from workbench.ops.compose import chain
-from workbench.ops.conv import Pair, conv_output_size, pad_stage, pair
+from workbench.ops.conv import Pair, pad_stage, pair, window_sizes
 
 
 def _check_pool(kernel: Pair, stride: Pair, padding: Pair) -> tuple[tuple[int, int], ...]:
@@ -37,9 +37,7 @@ def max_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2,
     (1, 3, 4, 4)
     """
     (kh, kw), (sh, sw), (ph, pw) = _check_pool(kernel, stride, padding)
-    P = conv_output_size(H, kh, sh, ph)
-    Q = conv_output_size(W, kw, sw, pw)
-    HP, WP = H + 2 * ph, W + 2 * pw
+    P, Q, HP, WP = window_sizes(H, W, (kh, kw), (sh, sw), (ph, pw))
     neg_inf = float("-inf")
 
     @T.prim_func
@@ -67,9 +65,7 @@ def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2,
     ['pad_temp', 'pool_sum']
     """
     (kh, kw), (sh, sw), (ph, pw) = _check_pool(kernel, stride, padding)
-    P = conv_output_size(H, kh, sh, ph)
-    Q = conv_output_size(W, kw, sw, pw)
-    HP, WP = H + 2 * ph, W + 2 * pw
+    P, Q, HP, WP = window_sizes(H, W, (kh, kw), (sh, sw), (ph, pw))
     area = float(kh * kw)
 
     @T.prim_func

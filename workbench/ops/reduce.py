@@ -2,14 +2,18 @@
 
 ``axis=1`` reduces each row (output ``(M,)``), ``axis=0`` each column (output ``(N,)``).
 The two axes are two small DSL bodies rather than one generic one: the DSL describes a
-loop nest literally, and the literal nest is what a reader of the IR should see. The mean
-is the sum chained (``workbench.ops.compose.chain``) with a divide block.
+loop nest literally, and the literal nest is what a reader of the IR should see. The
+maximum is the sum's nest with its init and update replaced; the mean is the sum chained
+(``workbench.ops.compose.chain``) with a divide block.
 """
 
 from __future__ import annotations
 
 from workbench import T
+from workbench.ir.expr import FloatImm, Max
 from workbench.ir.function import PrimFunc
+from workbench.ir.functor import IRMapper
+from workbench.ir.stmt import Block
 from workbench.ops.compose import chain
 
 
@@ -60,31 +64,21 @@ def reduce_max(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32") 
     >>> reduce_max(4, 8).params[-1].shape
     (4,)
     """
-    _check_axis(axis)
-    neg_inf = float("-inf")
-    if axis == 1:
+    total = reduce_sum(M, N, axis, dtype)  # checks the axis
+    return total.replace(name="reduce_max", body=_SumToMax().visit(total.body))
 
-        @T.prim_func
-        def reduce_max(A: T.Buffer((M, N), dtype), A_red: T.Buffer((M,), dtype)):
-            for i, k in T.grid(M, N):
-                with T.block("A_red"):
-                    vi, vk = T.axis.remap("SR", [i, k])
-                    with T.init():
-                        A_red[vi] = neg_inf
-                    A_red[vi] = T.max(A_red[vi], A[vi, vk])
 
-        return reduce_max
+class _SumToMax(IRMapper):
+    """The sum's block ``A_red`` made a maximum: ``-inf`` for its init, ``T.max`` for its
+    ``+`` (one loop nest for both reductions; the IR is what the DSL writes for either)."""
 
-    @T.prim_func
-    def reduce_max(A: T.Buffer((M, N), dtype), A_red: T.Buffer((N,), dtype)):
-        for j, k in T.grid(N, M):
-            with T.block("A_red"):
-                vj, vk = T.axis.remap("SR", [j, k])
-                with T.init():
-                    A_red[vj] = neg_inf
-                A_red[vj] = T.max(A_red[vj], A[vk, vj])
-
-    return reduce_max
+    def visit_Block(self, block: Block) -> Block:
+        if block.name != "A_red":
+            return self.generic_visit(block)
+        init, update = block.init, block.body
+        neg_inf = FloatImm(float("-inf"), init.buffer.dtype)
+        return block.replace(init=init.replace(value=neg_inf),
+                             body=update.replace(value=Max(update.value.a, update.value.b)))
 
 
 def reduce_mean(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32") -> PrimFunc:
