@@ -75,7 +75,11 @@ def vision_model(name: str):
 
 
 def text_model(name: str):
-    import transformers as tf
+    from zoo_models import import_transformers  # torchvision made importable first
+
+    tf = import_transformers()
+    if tf is None:
+        raise RuntimeError("transformers is not installed")
 
     torch.manual_seed(0)
     small = dict(vocab_size=2048, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
