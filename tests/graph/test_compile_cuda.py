@@ -1,5 +1,5 @@
 """wb.compile(model, target="cuda") under Numba's CUDA simulator, at tiny sizes: every kernel
-bound to threads by rule (schedules_cuda), outputs equal PyTorch's."""
+bound to threads by rule (recipes/graph_cuda), outputs equal PyTorch's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
 from workbench import ops  # noqa: E402
-from workbench.graph.schedules_cuda import cuda_schedule  # noqa: E402
+from workbench.recipes.graph_cuda import cuda_schedule  # noqa: E402
 
 
 def test_every_nest_of_a_library_kernel_is_bound_to_threads():

@@ -7,13 +7,14 @@ import pytest
 
 MODULES = ["ir", "printer", "builder", "interpreter", "passes.dce", "passes.constant_fold",
            "passes.cse", "passes.simplify", "passes.memory_plan", "passes.pipeline",
-           "frontends.onnx", "lower_ops", "schedules", "schedules_ops", "schedules_cuda",
-           "schedules_cuda_ops"]
+           "frontends.onnx", "lower_ops"]
+# the graph's default schedules (recipes chosen through the target's ``graph_schedule``)
+RECIPE_MODULES = ["graph_cpu", "graph_cpu_ops", "graph_cuda", "graph_cuda_ops"]
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", MODULES + [f"workbench.recipes.{m}" for m in RECIPE_MODULES])
 def test_docstring_examples(name):
-    module = importlib.import_module(f"workbench.graph.{name}")
+    module = importlib.import_module(name if name.startswith("workbench.") else f"workbench.graph.{name}")
     outcome = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert outcome.attempted > 0
     assert outcome.failed == 0

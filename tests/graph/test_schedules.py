@@ -10,7 +10,7 @@ from workbench.backends import build
 from workbench.graph import GraphBuilder, TensorType, run
 from workbench.graph.lower import lower_graph
 from workbench.graph.passes import fuse
-from workbench.graph.schedules import default_schedule
+from workbench.recipes.graph_cpu import default_schedule
 
 RNG = np.random.default_rng(3)
 

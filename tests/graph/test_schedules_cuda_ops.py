@@ -1,4 +1,4 @@
-"""Default cuda schedules of graph kernels (``workbench.graph.schedules_cuda_ops``): which
+"""Default cuda schedules of graph kernels (``workbench.recipes.graph_cuda_ops``): which
 recipe each kind of kernel gets, and that the compiled model still equals PyTorch, under
 Numba's CUDA simulator at tiny sizes (each test a few seconds)."""
 
@@ -13,7 +13,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import workbench as wb  # noqa: E402
-from workbench.graph.schedules_cuda_ops import (  # noqa: E402
+from workbench.recipes.graph_cuda_ops import (  # noqa: E402
     RULES,
     matmul_tiling,
     recipe_schedule,

@@ -35,7 +35,7 @@ def serialize_parallel(func: PrimFunc, target: Target) -> PrimFunc:
 
 def serial_graph_schedule(func, target, parallel: bool = True):
     """Graph kernels get the cpu schedules, never parallel."""
-    from workbench.graph.schedules import cpu_schedule
+    from workbench.recipes.graph_cpu import cpu_schedule
 
     return cpu_schedule(func, target, parallel=False)
 

@@ -180,8 +180,20 @@ def _check_records_path(schedules) -> None:
                                 "records file")
 
 
+def records_schedule(func, target, records, *, parallel: bool = True):
+    """The best schedule recorded for ``func`` in the tuning records ``records``; the default
+    schedule when the records hold none for it."""
+    from workbench.recipes.graph_cpu import default_schedule
+    from workbench.tune import load_best  # on use: the graph level loads without the tuner
+    try:
+        best = load_best(records, func, target=target)
+    except (KeyError, LookupError, ValueError):
+        best = None
+    return best if best is not None else default_schedule(func, target, parallel=parallel)
+
+
 def _schedule_for(kernel: LoweredKernel, target, schedules, parallel: bool):
-    from workbench.graph.schedules import default_schedule
+    from workbench.recipes.graph_cpu import default_schedule
 
     if schedules == "default":
         return default_schedule(kernel.func, target, parallel=parallel)
@@ -189,8 +201,6 @@ def _schedule_for(kernel: LoweredKernel, target, schedules, parallel: bool):
         from workbench.schedule import Schedule
 
         return Schedule(kernel.func)
-    from workbench.graph.schedules import records_schedule
-
     return records_schedule(kernel.func, target, schedules, parallel=parallel)
 
 
@@ -213,7 +223,7 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         device outputs, host inputs are copied in and the output out: see
         ``workbench.graph.compiled_cuda``) or ``"numpy"`` (the reference executor).
     schedules : "default", "none" or a tuning-records path
-        The rule-based schedules of ``workbench.graph.schedules`` for ``target`` (recipes on
+        The rule-based schedules of ``workbench.recipes.graph_*`` for ``target`` (recipes on
         cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
         kernel (the default schedule for kernels the records do not hold; a path that does
         not exist raises ``FileNotFoundError``).

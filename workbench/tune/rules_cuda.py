@@ -50,7 +50,7 @@
    ``threadIdx.x``; a reduction runs in each thread over its loops.
 
 5. **every block bound**: a block the rules skipped (no spatial loop first, a loop bound
-   to no iterator) is bound the graph's way (``schedules_cuda.bind_block``), and a stage
+   to no iterator) is bound the graph's way (``recipes.graph_cuda.bind_block``), and a stage
    whose ``compute_at`` is illegal is undone rather than left at the root (a root-level
    statement is a kernel of its own, bound to no thread: ``UnboundKernelError``).
 
@@ -429,7 +429,7 @@ def _bind_the_rest(sch: Schedule) -> None:
     fused and split over ``blockIdx.x`` / ``threadIdx.x``): a block the rules skip (no
     spatial loop first, a loop bound to no iterator) must still be a kernel, not a
     statement on one thread (``UnboundKernelError``)."""
-    from workbench.graph.schedules_cuda import bind_block
+    from workbench.recipes.graph_cuda import bind_block
 
     for block in blocks(sch):
         loops = sch.get_loops(block)

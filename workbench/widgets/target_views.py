@@ -172,7 +172,7 @@ def cuda_views(target) -> TargetViews:
         """The graph's baseline binding rule (one thread per output element): a kernel that
         builds, and the simplest start (a compiled graph's default, ``graph_schedule``,
         applies the operators' recipes first, which would skip the lesson)."""
-        from workbench.graph.schedules_cuda import cuda_schedule
+        from workbench.recipes.graph_cuda import cuda_schedule
         from workbench.schedule import ScheduleError
 
         try:

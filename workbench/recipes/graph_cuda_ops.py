@@ -1,9 +1,9 @@
 """CUDA schedules by rule for graph kernels built from the operator library.
 
-The ``cuda`` counterpart of ``workbench.graph.schedules_ops``: a kernel is recognised by its
+The ``cuda`` counterpart of ``workbench.recipes.graph_cpu_ops``: a kernel is recognised by its
 blocks (``workbench.graph.lower_ops`` builds them from the library) and gets the matching
 ``cuda`` recipe of ``workbench.recipes``; a kernel no rule takes keeps the thread-binding
-baseline of ``workbench.graph.schedules_cuda`` (one thread per output element):
+baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
 
 - ``ops.matmul`` plus an elementwise epilogue (``linear``: ``x @ W + b``, ``gelu(...)``,
   a residual ``+ x``): the register-blocked SGEMM (``recipes.matmul_cuda``), its tile chosen

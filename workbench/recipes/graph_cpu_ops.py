@@ -20,7 +20,7 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   by default: not measured faster, see that module).
 
 Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
-``ValueError``) leaves the kernel to the generic rules of ``workbench.graph.schedules``.
+``ValueError``) leaves the kernel to the generic rules of ``workbench.recipes.graph_cpu``.
 Small kernels stay serial (``PARALLEL_WORK``): starting Numba's thread pool costs more.
 ``parallel=False`` keeps every kernel serial (on a machine shared with other work, a
 parallel region waits for all its threads to get a core: see bench/RESULTS.md).

@@ -1,12 +1,12 @@
-"""Default schedules by rule, per target, for the kernels of a lowered graph.
+"""Default schedules by rule, per target, for the kernels of a lowered graph (``wb.compile``).
 
 ``default_schedule(func, target)`` asks the target's kind (its ``graph_schedule`` hook,
 ``workbench.backends.common.target``):
 
-- ``cuda``: thread binding rules (``workbench.graph.schedules_cuda.cuda_schedule``);
+- ``cuda``: thread binding rules (``workbench.recipes.graph_cuda.cuda_schedule``);
 - ``cpu``: a kernel whose head is a library operator with a recipe (packed matmul,
   fused softmax, fused layernorm, attention by rows) gets that recipe
-  (``workbench.graph.schedules_ops``); every other kernel gets the generic rules below
+  (``workbench.recipes.graph_cpu_ops``); every other kernel gets the generic rules below
   (``cpu_schedule``);
 - a kind without the hook (``numpy``): the generic rules without annotations.
 
@@ -27,7 +27,8 @@ and the schedule stays as it was):
   (starting Numba's thread pool costs more than they do). The innermost loop of every
   purely spatial block is vectorized.
 
-``schedules`` may instead be a tuning-records path (``records_schedule``).
+``wb.compile(schedules=...)`` may instead name a tuning-records path
+(``workbench.graph.compiler.records_schedule``).
 """
 
 from __future__ import annotations
@@ -83,8 +84,8 @@ def default_schedule(func, target="cpu", *, parallel: bool = True) -> Schedule:
 
 def cpu_schedule(func, target=None, parallel: bool = True) -> Schedule:
     """The ``cpu`` kind's ``graph_schedule``: the operator's recipe where one applies
-    (``workbench.graph.schedules_ops``), else the generic rules with annotations."""
-    from workbench.graph.schedules_ops import recipe_schedule
+    (``workbench.recipes.graph_cpu_ops``), else the generic rules with annotations."""
+    from workbench.recipes.graph_cpu_ops import recipe_schedule
 
     sch = recipe_schedule(func, parallel)
     if sch is not None:
@@ -153,13 +154,3 @@ def _vectorize_spatial(sch: Schedule) -> None:
         if loops and _extent(sch, loops[-1]) >= 4:
             _try(sch.vectorize, loops[-1])
 
-
-def records_schedule(func, target, records, *, parallel: bool = True) -> Schedule:
-    """The best schedule recorded for ``func`` in the tuning records ``records``; the default
-    schedule when the records hold none for it."""
-    from workbench.tune import load_best  # on use: the graph level loads without the tuner
-    try:
-        best = load_best(records, func, target=target)
-    except (KeyError, LookupError, ValueError):
-        best = None
-    return best if best is not None else default_schedule(func, target, parallel=parallel)

@@ -15,7 +15,7 @@ The elementwise epilogue ``out`` of a group is first inlined into a purely spati
 (``reverse_compute_inline``), saving a launch; after a reduction it stays a launch of its
 own. This is the simple, always-legal baseline (no shared memory, no register tiles): the
 graph's default (``graph_schedule``) first tries the operators' ``cuda`` recipes through
-``workbench.graph.schedules_cuda_ops`` and falls back to this rule.
+``workbench.recipes.graph_cuda_ops`` and falls back to this rule.
 
 Example
 -------
@@ -90,10 +90,10 @@ def cuda_schedule(func, threads: int = THREADS) -> Schedule:
 
 def graph_schedule(func, target=None, parallel: bool = True) -> Schedule:
     """The ``cuda`` kind's ``graph_schedule`` hook: the operator's ``cuda`` recipe where a
-    rule of ``workbench.graph.schedules_cuda_ops`` takes the kernel (tiled matmul, row
+    rule of ``workbench.recipes.graph_cuda_ops`` takes the kernel (tiled matmul, row
     kernels, attention rows, ``v4`` elementwise), else ``cuda_schedule`` (``parallel`` is a
     CPU notion: every CUDA kernel is parallel)."""
-    from workbench.graph.schedules_cuda_ops import recipe_schedule
+    from workbench.recipes.graph_cuda_ops import recipe_schedule
 
     sch = recipe_schedule(func)
     return sch if sch is not None else cuda_schedule(func, GRAPH_THREADS)
