@@ -166,3 +166,16 @@ def test_02_the_tile_is_kept_in_a_local_accumulator_as_the_prose_says():
                "".join(o.get("data", {}).get("text/plain", ""))]
     assert sources and "C_acc = C_acc_stack()" in sources[0]
     assert "the time barely changes" not in prose(NB02)
+
+
+def test_08_zoo_model_rescheduled_kernel_verdict_matches_the_times():
+    slowest = re.search(r"slowest kernel: (\S+) \((\w+)\)",
+                        output_with("08_end_to_end.ipynb", "slowest kernel:"))
+    text = output_with("08_end_to_end.ipynb", "the rescheduled kernel is")
+    node, before, after, verdict, ratio = re.search(
+        r"(\S+): default (\d+) us, rescheduled (\d+) us: the rescheduled kernel is "
+        r"(faster|not faster) \(x([\d.]+)\)", text).groups()
+    assert node == slowest.group(1) and slowest.group(2) == "conv2d"
+    assert (verdict == "faster") == (float(after) < float(before))
+    assert float(ratio) == pytest.approx(float(before) / float(after), rel=0.02, abs=0.02)
+    assert "prints which one won" in prose("08_end_to_end.ipynb")
