@@ -135,6 +135,7 @@ def attention_rows(args, torch, results):
                         F.scaled_dot_product_attention(q, k, v, is_causal=c))
         flop = 4 * B * H * L * L * D
         variants = {"default": lambda f: warp_rows(f),
+                    "lane register tile": lambda f: warp_rows(f, tile=True),
                     "one block per row (before)": one_row}
         if "all" in args.variants:
             variants.update({"rows 16": lambda f: warp_rows(f, rows=16),

@@ -59,6 +59,8 @@ def test_conv_tiling_divides_resnet_shapes_and_guards_others():
     (1, 1, 13, 6, 37, False, {}),                   # more keys than lanes, odd head dim
     (2, 1, 11, 8, 11, True, {"rows": 4}),           # causal
     (1, 1, 5, 40, 5, False, {"stage_keys": False}),  # head dim above a warp, keys unstaged
+    (1, 1, 9, 40, 128, False, {"tile": True}),       # a lane's 4 keys a register tile, v4
+    (1, 1, 5, 6, 37, True, {"tile": True}),          # the tile with guards, causal
 ])
 def test_warp_rows_attention_matches_torch(rng, B, H, L, D, S, causal, options):
     func = ops.attention(B, H, L, D, kv_seq=S, causal=causal)
@@ -70,6 +72,7 @@ def test_warp_rows_attention_matches_torch(rng, B, H, L, D, S, causal, options):
     assert [c.block for c in kernel.launches] == [(32, rows, 1)]
     assert ("K_shared = cuda.shared.array" in kernel.source) == options.get("stage_keys", True)
     assert "shfl_xor_sync" in kernel.source
+    assert ("load4(K_shared" in kernel.source) == (S == 128)  # the tile's 128-bit key loads
 
 
 def test_warp_rows_refuses_other_kernels():
