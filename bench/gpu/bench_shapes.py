@@ -150,14 +150,14 @@ def main():
     steps = [
         ceilings,
         lambda: sgemm(4000, 4000, 4000, [("default", {})]),
-        lambda: sgemm(1000, 3000, 2000, [("default (split_k 2)", {})] + ([] if q else [
+        lambda: sgemm(1000, 3000, 2000, [("default (split_k 4)", {})] + ([] if q else [
             ("no split (before)", {"split_k": 1}),
-            ("split_k 4", {"split_k": 4}),
+            ("split_k 2", {"split_k": 2}),
             ("tile 64, no split", {"threads": 16, "per_thread": 4, "split_k": 1})])),
         lambda: sgemm(511, 257, 129, [("default (tile 32, split_k 3)", {})] + ([] if q else [
             ("no split (before)", {"split_k": 1}),
             ("tile 64, split_k 3", {"threads": 16, "per_thread": 4, "split_k": 3}),
-            ("tile 32, split_k 3, k_tile 16", {"split_k": 3, "k_tile": 16}),
+            ("tile 32, split_k 3, k_tile 16", {"split_k": 3, "k_tile": 16})])),
         lambda: sgemm(4096, 4096, 4096, [("default (aligned)", {})]),
     ]
     old = {8192: {"threads": 512, "stage": "shared"}, 3000: {"threads": 512, "stage": None},

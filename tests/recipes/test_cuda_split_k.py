@@ -31,7 +31,7 @@ def test_explicit_split_at_odd_sizes(rng):
 
 
 def test_default_splits_a_small_c_with_a_long_k(rng):
-    kernel = _matmul(rng, 9, 11, 64)  # one 32 x 32 block: 2 slices of 32
+    kernel = _matmul(rng, 9, 11, 64)  # one 32 x 32 block: 2 slices of 32 (not 4 of 16)
     assert len(kernel.launches) == 2 and kernel.launches[0].grid[2] == 2
 
 
@@ -42,7 +42,7 @@ def test_split_must_divide_k():
 
 def test_split_k_rule():
     assert split_k_factor(4000, 4000, 4000, 128) == 1  # 1024 blocks: full
-    assert split_k_factor(1000, 3000, 2000, 128) == 2  # 192 blocks: 2 slices
+    assert split_k_factor(1000, 3000, 2000, 128) == 4  # 192 blocks: 768 in 4 slices
     assert split_k_factor(511, 257, 129, 32) == 3  # 144 blocks; 129 = 3 x 43
     assert split_k_factor(511, 257, 127, 32) == 1  # prime K: no slice without a remainder
     assert split_k_factor(64, 64, 40, 32) == 1  # slices under 32 of K
