@@ -11,7 +11,11 @@ Offline details (issue 21 item 10): the renderer computes where its icon font li
 ``location.origin``, which is ``"null"`` on a ``file://`` page, so the copied script is
 patched to use the folder's full URL (``patch_public_path``); every page says, at its top,
 that its controls are a saved picture (``STATIC_NOTE``) and draws them as inactive; the
-index's titles turn Markdown code spans into ``<code>``.
+index's titles turn Markdown code spans into ``<code>``. Widget modules from other packages
+(ipyevents: the explorer's keyboard) are AMD bundles shipped inside their Python package
+(``<module>/nbextension/static/index.js``): each one a page's saved state names is copied to
+``vendor/<module>/`` and require.js is told where it is (``widget_modules``), else the
+renderer asks a CDN for it (one failed request per page offline).
 
 Usage: ``python docs/build_site.py [--out build/site]``.
 """
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import html
+import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -111,8 +117,13 @@ def build(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
         body, _ = html_exporter.from_notebook_node(
             notebook, resources={"metadata": {"name": path.stem}}
         )
+        modules = widget_modules(notebook)
+        for module, bundle in modules.items():
+            target = out / "vendor" / module / "index.js"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(bundle, target)
         page = out / f"{path.stem}.html"
-        page.write_text(mark_static(body))
+        page.write_text(mark_static(with_module_paths(body, list(modules))))
         pages.append(page)
         title = _title(notebook) or path.stem
         links.append(f"<li><a href='{page.name}'>{inline_markdown(title)}</a></li>")
@@ -121,6 +132,37 @@ def build(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
         "</head><body><h1>Workbench tutorials</h1><ol>" + "".join(links) + "</ol></body></html>"
     )
     return pages
+
+
+def widget_modules(notebook) -> dict[str, Path]:
+    """The AMD bundle of every widget module outside ``@jupyter-widgets`` that the
+    notebook's saved widget state names, by module name, found in its Python package."""
+    state = notebook.metadata.get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    names = {m.get("model_module") for m in state.values()}
+    names |= {m.get("state", {}).get("_view_module") for m in state.values()}
+    bundles = {}
+    for name in sorted(n for n in names if n and not n.startswith("@jupyter-widgets/")):
+        spec = importlib.util.find_spec(name)
+        bundle = (Path(spec.origin).parent / "nbextension" / "static" / "index.js"
+                  if spec is not None and spec.origin else None)
+        if bundle is None or not bundle.exists():
+            raise RuntimeError(f"widget module {name!r}: no AMD bundle found "
+                               f"(<package>/nbextension/static/index.js); is it installed?")
+        bundles[name] = bundle
+    return bundles
+
+
+def with_module_paths(page: str, modules: list[str]) -> str:
+    """``page`` with require.js told that each of ``modules`` is ``vendor/<module>/index``
+    (a script right after require.js, before the widget renderer asks for them)."""
+    if not modules:
+        return page
+    paths = json.dumps({name: f"vendor/{name}/index" for name in modules})
+    tag = f'<script src="{REQUIRE_JS}"></script>'
+    if tag not in page:
+        raise RuntimeError(f"the page has no {tag}: cannot point require.js at {modules}")
+    return page.replace(tag, f"{tag}<script>require.config({{paths: {paths}}});</script>", 1)
 
 
 def patch_public_path(script: str) -> str:

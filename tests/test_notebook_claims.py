@@ -66,3 +66,116 @@ def test_05_fma_verdict_matches_the_count():
 def test_05_best_node_is_compared_with_one_named_baseline():
     text = output_with("05_explorer.ipynb", "fastest node:")
     assert "x np.matmul" in text and "numpy reference" not in text
+
+
+NB02 = "02_scheduling_matmul_cpu.ipynb"
+STEP = re.compile(r"^(.+?): ([\d.]+) ms, ([\d.]+) GFLOP/s \(best call ([\d.]+); one thread "
+                  r"([\d.]+)\)$", re.M)
+
+
+def steps_02() -> dict[str, dict]:
+    """Every measured line of notebook 02, by its label."""
+    found = {}
+    for cell in cells(NB02):
+        for label, ms, gflops, best, one in STEP.findall(printed(cell)):
+            found[label] = {"ms": float(ms), "gflops": float(gflops), "best": float(best),
+                            "one": float(one)}
+    return found
+
+
+def test_02_prose_names_no_machine_the_outputs_contradict():
+    text = prose(NB02)
+    assert "2-core AVX2 VM" not in text and "this copy was executed on" not in text
+    assert "On the VM this notebook was developed on, the environment sets" not in text
+    machine = output_with(NB02, "this machine:")
+    lanes = int(re.search(r"(\d+) float32 lanes per vector \(([^)]+)\)", machine).group(1))
+    isa = re.search(r"lanes per vector \(([^)]+)\)", machine).group(1)
+    assert isa == {16: "AVX-512", 8: "AVX2"}.get(lanes, f"{lanes}-lane SIMD")
+    tile = 4 * lanes if lanes >= 16 else 2 * lanes  # "4 x TJ: four vectors of 16, two of 8"
+    assert f"4 tile 4x{tile}, parallel, vectorize" in steps_02()
+    assert re.search(r"environment: OPENBLAS_CORETYPE=\S+, OPENBLAS_L2_SIZE=\S+",
+                     output_with(NB02, "environment:"))
+
+
+def test_02_naive_is_the_slowest_step():
+    """Cell 11: "Slow, as expected (the table at the end: the slowest step by far)"."""
+    steps = steps_02()
+    naive = steps.pop("0 naive i, j, k")
+    assert len(steps) == 7  # numpy and steps 1-6
+    assert all(naive["gflops"] < s["gflops"] and naive["one"] < s["one"] for s in steps.values())
+
+
+def test_02_step_1_vectorization_verdict_matches_its_report():
+    text = output_with(NB02, "step 1, no annotation:")
+    report_1 = text.split("step 1, no annotation:")[1].split("step 2, vectorize(j):")[0]
+    vectorized = any(line.startswith("loop j (") and "x float" in line
+                     for line in report_1.strip().splitlines())
+    verdict = re.search(r"verdict: (.*)", text).group(1)
+    assert verdict.startswith("LLVM had vectorized j in step 1 already") == vectorized
+    assert "LLVM had already vectorized `j` in step 1" not in prose(NB02)
+
+
+@pytest.mark.parametrize("label, step, earlier, before", [
+    ("unroll(i_1)", "5 + unroll(i_1)", 4, "4 tile 4x"),
+    ("split(k, 128)", "6 + split(k, 128), j_0 parallel", 5, "5 + unroll(i_1)"),
+])
+def test_02_gain_verdicts_are_read_from_the_one_thread_numbers(label, step, earlier, before):
+    """Cells 22 and 24: "the gain is often small or none (the cell prints ... and says which)"."""
+    text = output_with(NB02, f"{label}, one thread, against step {earlier}:")
+    ratio, now, then, verdict = re.search(
+        rf"{re.escape(label)}, one thread, against step {earlier}: x([\d.]+) "
+        r"\(([\d.]+) / ([\d.]+) GFLOP/s\): (.*)", text).groups()
+    steps = steps_02()
+    previous = next(s for name, s in steps.items() if name.startswith(before))
+    assert float(now) == pytest.approx(steps[step]["one"], abs=0.06)
+    assert float(then) == pytest.approx(previous["one"], abs=0.06)
+    ratio = float(ratio)
+    assert ratio == pytest.approx(float(now) / float(then), abs=0.02, rel=0.02)
+    expected = ("within 10 %" if abs(ratio - 1) < 0.1 else "a gain" if ratio > 1 else "a loss")
+    assert verdict.startswith(expected)
+    assert "so the measured gain here is small or none" not in prose(NB02)
+
+
+def test_02_parallel_medians_verdict_matches_the_steps():
+    text = output_with(NB02, "parallel steps 3-6, all-thread medians")
+    low, high, spread, verdict = re.search(
+        r"all-thread medians ([\d.]+)-([\d.]+) ms \(x([\d.]+)\): (.*)", text).groups()
+    medians = [s["ms"] for name, s in steps_02().items() if name[0] in "3456"]
+    assert len(medians) == 4
+    assert float(low) == pytest.approx(min(medians), abs=0.06)
+    assert float(high) == pytest.approx(max(medians), abs=0.06)
+    assert float(spread) == pytest.approx(max(medians) / min(medians), abs=0.02, rel=0.02)
+    assert verdict.startswith("about the same") == (float(spread) < 1.3)
+
+
+def test_02_every_step_is_right_of_the_ridge_as_printed():
+    text = output_with(NB02, "ridge at")
+    ridge = float(re.search(r"ridge at ([\d.]+) FLOP/byte", text).group(1))
+    intensity, side = re.search(r"matmul: ([\d.]+) FLOP/byte for every step, (\w+) of the ridge",
+                                text).groups()
+    assert (side == "right") == (float(intensity) > ridge)
+    assert "right of the ridge point" in prose(NB02)
+    assert side == "right"  # the prose says so unconditionally: it must hold
+
+
+def test_02_the_tile_is_kept_in_a_local_accumulator_as_the_prose_says():
+    """Cell 20: "the backend keeps the 4 x TJ output tile in a local array (C_acc, on the
+    stack: C_acc_stack ...)" -- in the source the step-4 cell shows."""
+    sources = ["".join(o.get("data", {}).get("text/plain", "")) for c in cells(NB02)
+               for o in c.get("outputs", []) if "for i_0 in numba.prange" in
+               "".join(o.get("data", {}).get("text/plain", ""))]
+    assert sources and "C_acc = C_acc_stack()" in sources[0]
+    assert "the time barely changes" not in prose(NB02)
+
+
+def test_08_zoo_model_rescheduled_kernel_verdict_matches_the_times():
+    slowest = re.search(r"slowest kernel: (\S+) \((\w+)\)",
+                        output_with("08_end_to_end.ipynb", "slowest kernel:"))
+    text = output_with("08_end_to_end.ipynb", "the rescheduled kernel is")
+    node, before, after, verdict, ratio = re.search(
+        r"(\S+): default (\d+) us, rescheduled (\d+) us: the rescheduled kernel is "
+        r"(faster|not faster) \(x([\d.]+)\)", text).groups()
+    assert node == slowest.group(1) and slowest.group(2) == "conv2d"
+    assert (verdict == "faster") == (float(after) < float(before))
+    assert float(ratio) == pytest.approx(float(before) / float(after), rel=0.02, abs=0.02)
+    assert "prints which one won" in prose("08_end_to_end.ipynb")

@@ -11,9 +11,9 @@ this run, same inputs, outputs preallocated. Correctness is checked against torc
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -23,6 +23,7 @@ np.row_stack = np.vstack  # numba-cuda 0.30 on numpy 2.5 still names it
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import torch  # noqa: E402
+from bench_cudamem import cuda_time as events_time  # noqa: E402  (this folder is sys.path[0])
 from numba import cuda  # noqa: E402
 
 import workbench as wb  # noqa: E402
@@ -31,21 +32,8 @@ from workbench import ops, recipes  # noqa: E402
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
-
-def cuda_time(fn, *, warmup: int = 3, repeats: int = 20) -> float:
-    """Median seconds of ``fn()`` by CUDA events (each call timed on its own)."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
+# each call timed with its launch (no sleep before it), as this bench has always measured
+cuda_time = functools.partial(events_time, sleep_cycles=0)
 
 
 def dev(t: torch.Tensor):

@@ -17,9 +17,9 @@ the CPU (no timings worth reading): a check of the script, not a measurement.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -34,6 +34,7 @@ if DRY:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 import torch  # noqa: E402
+from bench_cudamem import cuda_time as events_time  # noqa: E402  (this folder is sys.path[0])
 
 import workbench as wb  # noqa: E402
 from workbench import ops, recipes  # noqa: E402
@@ -48,24 +49,8 @@ def sync():
         torch.cuda.synchronize()
 
 
-def cuda_time(fn, *, warmup: int = 3, repeats: int = 25) -> float:
-    """Median seconds of ``fn()`` by CUDA events, each call timed on its own."""
-    for _ in range(warmup):
-        fn()
-    sync()
-    if DRY:
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
+# 25 calls, each timed with its launch (no sleep before it); the dry run: one call by the clock
+cuda_time = functools.partial(events_time, repeats=25, sleep_cycles=0, wall_clock=DRY)
 
 
 def args_of(*tensors):

@@ -40,15 +40,24 @@ torch.backends.cudnn.allow_tf32 = False
 SLEEP_CYCLES = 600_000  # ~0.3 ms at ~1.9 GHz: the stream is busy while the host launches
 
 
-def cuda_time(fn, *, warmup: int = 3, repeats: int = 20) -> float:
-    """Median seconds of ``fn()`` by CUDA events, the host's launch hidden behind a sleep."""
+def cuda_time(fn, *, warmup: int = 3, repeats: int = 20, sleep_cycles: int = SLEEP_CYCLES,
+              wall_clock: bool = False) -> float:
+    """Median seconds of ``fn()`` by CUDA events, the host's launch hidden behind a sleep of
+    ``sleep_cycles`` (0: no sleep, the launch path counted in the time, as ``bench_cuda`` and
+    ``bench_cuda_reduce`` measure). ``wall_clock``: one call after the warm-ups timed by the
+    host's clock (a dry run under the simulator, no GPU)."""
     for _ in range(warmup):
         fn()
+    if wall_clock:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
     torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(SLEEP_CYCLES)
+        if sleep_cycles:
+            torch.cuda._sleep(sleep_cycles)
         start.record()
         fn()
         end.record()

@@ -1,74 +1,39 @@
 """The explorer in a real browser: JupyterLab on 127.0.0.1 with a token, Debian's chromium
 driven by Playwright (never ``playwright install``).
 
-1. JupyterLab opens a copy of notebooks/05_explorer.ipynb, runs all cells, then the test
-   picks a split factor in the matmul explorer's dropdown and asserts from the DOM that the
-   IR pane and the measured history table changed.
+1. JupyterLab opens a copy of notebooks/05_explorer.ipynb and runs all cells; then, in the
+   page, as a person would (issue 21 items 2, 9, 12):
+   * a split factor picked in the matmul explorer's dropdown changes the IR pane and adds a
+     measured row to the history table;
+   * with the file browser open, no tab title of the explorer is cut off;
+   * keys over the loop list: arrows select, ``p`` parallelizes, ``u`` undoes, ``8s``
+     splits by 8, ``⇧↓`` reorders, ``v`` vectorizes, ``f`` fuses (the fused loop stays
+     selected); a refused ``v`` (the reduction loop) shows its error in the fixed-height
+     message box without moving any control;
+   * the softmax explorer's block primitives are placed with their arguments (target loop,
+     read/write buffer, scope) and ``cache_read`` with a chosen buffer adds a cache block.
 2. The static site (``docs/build_site.py``) renders the explorer's saved widget state with
-   every request outside the site refused (no CDN, no network).
+   every request outside the site refused (no CDN, no network) and no request failing (the
+   icon font and ipyevents' script are shipped), icons drawn, the static banner shown.
 
-Screenshots of failures are saved under ``tests/browser/artifacts/`` (or
-``$WORKBENCH_BROWSER_ARTIFACTS``).
+Screenshots: ``tests/browser/artifacts/`` (or ``$WORKBENCH_BROWSER_ARTIFACTS``), kept on
+success (the named ones below) and on failure (the whole page).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(os.environ.get("WORKBENCH_BROWSER_ARTIFACTS", ROOT / "tests/browser/artifacts"))
-LAUNCH_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-TIMEOUT_MS = 240_000  # a cold kernel on two shared cores: the whole notebook runs in this
+from labdriver import ROOT, TIMEOUT_MS, jupyter_lab, run_until_widgets, screenshot, text
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 sync_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists():
-    pytest.skip("Debian's chromium is missing (make setup installs it)", allow_module_level=True)
-sync_api.expect.set_options(timeout=60_000)  # Playwright's 5 s is short for a cold kernel
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _write_settings(settings: Path) -> None:
-    files = {
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
-        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
-            {"autoStartDefaultKernel": True, "windowingMode": "none"},
-    }
-    for name, value in files.items():
-        path = settings / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value))
-
-
-def _request(url: str, token: str, data: dict | None = None) -> dict:
-    body = json.dumps(data).encode() if data is not None else None
-    req = urllib.request.Request(url, data=body, method="POST" if data is not None else "GET",
-                                 headers={"Authorization": f"token {token}",
-                                          "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as response:
-        return json.loads(response.read() or b"{}")
+expect = sync_api.expect
+expect.set_options(timeout=60_000)  # Playwright's 5 s is short for a cold kernel
 
 
 @pytest.fixture
@@ -80,166 +45,193 @@ def lab(tmp_path):
     notebook = json.loads(copy.read_text())
     notebook["metadata"].pop("widgets", None)
     copy.write_text(json.dumps(notebook))
-    home = tmp_path / "jupyter"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+    with jupyter_lab(root, "05_explorer.ipynb", tmp_path / "jupyter") as server:
+        yield server
+
+
+def dropdown(explorer, label: str):
+    """The ``<select>`` of the explorer's dropdown described ``label``."""
+    return explorer.locator(".widget-dropdown").filter(
+        has=explorer.page.locator("label", has_text=re.compile(rf"^{re.escape(label)}$"))
+    ).locator("select")
+
+
+def loop_names(loops) -> list[str]:
+    """The loop list's names, outermost first (an option reads "  i_1  4  parallel")."""
+    return [label.split()[0] for label in loops.locator("option").all_text_contents()]
+
+
+def select_loop(loops, name: str) -> None:
+    """Pick loop ``name`` in the loop list with the mouse."""
+    values = loops.locator("option").evaluate_all("nodes => nodes.map(n => n.value)")
+    loops.select_option(value=values[loop_names(loops).index(name)])
+    expect_loop(loops, name)
+
+
+def expect_loop(loops, name: str) -> None:
+    """Wait until loop ``name`` is the selected one."""
+    expect(loops.locator("option:checked")).to_have_text(re.compile(rf"^\s*{name}\s"))
+
+
+def cut_titles(labels) -> list[str]:
+    """The visible tab titles whose text is wider than their label (cut off)."""
+    return labels.evaluate_all(
+        "nodes => nodes.filter(n => n.offsetParent !== null && n.scrollWidth > n.clientWidth + 1)"
+        ".map(n => `${n.textContent}: ${n.scrollWidth} > ${n.clientWidth}`)")
+
+
+def control_positions(explorer) -> dict:
+    """Where the controls under the message box are: (x, y) of each in the explorer."""
+    boxes = {
+        "loop list": explorer.locator(".widget-select select").first,
+        "split by": dropdown(explorer, "split by"),
+        "parallel": explorer.locator(".widget-toggle-button", has_text="parallel").first,
+        "undo": explorer.locator("button", has_text=re.compile(r"^\s*undo$")).first,
+        "tabs": explorer.locator(".lm-TabBar").first,
     }
-    _write_settings(home / "settings")
-    port, token = _free_port(), secrets.token_hex(16)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
-         "--allow-root"],
-        env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "lab.log").open("w"),
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                _request(f"{base}/api/status", token)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError((tmp_path / "lab.log").read_text()[-2000:]) from None
-                time.sleep(0.5)
-        _request(f"{base}/api/sessions", token, {
-            "path": "05_explorer.ipynb", "name": "05_explorer.ipynb", "type": "notebook",
-            "kernel": {"name": "python3"}})
-        yield base, token
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-
-
-@pytest.fixture
-def browser_page(request):
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(TIMEOUT_MS)
-        yield page
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-        browser.close()
-
-
-def _text(locator) -> str:
-    return locator.first.evaluate("node => node.textContent")
-
-
-def _menu(page, menu: str, item: str) -> None:
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{menu}$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{item}$")).click()
-
-
-def _until(action, check, tries: int = 3) -> None:
-    """Do ``action`` until ``check`` passes: seen here twice under load, a menu click that
-    JupyterLab did not act on (the outputs stayed, or "Run All" ran nothing)."""
-    for attempt in range(tries):
-        action()
-        try:
-            check()
-            return
-        except AssertionError:
-            if attempt == tries - 1:
-                raise
-
-
-def _clear_and_run_all(page, final) -> None:
-    """Clear every output, run all cells, wait until the last cell printed its state."""
-    expect = sync_api.expect
-    busy = page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']")
-    _until(lambda: _menu(page, "Edit", "Clear Outputs of All Cells"),
-           lambda: expect(final).to_have_count(0, timeout=20_000))  # committed outputs gone
-    _until(lambda: _menu(page, "Run", "Run All Cells"),
-           lambda: expect(busy).to_have_count(1, timeout=30_000))  # the kernel started
-    # the last cell prints the softmax explorer's state: everything before it has run
-    try:
-        expect(final).to_have_count(1, timeout=TIMEOUT_MS)
-    except AssertionError as err:  # name the cell that stopped "Run All", if one did
-        errors = page.locator(
-            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
-        ).all_text_contents()
-        raise AssertionError(f"the notebook did not finish; error outputs: {errors[:3]}") from err
+    origin = explorer.bounding_box()  # positions in the explorer: a page scroll moves all
+    return {name: (round(b.bounding_box()["x"] - origin["x"]),
+                   round(b.bounding_box()["y"] - origin["y"])) for name, b in boxes.items()}
 
 
 def test_explorer_runs_in_jupyterlab_and_a_control_changes_ir_and_table(lab, browser_page):
     base, token = lab
     page = browser_page
-    expect = sync_api.expect
     page.goto(f"{base}/lab/tree/05_explorer.ipynb?token={token}")
     expect(page.locator(".jp-Notebook")).to_be_visible()
     expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
         1, timeout=TIMEOUT_MS)
     final = page.locator(".jp-OutputArea", has_text="Explorer: softmax, target cpu, node 3")
-    # Seen here: now and then the widget manager is not ready when "Run All" starts, and
-    # JupyterLab shows the explorers' text/plain form instead of the widgets. The page is
-    # then reloaded (a fresh widget manager on the same kernel) and run again: in a CI run
-    # under pytest-xdist the first attempt failed this way, the second passed.
-    attempts = 3
-    for attempt in range(attempts):
-        _clear_and_run_all(page, final)
-        try:
-            expect(page.locator(".wb-explorer")).not_to_have_count(0, timeout=60_000)
-            break
-        except AssertionError:
-            if attempt == attempts - 1:
-                raise
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / f"explorer_text_only_run_{attempt}.png"))
-            page.reload()
-            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']"))\
-                .to_have_count(1, timeout=TIMEOUT_MS)
+    run_until_widgets(page, final, ".wb-explorer", expect)
     explorer = page.locator(".wb-explorer").first
     expect(explorer.locator(".wb-status")).to_contain_text("measured", timeout=TIMEOUT_MS)
-    ir_before = _text(explorer.locator(".wb-IR"))
-    history_before = _text(explorer.locator(".wb-history"))
+    ir_before = text(explorer.locator(".wb-IR"))
+    history_before = text(explorer.locator(".wb-history"))
     rows_before = explorer.locator(".wb-history tbody tr").count()
 
-    split = explorer.locator(".widget-dropdown", has_text="split by").locator("select")
+    split = dropdown(explorer, "split by")
     options = split.locator("option").all_text_contents()
     factor = options[1]  # the smallest divisor of the selected loop's extent
     split.select_option(label=factor)
 
     expect(explorer.locator(".wb-history tbody tr")).to_have_count(rows_before + 1)
     expect(explorer.locator(".wb-status")).to_contain_text("measured:", timeout=TIMEOUT_MS)
-    ir_after = _text(explorer.locator(".wb-IR"))
+    ir_after = text(explorer.locator(".wb-IR"))
     assert ir_after != ir_before
-    assert f"factors=[None, {factor}]" in _text(explorer.locator(".wb-history"))
+    assert f"factors=[None, {factor}]" in text(explorer.locator(".wb-history"))
     new_row = explorer.locator(".wb-history tbody tr").last
     expect(new_row).not_to_contain_text("…", timeout=TIMEOUT_MS)  # measured numbers arrived
     cells = new_row.locator("td").all_text_contents()
     assert float(cells[3]) > 0  # ms median
-    assert _text(explorer.locator(".wb-history")) != history_before
+    assert _text_changed(explorer.locator(".wb-history"), history_before)
 
-    # issue 21 items 2, 9, 12: block primitives are placed, the messages box has a fixed
-    # height, and an arrow key in the loop list selects the next loop
-    expect(explorer.locator("button", has_text="compute_at").first).to_be_visible()
-    messages = explorer.locator(".wb-messages").first
+    check_tab_titles_with_the_file_browser_open(page, explorer)
+    check_keys_and_a_refused_edit_that_moves_nothing(page, explorer)
+    check_block_primitives_of_the_softmax_explorer(page, page.locator(".wb-explorer").nth(1))
+
+
+def _text_changed(locator, before: str) -> bool:
+    return text(locator) != before
+
+
+def check_tab_titles_with_the_file_browser_open(page, explorer) -> None:
+    """Issue 21 item 9: the file browser takes width from the notebook; every visible tab
+    title of the explorer is still whole (its text fits its label)."""
+    browser = page.locator("#filebrowser")
+    if not browser.is_visible():
+        page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']").click()
+    expect(browser).to_be_visible()
+    explorer.scroll_into_view_if_needed()
+    labels = explorer.locator(".lm-TabBar-tabLabel")
+    expect(labels.first).to_be_visible()
+    cut = cut_titles(labels)
+    assert not cut, f"tab titles cut off with the file browser open: {cut}"
+    assert "IR diff" in labels.all_text_contents()
+    screenshot(explorer, "explorer_file_browser_open.png")
+
+
+def check_keys_and_a_refused_edit_that_moves_nothing(page, explorer) -> None:
+    """Issue 21 items 12 and 9: one-key edits over the loop list, from the start node."""
+    status = explorer.locator(".wb-status")
+    dropdown(explorer, "node").select_option(index=0)  # the start node: loops i, j, k
     loops = explorer.locator(".widget-select select").first
-    def below_messages() -> float:  # the loop list's distance from the messages box
-        return loops.bounding_box()["y"] - messages.bounding_box()["y"]
+    expect(loops.locator("option")).to_have_count(3)
+    start_ir = text(explorer.locator(".wb-IR"))
+    select_loop(loops, "i")
+    loop_list = explorer.locator(".widget-select").first
 
-    top_before = below_messages()
-    selected = loops.evaluate("node => node.value")
-    explorer.locator(".widget-select").first.hover()  # ipyevents takes keys under the mouse
-    page.keyboard.press("j")  # the next loop
-    expect(loops).not_to_have_value(selected, timeout=60_000)
-    assert messages.bounding_box()["height"] == pytest.approx(84, abs=2)
-    assert below_messages() == pytest.approx(top_before, abs=1)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    explorer.screenshot(path=str(ARTIFACTS / "explorer_jupyterlab.png"))
+    def key(name: str, selected: str | None = None) -> None:
+        loop_list.hover()  # ipyevents takes keys under the mouse (a scroll may have moved it)
+        page.keyboard.press(name)
+        if selected is not None:
+            expect_loop(loops, selected)
+
+    key("ArrowDown", "j")
+    key("ArrowUp", "i")
+    key("p")  # parallel i
+    expect(loops.locator("option").first).to_contain_text("parallel")
+    expect(status).to_contain_text("measured", timeout=TIMEOUT_MS)
+    key("u")  # undo: back to the start node
+    expect(loops.locator("option").first).not_to_contain_text("parallel")
+    expect(explorer.locator(".wb-IR")).to_have_text(start_ir)
+    key("8")
+    key("s")  # split i by 8
+    expect(loops.locator("option")).to_have_count(4)
+    assert loop_names(loops) == ["i_0", "i_1", "j", "k"]
+    expect(explorer.locator("div.wb-history")).to_contain_text("factors=[None, 8]")
+    select_loop(loops, "k")
+    expect(status).to_contain_text("measured", timeout=TIMEOUT_MS)
+
+    # a refused edit: the error shows in the message box, no control moves
+    messages = explorer.locator(".wb-messages").first
+    before = control_positions(explorer)
+    messages_box = messages.bounding_box()
+    key("v")  # k is the reduction loop
+    expect(explorer.locator(".wb-error")).to_contain_text("reduction loop")
+    assert control_positions(explorer) == before
+    assert messages.bounding_box()["height"] == pytest.approx(messages_box["height"], abs=1)
+    messages.scroll_into_view_if_needed()
+    screenshot(page, "explorer_refused_key.png")  # the error line above the same controls
+
+    key("ArrowUp", "j")
+    key("Shift+ArrowDown")  # move j in: the order becomes i_0, i_1, k, j
+    expect(loops.locator("option").last).to_contain_text("j")
+    expect_loop(loops, "j")
+    key("v")  # vectorize the innermost, spatial loop
+    expect(loops.locator("option").last).to_contain_text("vectorized")
+    expect(explorer.locator(".wb-error")).to_have_text("")
+    assert control_positions(explorer) == before  # the error went: still nothing moved
+    select_loop(loops, "i_0")
+    key("f", "i_0_i_1_fused")  # fuse i_0 with i_1: the selection stays on the fused loop
+    assert loop_names(loops) == ["i_0_i_1_fused", "k", "j"]
+    expect(status).to_contain_text("measured", timeout=TIMEOUT_MS)
+    screenshot(explorer, "explorer_jupyterlab.png")
+
+
+def check_block_primitives_of_the_softmax_explorer(page, explorer) -> None:
+    """Issue 21 item 2: block primitives with their arguments, applied from the page."""
+    explorer.scroll_into_view_if_needed()
+    dropdown(explorer, "block").select_option("T_softmax_norm")
+    expect(dropdown(explorer, "block")).to_have_value("T_softmax_norm")
+    for name in ("compute_at", "reverse_compute_at", "compute_inline", "cache_read",
+                 "cache_write", "set_scope", "transform_layout"):
+        expect(explorer.locator("button", has_text=re.compile(rf"^{name}$"))).to_be_visible()
+    at_loop = dropdown(explorer, "at loop")
+    assert "i2" in at_loop.locator("option").all_text_contents()
+    assert {"local", "shared", "global"} <= set(
+        dropdown(explorer, "scope").locator("option").all_text_contents())
+    read = dropdown(explorer, "read")
+    expect(read.locator("option")).to_have_count(3)  # A, T_softmax_maxelem, T_softmax_expsum
+    read.select_option(label="1: T_softmax_maxelem")
+    expect(read).to_have_value(re.compile(".+"))
+    cache_read = explorer.locator("button", has_text=re.compile(r"^cache_read$"))
+    expect(cache_read).to_be_enabled(timeout=TIMEOUT_MS)  # the legality table arrived
+    cache_read.click()
+    expect(explorer.locator("div.wb-history")).to_contain_text(
+        "cache_read T_softmax_norm 1 'local'", timeout=TIMEOUT_MS)
+    expect(dropdown(explorer, "block").locator("option", has_text="T_softmax_maxelem_local"))\
+        .to_have_count(1)
+    screenshot(explorer, "explorer_softmax_block_primitives.png")
 
 
 def test_static_site_renders_the_explorer_offline(tmp_path, browser_page):
@@ -263,17 +255,21 @@ def test_static_site_renders_the_explorer_offline(tmp_path, browser_page):
     page.on("requestfailed", lambda request: failed.append(request.url))
     page.goto((site / "05_explorer.html").as_uri())
     explorer = page.locator(".wb-explorer").first
-    expect = sync_api.expect
     expect(explorer).to_be_visible(timeout=60_000)
     expect(explorer.locator(".wb-IR")).to_contain_text("i_0")
     expect(explorer.locator(".wb-history tbody tr").first).to_be_attached()
-    assert not [u for u in refused if "require" in u or "html-manager" in u]
-    # issue 21 item 10: the icon font loads (file:// paths), the page says it is static
+    # issue 21 item 10: the static banner, no failed request (fonts, ipyevents), icons drawn
     expect(page.locator(".wb-static-note")).to_be_visible()
     page.wait_for_load_state("networkidle")
-    assert not [u for u in failed if re.search(r"\.(woff2?|ttf|eot|svg)$", u)], failed
+    assert not failed and not refused, (failed, refused)
+    fonts = page.evaluate(
+        "document.fonts.ready.then(() => [...document.fonts].filter(f => f.status == 'loaded')"
+        ".map(f => f.family))")
+    icon = explorer.locator("i.fa").first.evaluate(
+        "node => getComputedStyle(node, '::before').fontFamily")
+    assert icon.strip('"') in fonts, (icon, fonts)
+    labels = explorer.locator(".lm-TabBar-tabLabel")
+    assert "loop nest" in labels.all_text_contents() and not cut_titles(labels)
     assert "monospace" in explorer.locator(".wb-IR pre").first.evaluate(
         "node => getComputedStyle(node).fontFamily")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "static_site_explorer.png"), full_page=False)
-
+    screenshot(page, "static_site_explorer.png")

@@ -164,6 +164,8 @@ CASES = {
     "stack": (lambda x, y: torch.stack([x, y], 2), [X, X]),
     "embedding": (lambda i: F.embedding(i, _CONST["table"]), [("int", (2, 3))]),
     "index_select": (lambda x: torch.index_select(x, 2, torch.tensor([3, 0, 0])), [X]),
+    "gather": (lambda x, i: torch.gather(x, 2, i), [X, ("int", (2, 3, 2), 4)]),
+    "index": (lambda x, i: x[:, i - 3] * 2, [X, ("int", (5,))]),
     "constant_pad_nd": (lambda x: aten.constant_pad_nd(x, [1, 2, 0, 1], 0.5), [X]),
     "pad": (lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [X]),
     # recurrent layers (modules built once: their weights are the case's constants)
@@ -222,7 +224,8 @@ def _inputs(specs):
     out = []
     for spec in specs:
         if spec[0] == "int":
-            out.append(torch.randint(0, 7, spec[1], generator=gen))
+            high = spec[2] if len(spec) > 2 else 7
+            out.append(torch.randint(0, high, spec[1], generator=gen))
         else:
             out.append(torch.randn(*spec, generator=gen))
     return tuple(out)

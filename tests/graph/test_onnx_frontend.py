@@ -126,3 +126,45 @@ def test_read_only_initializers_and_inputs_reuse_the_compiled_kernel():
     assert len(dispatcher.signatures) == 1
     assert all(a.flags.writeable and a.flags.c_contiguous
                for a in compiled._values.values() if isinstance(a, np.ndarray))
+
+
+def test_dynamo_exporter_ops_match_numpy():
+    """Gather by a run-time index (negatives wrap), Cast, comparisons, And, Not, Where, IsNaN,
+    Split, Pow, ReduceMean, Reciprocal (what the dynamo exporter emits for transformers)."""
+    import workbench as wb
+
+    nodes = [
+        helper.make_node("Gather", ["t", "ids"], ["rows"], axis=0),           # (2, 3, 4)
+        helper.make_node("Cast", ["ids"], ["idf"], to=TensorProto.FLOAT),     # (2, 3)
+        helper.make_node("Unsqueeze", ["idf", "ax"], ["idu"]),                # (2, 3, 1)
+        helper.make_node("Less", ["rows", "zero"], ["neg"]),
+        helper.make_node("Not", ["neg"], ["pos"]),
+        helper.make_node("Greater", ["rows", "half"], ["big"]),
+        helper.make_node("And", ["pos", "big"], ["both"]),
+        helper.make_node("Where", ["both", "rows", "idu"], ["w"]),
+        helper.make_node("Split", ["w", "sizes"], ["s0", "s1"], axis=2),
+        helper.make_node("IsNaN", ["s1"], ["nan"]),
+        helper.make_node("Pow", ["s0", "two"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq", "ax"], ["m"], keepdims=1),
+        helper.make_node("Add", ["m", "one"], ["m1"]),
+        helper.make_node("Reciprocal", ["m1"], ["r"]),
+        helper.make_node("Mul", ["s1", "r"], ["y0"]),
+        helper.make_node("Add", ["y0", "nan"], ["y"]),
+    ]
+    table = _rand(5, 4)
+    inits = {"t": table, "zero": np.zeros((), "float32"), "half": np.float32(0.3),
+             "ax": np.array([2]), "sizes": np.array([1, 3]), "two": np.float32(2.0),
+             "one": np.float32(1.0)}
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph(nodes, "g", [ids], [out],
+                          [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    index = np.array([[0, -1, 3], [-5, 2, 4]])
+    rows = table[index]
+    w = np.where((rows >= 0) & (rows > 0.3), rows, index[..., None].astype("float32"))
+    s0, s1 = w[..., :1], w[..., 1:]
+    expected = s1 / ((s0 ** 2).mean(axis=2, keepdims=True) + 1)
+    graph = from_onnx(model)
+    np.testing.assert_allclose(run(graph, index)[0], expected, rtol=1e-5)
+    np.testing.assert_allclose(wb.compile(graph, target="numpy")(index), expected, rtol=1e-5)

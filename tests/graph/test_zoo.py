@@ -1,14 +1,18 @@
 """The model zoo (``zoo_models``): standard architectures at tiny sizes with random weights,
 imported, run and compiled, each compared with PyTorch (max relative error <= 1e-4).
 
+torchvision's resnet18, mobilenet_v2, efficientnet_b0 and ViT, timm's vit_tiny_patch16_224
+(``timm.create_model`` at a small size), transformers' GPT-2, BERT and Llama.
 Every model goes through the interpreter and ``wb.compile(target="numpy")`` (every lowered
 kernel, run by the reference executor); the Conv1d net and the LSTM also on the Numba cpu
 target.
 Numba-compiling every zoo model takes minutes on two cores (one compile per kernel; compile
 time is the issue's later part): set ``WB_ZOO_CPU=1`` to compile all of them for the cpu.
 LSTM and GRU layers are unrolled over the static sequence length; a plain RNN is refused.
-The ONNX route (``torch.onnx.export``, the TorchScript exporter, then ``wb.compile``) covers
-the models whose ONNX ops the ONNX frontend knows.
+The ONNX route (``torch.onnx.export``, then ``wb.compile``): the TorchScript exporter for the
+vision models and the Conv1d net; the dynamo exporter (``dynamo=True``, onnxscript) for GPT-2,
+BERT and Llama, which the TorchScript exporter cannot export (``aten::diff`` of the causal
+mask; transformers' cache objects).
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ def _model(name):
         if zoo_models.import_transformers() is None:
             pytest.skip("transformers is not installed")
         return zoo_models.text_models()[name]
+    if name == "vit_timm":
+        if zoo_models.import_timm() is None:
+            pytest.skip("timm is not installed")
+        return zoo_models.timm_vit()
     if name == "lstm":
         torch.manual_seed(0)
         return zoo_models.LSTMNet().eval(), (torch.randn(2, 5, 4),)
@@ -64,7 +72,7 @@ def _assert_close(got, expected):
     assert error <= 1e-4, f"max relative error {error:.2e}"
 
 
-@pytest.mark.parametrize("name", VISION + TEXT + ("conv1d", "lstm"))
+@pytest.mark.parametrize("name", VISION + TEXT + ("vit_timm", "conv1d", "lstm"))
 def test_zoo_model_matches_torch(name):
     model, inputs = _model(name)
     expected = _reference(model, inputs)
@@ -93,7 +101,8 @@ def test_a_plain_rnn_is_refused_with_the_reason():
     assert "nn.RNN is refused" in str(info.value)
 
 
-ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "vit", "conv1d")
+ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "vit", "conv1d", "gpt2", "bert",
+               "llama")
 
 
 @pytest.mark.parametrize("name", ONNX_MODELS)
@@ -101,9 +110,14 @@ def test_zoo_model_through_onnx(name):
     pytest.importorskip("onnx")
     model, inputs = _model(name)
     expected = _reference(model, inputs)
-    buffer = io.BytesIO()
-    torch.onnx.export(model, inputs, buffer, dynamo=False)
     import onnx
 
-    compiled = wb.compile(onnx.load_from_string(buffer.getvalue()), target="numpy")
+    if name in TEXT:
+        pytest.importorskip("onnxscript")
+        proto = torch.onnx.export(model, inputs, dynamo=True, verbose=False).model_proto
+    else:
+        buffer = io.BytesIO()
+        torch.onnx.export(model, inputs, buffer, dynamo=False)
+        proto = onnx.load_from_string(buffer.getvalue())
+    compiled = wb.compile(proto, target="numpy")
     _assert_close(_first(compiled(*[x.numpy() for x in inputs])), expected)

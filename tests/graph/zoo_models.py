@@ -45,6 +45,27 @@ def _define_torchvision_schemas() -> None:
     _TV_LIBRARY.append(library)  # the schemas live as long as the library object
 
 
+def import_timm():
+    """``timm``, or None when it is not installed (torchvision made importable first: timm
+    imports it)."""
+    import_torchvision()
+    try:
+        import timm
+    except ImportError:
+        return None
+    return timm
+
+
+def timm_vit():
+    """timm's ``vit_tiny_patch16_224`` at 32x32, patch 8, depth 2, width 48 (3 heads), 10
+    classes, random weights (``timm.create_model`` keyword arguments: no hub access)."""
+    timm = import_timm()
+    torch.manual_seed(0)
+    net = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32,
+                            patch_size=8, depth=2, embed_dim=48, num_heads=3, num_classes=10)
+    return net.eval(), (torch.randn(1, 3, 32, 32),)
+
+
 def import_transformers():
     """``transformers``, or None when it is not installed (torchvision made importable
     first: transformers imports it when present)."""

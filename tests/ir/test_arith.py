@@ -116,6 +116,12 @@ GOLDEN = [
     (x % 32 // 4, {}, x // 4 % 8),
     (fused // 128 * 128 + fused // 16 % 8 * 16 + fused % 16, {}, fused),  # fuse of three loops
     (fused // 16 % 8 * 16 + fused % 16, {}, fused % 128),
+    # the low digit needs its value modulo the radix only, and may be a simplified quotient
+    ((x * 32 + y) // 16 * 16 + y % 16, {}, x * 32 + y),
+    ((x * 32 + y) // 12 * 12 + (x * 8 + y // 4) % 3 * 4 + y % 4, {}, x * 32 + y),
+    ((x * 32 + y) // 12 * 12 + (x * 8 + y // 4) % 3 * 4, {}, x * 32 + y // 4 * 4),
+    ((x * 12 + y) // 16 * 16 + y % 16, {}, (x * 12 + y) // 16 * 16 + y % 16),  # 12 != 0 mod 16
+    ((x * 12 + y) // 16 * 16 + y % 8, {}, (x * 12 + y) // 16 * 16 + y % 8),  # not adjacent
     (fused // 512 * 4 + fused // 128 % 4, {}, fused // 128),
     (x // 8 * 8 - x, {}, Mul(FloorMod(x, c(8)), c(-1))),
     (x // 4 - x // 32 * 8, {}, x // 4 % 8),

@@ -459,3 +459,49 @@ def test_parallel_fused_loop_with_a_guard_on_a_lone_inner_loop():
     assert "T.parallel(60)" in script and "T.where(" in script
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)
+
+
+def test_parallel_fused_conv_loop_split_by_one_reads_back_as_the_fused_index():
+    """Found by the long property run (race analysis, conv2d_nhwc): fuse(n, y, x, k),
+    parallel, split [3, None], split of the inner part [1, None, 2]. The binding of ``vx``
+    is ``(f0 * 8 + (f1_1 * 2 + f1_2) // 4) % 3`` (``simplify``'s form of
+    ``(f0 * 32 + r) // 4 % 3``): flattening the write did not give the fused index back, and
+    the DSL refused the printed ``T.parallel`` as a race the schedule layer had accepted."""
+    func = ops.conv2d_nhwc(N=2, H=6, W=4, C=3, K=4, R=3, S=3, stride=2, padding=2, dilation=1)
+    sch = Schedule(func)
+    block = sch.get_block("conv2d_nhwc")
+    fused = sch.fuse(*sch.get_loops(block)[:4])
+    sch.parallel(fused)
+    f0, f1 = sch.split(fused, factors=[3, None])
+    sch.split(f1, factors=[1, None, 2])
+    assert "for n_y_x_k_fused_0 in T.parallel(3)" in sch.mod.script()
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
+    # the schedule layer answers the same on the split form
+    again = Schedule(func)
+    fused = again.fuse(*again.get_loops(again.get_block("conv2d_nhwc"))[:4])
+    g0, g1 = again.split(fused, factors=[3, None])
+    again.split(g1, factors=[1, None, 2])
+    again.parallel(g0)
+    assert again.mod == sch.mod
+
+
+def test_parallel_part_of_a_fused_conv_loop_under_a_guard_of_its_sibling():
+    """Found by a parse-back fuzz run of conv2d_nhwc (loop primitives, local): fuse(x, k),
+    parallel, split [2, None], then a non-dividing split [2, None, 2] of the inner part.
+    ``vx`` is ``f1_0 + (f0 * 6 + f1_1 * 2 + f1_2) // 4`` under ``T.where(f1_0 * 4 + f1_1 * 2
+    + f1_2 < 6)``: read apart, the guarded sum was not seen and ``vx`` was not proven below
+    3, so the write was never flattened and the printed ``T.parallel`` was refused."""
+    func = ops.conv2d_nhwc(N=2, H=4, W=6, C=3, K=4, R=3, S=3, stride=2, padding=2, dilation=2)
+    sch = Schedule(func)
+    block = sch.get_block("conv2d_nhwc")
+    n, _, x, k = sch.get_loops(block)[:4]
+    fused = sch.fuse(x, k)
+    sch.parallel(fused)
+    f0, f1 = sch.split(fused, factors=[2, None])
+    sch.split(n, factors=[None, 2, 1])
+    sch.split(f1, factors=[2, None, 2])
+    script = sch.mod.script()
+    assert "for x_k_fused_0 in T.parallel(2)" in script and "T.where(" in script
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)

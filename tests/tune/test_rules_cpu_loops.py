@@ -89,19 +89,24 @@ def test_parallel_outer_loop_fuses_middle_tiles_until_every_core_has_work(machin
     assert "sch.fuse(l17, l8)" not in per_tile
 
 
-def test_random_draws_favour_whole_vectors_and_the_parallel_loop():
+# the machine is an input: at 8 lanes some tilings of 56 are whole vectors and some are not
+# (at 16 lanes none is); one machine with several cores, one with one
+@pytest.mark.parametrize("machine", ["avx2-4core", "intel-avx512-1core"], indirect=True)
+def test_random_draws_favour_whole_vectors_and_the_parallel_loop(machine):
+    lanes = vector_lanes("float32")
+    assert lanes == 8
     space = GeneratedSpace(ops.conv2d_nchw(1, 4, 56, 56, 8, 3, 3))
     knob = "tile:conv2d_nchw:x"
     domain = space.domains[knob]
-    whole = [t for t in domain if t[-1] % LANES == 0]
-    if not whole or len(whole) == len(domain):
-        pytest.skip("every (or no) tiling of 56 is whole vectors at this width")
+    whole = [t for t in domain if t[-1] % lanes == 0]
+    assert 0 < len(whole) < len(domain)
     rng = random.Random(2)
     draws = [space.random_config(rng) for _ in range(600)]
-    share = np.mean([d[knob][-1] % LANES == 0 for d in draws])
+    share = np.mean([d[knob][-1] % lanes == 0 for d in draws])
     expected = VECTOR_BIAS * len(whole) / (VECTOR_BIAS * len(whole) + len(domain) - len(whole))
     assert share == pytest.approx(expected, abs=0.07)
-    if host_cores() > 1:
+    assert host_cores() == machine.cores
+    if machine.cores > 1:
         parallel = np.mean([d["parallel:conv2d_nchw"] == 0 for d in draws])
         assert parallel == pytest.approx(0.75, abs=0.07)
         trace = str(space.schedule(draws[0]).trace)

@@ -89,3 +89,53 @@ def test_the_status_names_the_candidate_building_or_measuring_and_the_time():
     tab._stage(Stage(1, "measuring", 7.25))
     assert "trial 1: measuring (7.2 s)" in tab.status.value
     ex.close()
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+def test_the_tab_tunes_on_the_explorers_target_cuda_under_the_simulator(tmp_path):
+    """Issue 21: the tab tunes where the explorer builds (here cuda, simulated), through
+    the same ``wb.tune``: the knobs are the cuda space's, the records say cuda, and the
+    best one becomes a node whose kernel runs correctly on that target."""
+    pytest.importorskip("numba.cuda")
+    from workbench.backends.cuda.numba_cuda import simulator_enabled
+
+    if not simulator_enabled():
+        pytest.skip("runs under the simulator (NUMBA_ENABLE_CUDASIM=1)")
+    func = ops.matmul(8, 8, 8)
+    ex = wb.explore(func, target="cuda", peaks=PEAKS, measure=False)
+    tab = ex.tuner
+    tab.db = str(tmp_path / "records.jsonl")
+    tab.load()
+    assert tab.target.name == "cuda" and " on cuda: " in tab.status.value
+    from workbench.tune.api import make_space
+
+    assert set(tab.dropdowns) == set(make_space(None, func, "cuda").knobs)
+    assert set(tab.dropdowns) != set(make_space(None, func, "cpu").knobs)
+    tab.start(trials=2).join(600)
+    assert tab.error is None, tab.error
+    assert len(tab.records) == 2
+    assert all(r.target == "cuda" for r in tab.records)
+    assert all(r.ok for r in tab.records), [r.error for r in tab.records]
+    assert tab.result.target == "cuda"
+    tab.apply_best()
+    ex.wait()
+    kernel = wb.build(ex.history.current.func, target="cuda")
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2))
+    c = np.full((8, 8), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    ex.close()
+
+
+def test_knobs_are_read_again_when_the_target_changes():
+    ex = wb.explore(ops.matmul(16, 16, 16), peaks=PEAKS, measure=False)
+    tab = ex.tuner
+    tab.load()
+    assert tab.target.name == "cpu" and " on cpu: " in tab.status.value
+    ex.set_target("cuda")
+    ex.wait()
+    tab.load()
+    assert tab.target.name == "cuda" and " on cuda: " in tab.status.value
+    ex.close()

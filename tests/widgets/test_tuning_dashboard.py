@@ -49,6 +49,7 @@ def test_records_from_a_background_thread_redraw_the_image_widget():
     assert len(drawn) == 3 and all(png.startswith(PNG_MAGIC) for png in drawn)
     assert drawn[0] != empty and drawn[1] != drawn[0]  # each record changes the picture
     assert "3 records, best 8.2 GFLOP/s" in dash._status.value
+    assert "plots drawn with 3 records" in dash._drawn.value  # what the picture shows
     curve, scatter, model = dash.figure().axes
     assert list(curve.lines[0].get_ydata()) == pytest.approx([4.096, 8.192, 8.192])
     assert len(scatter.collections) == 2 and len(model.collections) == 1

@@ -21,6 +21,7 @@ import numpy as np
 from workbench.backends.common.target import resolve_target
 from workbench.graph.errors import GraphError
 from workbench.graph.frontends.torch_fx import modes_kept
+from workbench.graph.index_bounds import check_inputs, index_checks
 from workbench.graph.ir import Graph
 from workbench.graph.lower import LoweredKernel, lower_graph
 from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
@@ -314,6 +315,7 @@ class CompiledModel:
             raw = self._arena[memory.assignment[node.name]][:ty.nbytes]
             self._values[node.name] = raw.view(ty.dtype).reshape(ty.shape)
         self._views = [n for n in graph.nodes if n.op in VIEW_OPS]
+        self._index_checks = index_checks(graph)  # integer inputs used as indices
         self._by_node = {k.node: k for k in kernels}
         self.runtime = None  # device-resident targets: buffers and launches on the device
         if _device_resident(target):
@@ -341,6 +343,7 @@ class CompiledModel:
                                       f"got {array.dtype} array of shape "
                                       f"{tuple(array.shape)}")
             values[name] = kernel_array(array)
+        check_inputs(self._index_checks, values)
         return values
 
     def _run(self, values: dict, timings: list | None = None) -> None:

@@ -28,3 +28,9 @@ class UnsupportedOperatorError(GraphError):
             f"{len(self.operators)} unsupported operator use(s) ({summary}):\n"
             + "\n".join(lines)
             + "".join(f"\n{op}: {why}" for op, why in sorted(self.reasons.items())))
+
+
+class IndexOutOfRangeError(GraphError, IndexError):
+    """An index tensor holds an index outside the axis it indexes (``embedding``,
+    ``index_select``, ``gather``, ``x[idx]``): found in a constant at import, in an input of
+    the model when it is called (``workbench.graph.index_bounds``)."""

@@ -36,15 +36,19 @@ from workbench.ir.expr import (
     LE,
     LT,
     NE,
+    BinaryOp,
     BufferLoad,
     Call,
+    Cast,
     IntImm,
     Max,
     Min,
     PrimExpr,
     Select,
+    is_float,
 )
 from workbench.ir.function import PrimFunc
+from workbench.ir.functor import IRMapper
 from workbench.ops.compose import FuncBuilder, Tensor, append_epilogue, const
 
 _INV_SQRT2 = 0.7071067811865476
@@ -171,6 +175,9 @@ def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
         return value
     if op == "neg":
         return const(0.0) - a
+    if op == "cast":
+        dtype = _param_dtype(node.attrs["dtype"])
+        return a if a.dtype == dtype else Cast(dtype, a)
     if op == "batch_norm":
         mean, var, gamma, beta = args[1:]
         scale = Call("rsqrt", (var + const(node.attrs.get("eps", 1e-5)),))
@@ -257,13 +264,40 @@ class Epilogue:
                 if name == previous and value is not None:
                     args.append(value)
                 elif name in self.ctx.scalars:
-                    args.append(const(float(self.ctx.scalars[name])))
+                    scalar = self.ctx.scalars[name]
+                    args.append(const(float(scalar), _param_dtype(str(scalar.dtype))))
                 else:
                     shape = operand_shape(member, pos, self.ctx.shape(name), len(self.full))
                     viewed = grouped_operand(shape, self.full, self.groups)
                     args.append(bcast(tensors[self._slot[(name, viewed)]], vs))
             value = elementwise_value(member, args)
-        return value
+        return unify_floats(value)
+
+
+class _Unify(IRMapper):
+    def generic_visit(self, node):
+        node = super().generic_visit(node)
+        if isinstance(node, BinaryOp):
+            a, b = _widened(node.a, node.b)
+            return node if (a, b) == (node.a, node.b) else node.replace(a=a, b=b)
+        if isinstance(node, Select):
+            a, b = _widened(node.true_value, node.false_value)
+            if (a, b) != (node.true_value, node.false_value):
+                return node.replace(true_value=a, false_value=b)
+        return node
+
+
+def _widened(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+    if a.dtype == b.dtype or not (is_float(a.dtype) and is_float(b.dtype)):
+        return a, b
+    wide = max(a.dtype, b.dtype, key=lambda d: np.dtype(d).itemsize)
+    return (a if a.dtype == wide else Cast(wide, a)), (b if b.dtype == wide else Cast(wide, b))
+
+
+def unify_floats(value: PrimExpr) -> PrimExpr:
+    """``value`` with the narrower operand of every mixed-precision float operation cast to
+    the wider (a float32 literal beside float64 operands: type promotion's float64)."""
+    return _Unify().visit(value)
 
 
 class _NotGroupable(Exception):
@@ -389,7 +423,19 @@ def _lib_sdpa(node: Node, ctx: Context) -> Head | None:
     return Head(func, [q, k, v], groups)
 
 
+def _lib_take(node: Node, ctx: Context) -> Head | None:
+    """``take``/``gather`` (``workbench.ops.gather``), ``embedding`` as a take along axis 0."""
+    x, index = node.inputs
+    factory = ops.gather if node.op == "gather" else ops.take
+    func = factory(ctx.shape(x), ctx.shape(index), node.attrs.get("axis", 0),
+                   wrap=bool(node.attrs.get("wrap", False)),
+                   dtype=_param_dtype(ctx.types[x].dtype),
+                   index_dtype=ctx.types[index].dtype)
+    return Head(func, [x, index], identity(len(node.type.shape)))
+
+
 LIBRARY_HEADS: dict[str, Callable[[Node, Context], Head | None]] = {
+    "take": _lib_take, "gather": _lib_take, "embedding": _lib_take,
     "matmul": _lib_matmul, "conv2d": _lib_conv2d, "conv2d_nhwc": _lib_conv2d_nhwc,
     "max_pool2d": _lib_pool, "avg_pool2d": _lib_pool, "adaptive_avg_pool2d": _lib_pool,
     "softmax": _lib_softmax, "layer_norm": _lib_layer_norm, "mean": _lib_mean,
@@ -410,14 +456,15 @@ def _composed_head(node: Node, ctx: Context) -> Head:
     fb = FuncBuilder("k_" + node.name)
     inputs = [fb.param(f"in{i}", ctx.shape(name), _param_dtype(ctx.types[name].dtype))
               for i, name in enumerate(node.inputs)]
-    out = fb.param("T_" + node.op, node.type.shape)
+    out = fb.param("T_" + node.op, node.type.shape, _param_dtype(node.type.dtype))
     build(fb, node, inputs, out)
     return Head(fb.finish(), list(node.inputs), identity(len(node.type.shape)))
 
 
 def _param_dtype(dtype: str) -> str:
-    """Integer tensors (embedding indices) keep their type; everything else is float32."""
-    return dtype if dtype.startswith(("int", "uint")) else "float32"
+    """Integer tensors (indices) and float64 ones keep their type; everything else is
+    float32."""
+    return dtype if dtype.startswith(("int", "uint")) or dtype == "float64" else "float32"
 
 
 def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor) -> None:
@@ -551,9 +598,15 @@ def _elementwise_kernel(name: str, members: list[Node], ctx: Context,
     """A chain of elementwise operators: one block (``FuncBuilder``)."""
     epilogue = Epilogue(members, None, ctx, out, identity(len(out.shape)))
     fb = FuncBuilder(name)
-    tensors = [fb.param(f"in{i}", shape) for i, (_, shape) in enumerate(epilogue.params)]
-    result = fb.param("out", out.shape)
-    fb.spatial("out", result, lambda vs: epilogue.value(None, vs, tensors))
+    tensors = [fb.param(f"in{i}", shape, _param_dtype(ctx.types[value].dtype))
+               for i, (value, shape) in enumerate(epilogue.params)]
+    result = fb.param("out", out.shape, _param_dtype(out.dtype))
+
+    def value(vs):
+        expr = epilogue.value(None, vs, tensors)
+        return expr if expr.dtype == result.buffer.dtype else Cast(result.buffer.dtype, expr)
+
+    fb.spatial("out", result, value)
     return KernelLowering(fb.finish(), tuple(v for v, _ in epilogue.params),
                           tuple(s for _, s in epilogue.params) + (out.shape,))
 

@@ -78,8 +78,14 @@ def op_table() -> str:
         "(parameters, buffers, `arange`, masks built from shapes) is run by PyTorch at import "
         "time and becomes a constant, so shape plumbing such as `arange`, `cumsum`, `diff`, "
         "`index.Tensor`, `full`, `zeros` is supported in that form without a row here. The "
-        "graph's booleans are 0/1 masks in the floating dtype; integer tensors at run time "
-        "are embedding/index_select indices only.",
+        "graph's booleans are 0/1 masks in a floating dtype. Dtypes follow PyTorch's "
+        "promotion (`torch.result_type`: operands are `cast` to the result's dtype; integer "
+        "results are computed in float64, exact to 2**53, and cast back). Run-time int64 "
+        "index tensors (`embedding`, `index_select`, `gather`, `index.Tensor` with one index "
+        "tensor) become `take`/`gather`: negative indices wrap for `index.Tensor` only, as in "
+        "PyTorch; an out-of-range index raises `IndexOutOfRangeError` when it is a constant "
+        "or an input of the model (checked on each call); an index computed inside the model "
+        "is clamped into the axis by the kernel (no error).",
         "",
         "| ATen op | notes |",
         "|---|---|",

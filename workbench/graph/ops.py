@@ -352,6 +352,41 @@ def embedding(weight, indices):
     return weight[indices.astype(np.int64)]
 
 
+def _checked_index(index, extent: int, wrap: bool, axis: int) -> np.ndarray:
+    """``index`` as int64, negatives wrapped when ``wrap``; an out-of-range entry raises
+    ``IndexOutOfRangeError`` (as PyTorch raises)."""
+    from workbench.graph.errors import IndexOutOfRangeError
+
+    index = np.asarray(index).astype(np.int64)
+    low = -extent if wrap else 0
+    bad = index[(index < low) | (index >= extent)]
+    if bad.size:
+        raise IndexOutOfRangeError(
+            f"index {int(bad.flat[0])} is out of range for axis {axis} of size {extent}"
+            + ("" if wrap else " (negative indices are out of range too)"))
+    return np.where(index < 0, index + extent, index)
+
+
+def take(x, index, axis: int = 0, wrap: bool = False):
+    """``np.take(x, index, axis)``: embedding, ``index_select``, ``x[idx]`` (``wrap``:
+    negative indices count from the end, as in advanced indexing)."""
+    return np.take(x, _checked_index(index, x.shape[axis], wrap, axis), axis=axis)
+
+
+def gather(x, index, axis: int = 0, wrap: bool = False):
+    """``torch.gather(x, axis, index)``: the output has the index's shape."""
+    index = _checked_index(index, x.shape[axis], wrap, axis)
+    part = x[tuple(slice(0, n) if d != axis else slice(None)
+                   for d, n in enumerate(index.shape))]
+    return np.take_along_axis(part, index, axis=axis)
+
+
+def cast(x, dtype: str = "float32"):
+    """``x`` converted to ``dtype`` (type promotion: PyTorch's ``result_type``); a cast to
+    an integer type truncates toward zero, as PyTorch's does."""
+    return np.trunc(x) if np.dtype(dtype).kind in "iub" else x
+
+
 def pad(x, pads=(), value: float = 0.0):
     """Constant padding; ``pads`` is ``[(before, after)]`` per axis (non-negative)."""
     return np.pad(x, [tuple(p) for p in pads], constant_values=value)
@@ -381,6 +416,7 @@ OPS: dict[str, tuple[Callable, str]] = {
     "sdpa": (sdpa, "attention"),
     "concat": (concat, "layout"), "slice": (slice_, "layout"),
     "embedding": (embedding, "layout"), "pad": (pad, "layout"),
+    "take": (take, "layout"), "gather": (gather, "layout"), "cast": (cast, "elementwise"),
     "reshape": (reshape, "layout"), "transpose": (transpose, "layout"),
     "select": (select, "layout"), "broadcast_to": (broadcast_to, "layout"),
 }
@@ -398,6 +434,8 @@ def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
     """``op`` applied to ``arrays`` (float64 math, result in the first input's dtype)."""
     function = OPS[op][0]
     dtype = arrays[0].dtype if arrays else np.float32
+    if op == "cast":
+        dtype = np.dtype(attrs.get("dtype", "float32"))
     result = function(*_f64(*arrays), **attrs)
     return np.ascontiguousarray(np.asarray(result).astype(dtype))
 

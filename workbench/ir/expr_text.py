@@ -18,29 +18,22 @@ import json
 import math
 
 from workbench.ir.expr import (
-    And,
     BinaryOp,
     BufferLoad,
     Call,
     Cast,
-    CompareOp,
     FloatImm,
     IntImm,
     Max,
     Min,
     Not,
-    Or,
     PrimExpr,
     Select,
     Sub,
     Var,
     is_float,
 )
-
-# precedence levels (higher binds tighter), as in Python
-OR, AND, NOT, COMPARE, ADD, MUL, UNARY, ATOM = 1, 2, 3, 4, 6, 7, 8, 10
-
-_BINARY_PRECEDENCE = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "//": MUL, "%": MUL}
+from workbench.ir.operators import ATOM, COMPARE, NOT, OPERATORS, UNARY
 
 
 def expr_text(expr: PrimExpr) -> str:
@@ -142,14 +135,7 @@ def _text(expr: PrimExpr) -> tuple[str, int]:
 
 
 def _binary_text(expr: BinaryOp) -> tuple[str, int]:
-    if isinstance(expr, And):
-        precedence = AND
-    elif isinstance(expr, Or):
-        precedence = OR
-    elif isinstance(expr, CompareOp):
-        precedence = COMPARE
-    else:
-        precedence = _BINARY_PRECEDENCE[expr.symbol]
+    precedence = OPERATORS[type(expr)].precedence
     if _is_bare_int(expr.a) and _is_bare_int(expr.b):
         left = (_typed_int(expr.a), ATOM)  # two bare numbers would fold when parsed
     else:

@@ -30,6 +30,7 @@ from workbench.ops import reference
 from workbench.ops.attention import attention
 from workbench.ops.conv import conv2d_nchw, conv2d_nhwc, conv_output_size, depthwise_conv2d_nchw
 from workbench.ops.elementwise import add, add_mul_gelu, gelu, multiply, relu, transpose
+from workbench.ops.gather import gather, take
 from workbench.ops.linalg import batch_matmul, matmul, matmul_bias_relu
 from workbench.ops.nn import layernorm, rmsnorm, softmax
 from workbench.ops.pool import avg_pool2d, max_pool2d
@@ -150,5 +151,5 @@ __all__ = [
     "softmax", "layernorm", "rmsnorm",
     "add", "multiply", "relu", "gelu", "add_mul_gelu", "transpose",
     "reduce_sum", "reduce_mean", "reduce_max",
-    "attention",
+    "attention", "take", "gather",
 ]

@@ -192,4 +192,38 @@ def append_epilogue(func: PrimFunc, operands: Sequence[tuple[str, tuple[int, ...
                         body=func.body.replace(block=root))
 
 
-__all__ = ["FuncBuilder", "Tensor", "append_epilogue", "const", "loop_nest"]
+def chain(producer: PrimFunc, consumer: PrimFunc) -> PrimFunc:
+    """``consumer`` with ``producer`` computed first, into an intermediate.
+
+    ``consumer``'s first parameter is ``producer``'s output (the same buffer: name, shape,
+    dtype). The result is named after ``consumer``; its parameters are ``producer``'s
+    inputs, then ``consumer``'s other parameters; its root block runs ``producer``'s loop
+    nests then ``consumer``'s and allocates ``producer``'s intermediates, its output, then
+    ``consumer``'s intermediates: the function one DSL body of both stages would give. A
+    stage several operators share (the padding of the convolutions and poolings, the sum of
+    a mean) is written once and chained.
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> fb = FuncBuilder("mean")
+    >>> total, out = fb.param("A_red", (4,)), fb.param("out", (4,))
+    >>> fb.spatial("out", out, lambda v: total[v] * const(0.125))
+    >>> f = chain(ops.reduce_sum(4, 8), fb.finish())
+    >>> f.name, [b.name for b in f.params], [b.name for b in f.root_block.alloc_buffers]
+    ('mean', ['A', 'out'], ['A_red'])
+    """
+    stage = producer.params[-1]
+    if not consumer.params or consumer.params[0] != stage:
+        first = consumer.params[0].name if consumer.params else "nothing"
+        raise ValueError(f"chain: the first parameter of {consumer.name} is {first}, not the "
+                         f"output {stage.name} of {producer.name}")
+    first_root, second_root = producer.root_block, consumer.root_block
+    root = second_root.replace(
+        body=seq(first_root.body, second_root.body),
+        alloc_buffers=first_root.alloc_buffers + (stage,) + second_root.alloc_buffers)
+    return consumer.replace(params=producer.params[:-1] + consumer.params[1:],
+                            body=consumer.body.replace(block=root))
+
+
+__all__ = ["FuncBuilder", "Tensor", "append_epilogue", "chain", "const", "loop_nest"]

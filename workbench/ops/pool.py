@@ -11,7 +11,8 @@ from __future__ import annotations
 from workbench import T
 from workbench.ir.arith import simplify_stmt
 from workbench.ir.function import PrimFunc
-from workbench.ops.conv import Pair, conv_output_size, pair
+from workbench.ops.compose import chain
+from workbench.ops.conv import Pair, pad_stage, pair, window_sizes
 
 
 def _check_pool(kernel: Pair, stride: Pair, padding: Pair) -> tuple[tuple[int, int], ...]:
@@ -36,20 +37,12 @@ def max_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2,
     (1, 3, 4, 4)
     """
     (kh, kw), (sh, sw), (ph, pw) = _check_pool(kernel, stride, padding)
-    P = conv_output_size(H, kh, sh, ph)
-    Q = conv_output_size(W, kw, sw, pw)
-    HP, WP = H + 2 * ph, W + 2 * pw
+    P, Q, HP, WP = window_sizes(H, W, (kh, kw), (sh, sw), (ph, pw))
     neg_inf = float("-inf")
 
     @T.prim_func
-    def max_pool2d(data: T.Buffer((N, C, H, W), dtype), pool: T.Buffer((N, C, P, Q), dtype)):
-        pad_temp = T.alloc_buffer((N, C, HP, WP), dtype)
-        for i0, i1, i2, i3 in T.grid(N, C, HP, WP):
-            with T.block("pad_temp"):
-                v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
-                pad_temp[v0, v1, v2, v3] = T.if_then_else(
-                    ph <= v2 and v2 < H + ph and pw <= v3 and v3 < W + pw,
-                    data[v0, v1, v2 - ph, v3 - pw], neg_inf)
+    def max_pool2d(pad_temp: T.Buffer((N, C, HP, WP), dtype),
+                   pool: T.Buffer((N, C, P, Q), dtype)):
         for n, c, y, x, ry, rx in T.grid(N, C, P, Q, kh, kw):
             with T.block("pool_max"):
                 vn, vc, vy, vx, vry, vrx = T.axis.remap("SSSSRR", [n, c, y, x, ry, rx])
@@ -58,7 +51,8 @@ def max_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2,
                 pool[vn, vc, vy, vx] = T.max(
                     pool[vn, vc, vy, vx], pad_temp[vn, vc, vy * sh + vry, vx * sw + vrx])
 
-    return simplify_stmt(max_pool2d)
+    return simplify_stmt(chain(pad_stage((N, C, H, W), (0, 0, ph, pw), neg_inf, dtype),
+                               max_pool2d))
 
 
 def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2, stride: Pair = 2,
@@ -71,21 +65,13 @@ def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2,
     ['pad_temp', 'pool_sum']
     """
     (kh, kw), (sh, sw), (ph, pw) = _check_pool(kernel, stride, padding)
-    P = conv_output_size(H, kh, sh, ph)
-    Q = conv_output_size(W, kw, sw, pw)
-    HP, WP = H + 2 * ph, W + 2 * pw
+    P, Q, HP, WP = window_sizes(H, W, (kh, kw), (sh, sw), (ph, pw))
     area = float(kh * kw)
 
     @T.prim_func
-    def avg_pool2d(data: T.Buffer((N, C, H, W), dtype), pool: T.Buffer((N, C, P, Q), dtype)):
-        pad_temp = T.alloc_buffer((N, C, HP, WP), dtype)
+    def avg_pool2d(pad_temp: T.Buffer((N, C, HP, WP), dtype),
+                   pool: T.Buffer((N, C, P, Q), dtype)):
         pool_sum = T.alloc_buffer((N, C, P, Q), dtype)
-        for i0, i1, i2, i3 in T.grid(N, C, HP, WP):
-            with T.block("pad_temp"):
-                v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
-                pad_temp[v0, v1, v2, v3] = T.if_then_else(
-                    ph <= v2 and v2 < H + ph and pw <= v3 and v3 < W + pw,
-                    data[v0, v1, v2 - ph, v3 - pw], 0.0)
         for n, c, y, x, ry, rx in T.grid(N, C, P, Q, kh, kw):
             with T.block("pool_sum"):
                 vn, vc, vy, vx, vry, vrx = T.axis.remap("SSSSRR", [n, c, y, x, ry, rx])
@@ -98,4 +84,5 @@ def avg_pool2d(N: int = 1, C: int = 4, H: int = 8, W: int = 8, kernel: Pair = 2,
                 vn1, vc1, vy1, vx1 = T.axis.remap("SSSS", [n1, c1, y1, x1])
                 pool[vn1, vc1, vy1, vx1] = pool_sum[vn1, vc1, vy1, vx1] / area
 
-    return simplify_stmt(avg_pool2d)
+    return simplify_stmt(chain(pad_stage((N, C, H, W), (0, 0, ph, pw), 0.0, dtype),
+                               avg_pool2d))

@@ -2,13 +2,19 @@
 
 ``axis=1`` reduces each row (output ``(M,)``), ``axis=0`` each column (output ``(N,)``).
 The two axes are two small DSL bodies rather than one generic one: the DSL describes a
-loop nest literally, and the literal nest is what a reader of the IR should see.
+loop nest literally, and the literal nest is what a reader of the IR should see. The
+maximum is the sum's nest with its init and update replaced; the mean is the sum chained
+(``workbench.ops.compose.chain``) with a divide block.
 """
 
 from __future__ import annotations
 
 from workbench import T
+from workbench.ir.expr import FloatImm, Max
 from workbench.ir.function import PrimFunc
+from workbench.ir.functor import IRMapper
+from workbench.ir.stmt import Block
+from workbench.ops.compose import chain
 
 
 def _check_axis(axis: int) -> None:
@@ -58,31 +64,21 @@ def reduce_max(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32") 
     >>> reduce_max(4, 8).params[-1].shape
     (4,)
     """
-    _check_axis(axis)
-    neg_inf = float("-inf")
-    if axis == 1:
+    total = reduce_sum(M, N, axis, dtype)  # checks the axis
+    return total.replace(name="reduce_max", body=_SumToMax().visit(total.body))
 
-        @T.prim_func
-        def reduce_max(A: T.Buffer((M, N), dtype), A_red: T.Buffer((M,), dtype)):
-            for i, k in T.grid(M, N):
-                with T.block("A_red"):
-                    vi, vk = T.axis.remap("SR", [i, k])
-                    with T.init():
-                        A_red[vi] = neg_inf
-                    A_red[vi] = T.max(A_red[vi], A[vi, vk])
 
-        return reduce_max
+class _SumToMax(IRMapper):
+    """The sum's block ``A_red`` made a maximum: ``-inf`` for its init, ``T.max`` for its
+    ``+`` (one loop nest for both reductions; the IR is what the DSL writes for either)."""
 
-    @T.prim_func
-    def reduce_max(A: T.Buffer((M, N), dtype), A_red: T.Buffer((N,), dtype)):
-        for j, k in T.grid(N, M):
-            with T.block("A_red"):
-                vj, vk = T.axis.remap("SR", [j, k])
-                with T.init():
-                    A_red[vj] = neg_inf
-                A_red[vj] = T.max(A_red[vj], A[vk, vj])
-
-    return reduce_max
+    def visit_Block(self, block: Block) -> Block:
+        if block.name != "A_red":
+            return self.generic_visit(block)
+        init, update = block.init, block.body
+        neg_inf = FloatImm(float("-inf"), init.buffer.dtype)
+        return block.replace(init=init.replace(value=neg_inf),
+                             body=update.replace(value=Max(update.value.a, update.value.b)))
 
 
 def reduce_mean(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32") -> PrimFunc:
@@ -94,25 +90,28 @@ def reduce_mean(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32")
     >>> [b.name for b in find_blocks(reduce_mean(4, 8))]
     ['A_red', 'T_divide']
     """
-    _check_axis(axis)
+    total = reduce_sum(M, N, axis, dtype)  # checks the axis
+    (L,) = total.params[-1].shape
+    inv = 1.0 / (N if axis == 1 else M)
     if axis == 1:
-        inv = 1.0 / N
 
         @T.prim_func
-        def reduce_mean(A: T.Buffer((M, N), dtype), T_divide: T.Buffer((M,), dtype)):
-            A_red = T.alloc_buffer((M,), dtype)
-            for i, k in T.grid(M, N):
-                with T.block("A_red"):
-                    vi, vk = T.axis.remap("SR", [i, k])
-                    with T.init():
-                        A_red[vi] = 0.0
-                    A_red[vi] = A_red[vi] + A[vi, vk]
-            for i1 in T.serial(M):
+        def reduce_mean(A_red: T.Buffer((L,), dtype), T_divide: T.Buffer((L,), dtype)):
+            for i1 in T.serial(L):
                 with T.block("T_divide"):
-                    vi1 = T.axis.spatial(M, i1)
+                    vi1 = T.axis.spatial(L, i1)
                     T_divide[vi1] = A_red[vi1] * inv
 
-        return reduce_mean
+        return chain(total, reduce_mean)
+
+    @T.prim_func
+    def reduce_mean(A_red: T.Buffer((L,), dtype), T_divide: T.Buffer((L,), dtype)):
+        for j1 in T.serial(L):
+            with T.block("T_divide"):
+                vj1 = T.axis.spatial(L, j1)
+                T_divide[vj1] = A_red[vj1] * inv
+
+    return chain(total, reduce_mean)
 
     inv = 1.0 / M
 

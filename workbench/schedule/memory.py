@@ -70,6 +70,17 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 
 
+def _cached_region(primitive: str, func: PrimFunc, block: str, kind: str, index: int,
+                   storage_scope: str):
+    """The guards both caches start with: ``block`` found, its ``index``-th ``kind``
+    ("read"/"write") region, the scope checked; ``(block, ancestors, region, scope)``."""
+    target, ancestors = find_block(func, block, primitive)
+    region = buffer_region(primitive, func, target, kind, index)
+    scope = check_scope(primitive, func, target, storage_scope)
+    return target, ancestors, region, scope
+
+
+
 def cache_read(
     func: PrimFunc,
     block: str,
@@ -151,9 +162,8 @@ def cache_read(
     'A_local'
     """
     primitive = "cache_read"
-    target, ancestors = find_block(func, block, primitive)
-    region = buffer_region(primitive, func, target, "read", read_buffer_index)
-    scope = check_scope(primitive, func, target, storage_scope)
+    target, ancestors, region, scope = _cached_region(
+        primitive, func, block, "read", read_buffer_index, storage_scope)
     src = region.buffer
     if any(w.buffer == src for w in target.writes):
         raise CacheReadOfWrittenBufferError(primitive, target, src, func)
@@ -266,9 +276,8 @@ def cache_write(
     'C_local'
     """
     primitive = "cache_write"
-    target, ancestors = find_block(func, block, primitive)
-    region = buffer_region(primitive, func, target, "write", write_buffer_index)
-    scope = check_scope(primitive, func, target, storage_scope)
+    target, ancestors, region, scope = _cached_region(
+        primitive, func, block, "write", write_buffer_index, storage_scope)
     dst = region.buffer
     consumers = resolve_consumers(
         primitive, func, target, dst, consumer_blocks, default_all=False
@@ -394,6 +403,19 @@ class MemoryMethods:
             for c in consumer_blocks
         ]
 
+    def _cache(self, transform, block: BlockRV, index: tuple[str, int], storage_scope: str,
+               consumer_blocks) -> BlockRV:
+        """``cache_read``/``cache_write`` (``transform``) with the buffer at ``index`` (the
+        attribute's name and value), recorded as a step that returns the copy block."""
+        primitive = transform.__name__
+        name = self._name_of(block, primitive, "block", "block")
+        consumers = self._consumer_names(primitive, consumer_blocks)
+        new_func, copy = transform(self.mod, name, index[1], storage_scope, consumers)
+        attrs = {index[0]: index[1], "storage_scope": storage_scope}
+        if consumers is not None:
+            attrs["consumer_blocks"] = consumers
+        return self._commit(primitive, (block,), attrs, new_func, [("block", copy)])[0]
+
     def cache_read(
         self,
         block: BlockRV,
@@ -422,13 +444,8 @@ class MemoryMethods:
         >>> sch.name(a_local)
         'A_local'
         """
-        name = self._name_of(block, "cache_read", "block", "block")
-        consumers = self._consumer_names("cache_read", consumer_blocks)
-        new_func, copy = cache_read(self.mod, name, read_buffer_index, storage_scope, consumers)
-        attrs = {"read_buffer_index": read_buffer_index, "storage_scope": storage_scope}
-        if consumers is not None:
-            attrs["consumer_blocks"] = consumers
-        return self._commit("cache_read", (block,), attrs, new_func, [("block", copy)])[0]
+        return self._cache(cache_read, block, ("read_buffer_index", read_buffer_index),
+                           storage_scope, consumer_blocks)
 
     def cache_write(
         self,
@@ -456,13 +473,8 @@ class MemoryMethods:
         >>> sch.name(c_local)
         'C_local'
         """
-        name = self._name_of(block, "cache_write", "block", "block")
-        consumers = self._consumer_names("cache_write", consumer_blocks)
-        new_func, copy = cache_write(self.mod, name, write_buffer_index, storage_scope, consumers)
-        attrs = {"write_buffer_index": write_buffer_index, "storage_scope": storage_scope}
-        if consumers is not None:
-            attrs["consumer_blocks"] = consumers
-        return self._commit("cache_write", (block,), attrs, new_func, [("block", copy)])[0]
+        return self._cache(cache_write, block, ("write_buffer_index", write_buffer_index),
+                           storage_scope, consumer_blocks)
 
     def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
         """Set the storage scope of the ``buffer_index``-th buffer ``block`` writes (an
@@ -520,34 +532,22 @@ CONSUMER_BLOCKS = AttrSpec(
 )
 
 
-register_instruction(
-    InstructionKind(
-        "cache_read",
-        ("block",),
-        (
-            AttrSpec("read_buffer_index", _is_index, "an int", positional=True),
-            _scope_attr(),
-            CONSUMER_BLOCKS,
-        ),
-        outputs="block",
-        applies_to=("block",),
-        probe=_probe_cache_read,
+def _register_cache(primitive: str, index_attr: str, probe) -> None:
+    register_instruction(
+        InstructionKind(
+            primitive,
+            ("block",),
+            (AttrSpec(index_attr, _is_index, "an int", positional=True), _scope_attr(),
+             CONSUMER_BLOCKS),
+            outputs="block",
+            applies_to=("block",),
+            probe=probe,
+        )
     )
-)
-register_instruction(
-    InstructionKind(
-        "cache_write",
-        ("block",),
-        (
-            AttrSpec("write_buffer_index", _is_index, "an int", positional=True),
-            _scope_attr(),
-            CONSUMER_BLOCKS,
-        ),
-        outputs="block",
-        applies_to=("block",),
-        probe=_probe_write,
-    )
-)
+
+
+_register_cache("cache_read", "read_buffer_index", _probe_cache_read)
+_register_cache("cache_write", "write_buffer_index", _probe_write)
 register_instruction(
     InstructionKind(
         "set_scope",

@@ -14,31 +14,21 @@ from __future__ import annotations
 
 import ast
 import builtins
-import operator
 
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import (
     DTYPES,
-    EQ,
-    GE,
-    GT,
     INTRINSICS,
-    LE,
-    LT,
-    NE,
-    Add,
     And,
     BufferLoad,
     Call,
     Cast,
-    Div,
     FloatImm,
     FloorDiv,
     FloorMod,
     IntImm,
     Max,
     Min,
-    Mul,
     Not,
     Or,
     PrimExpr,
@@ -48,28 +38,19 @@ from workbench.ir.expr import (
     is_float,
     is_int,
 )
+from workbench.ir.operators import NODE_OF, OPERATORS
 from workbench.script.errors import DSLError, SourceInfo, error_at, suggest
 from workbench.script.namespace import DSLFunction, T
 
 Value = PrimExpr | int | float
 """What expression parsing returns: an IR expression or a weak Python number."""
 
-_BINARY = {
-    ast.Add: (Add, operator.add, "+"),
-    ast.Sub: (Sub, operator.sub, "-"),
-    ast.Mult: (Mul, operator.mul, "*"),
-    ast.Div: (Div, operator.truediv, "/"),
-    ast.FloorDiv: (FloorDiv, operator.floordiv, "//"),
-    ast.Mod: (FloorMod, operator.mod, "%"),
-}
-_COMPARE = {
-    ast.Lt: (LT, operator.lt, "<"),
-    ast.LtE: (LE, operator.le, "<="),
-    ast.Gt: (GT, operator.gt, ">"),
-    ast.GtE: (GE, operator.ge, ">="),
-    ast.Eq: (EQ, operator.eq, "=="),
-    ast.NotEq: (NE, operator.ne, "!="),
-}
+# the symbol of each Python operator; the node, Python's fold and the precedence come from
+# the IR's operator table (workbench.ir.operators)
+_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+           ast.Mod: "%"}
+_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+            ast.NotEq: "!="}
 _FLOAT_WORDS = ("inf", "-inf", "nan")
 _INT_INTRINSICS = ("abs",)  # intrinsics that also accept integer arguments
 
@@ -287,14 +268,14 @@ class ExprParser:
                          "number or an expression", "unsupported")
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
-        entry = _BINARY.get(type(node.op))
-        if entry is None:
+        symbol = _BINARY.get(type(node.op))
+        if symbol is None:
             raise self.error(node, f"operator {type(node.op).__name__} is not supported "
                              "(use T.pow for powers)", "unsupported")
-        cls, fold, symbol = entry
+        cls = NODE_OF[symbol]
         a, b = self.expr(node.left), self.expr(node.right)
         if is_weak(a) and is_weak(b):
-            return fold(a, b)
+            return OPERATORS[cls].python(a, b)
         a, b = self.unify(a, b, node, f"'{symbol}'")
         return cls(a, b)
 
@@ -322,14 +303,13 @@ class ExprParser:
         result = None
         left = self.expr(node.left)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
-            entry = _COMPARE.get(type(op))
-            if entry is None:
+            symbol = _COMPARE.get(type(op))
+            if symbol is None:
                 raise self.error(node, f"comparison {type(op).__name__} is not supported",
                                  "unsupported")
-            cls, _, symbol = entry
             right = self.expr(right_node)
             a, b = self.unify(left, right, node, f"'{symbol}'")
-            compare = cls(a, b)
+            compare = NODE_OF[symbol](a, b)
             result = compare if result is None else And(result, compare)
             left = right
         return result

@@ -27,6 +27,7 @@ import textwrap
 from workbench.ir.buffer import SCOPES, Buffer
 from workbench.ir.expr import IntImm, PrimExpr, Var
 from workbench.ir.function import PrimFunc
+from workbench.ir.operators import NODE_OF
 from workbench.ir.stmt import (
     TRUE,
     Block,
@@ -281,8 +282,7 @@ class Parser(BlockParser):
         symbol = _AUG_OPS[type(node.op)]
         value = self.expr(node.value)
         a, b = self.unify(load, value, node, f"'{symbol}='")
-        combined = {"+": a + b, "-": a - b, "*": a * b, "/": a / b}[symbol]
-        return self.store(node.target, combined, node.value)
+        return self.store(node.target, NODE_OF[symbol](a, b), node.value)
 
     def store(self, target: ast.Subscript, value, value_node: ast.AST) -> Stmt:
         buffer = self.buffer_of(target.value)

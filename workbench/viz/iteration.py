@@ -20,33 +20,22 @@ import numpy as np
 
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import (
-    Add,
-    And,
     BufferLoad,
     Cast,
-    CompareOp,
-    FloorDiv,
-    FloorMod,
     IntImm,
-    Max,
-    Min,
-    Mul,
     Not,
-    Or,
     PrimExpr,
     Select,
-    Sub,
     Var,
 )
 from workbench.ir.function import PrimFunc
 from workbench.ir.functor import IRVisitor
+from workbench.ir.operators import COMPARISONS, OPERATORS
 from workbench.ir.stmt import Block, BlockRealize, BufferStore, For, IfThenElse, SeqStmt, Stmt
 
 MAX_ITERATIONS = 1 << 22
 """Most iterations enumerated at once; beyond, fix loops (``fixed=``/``tile=``)."""
 
-_NUMPY_BINARY = {Add: np.add, Sub: np.subtract, Mul: np.multiply, FloorDiv: np.floor_divide,
-                 FloorMod: np.mod, Min: np.minimum, Max: np.maximum}
 
 
 class TooManyIterationsError(ValueError):
@@ -68,21 +57,13 @@ def evaluate_index(expr: PrimExpr, env: dict) -> np.ndarray | int:
         return env[expr]
     if isinstance(expr, Cast):
         return evaluate_index(expr.value, env)
-    op = _NUMPY_BINARY.get(type(expr))
-    if op is not None:
-        return op(evaluate_index(expr.a, env), evaluate_index(expr.b, env))
-    if isinstance(expr, And):
-        return np.logical_and(evaluate_index(expr.a, env), evaluate_index(expr.b, env))
-    if isinstance(expr, Or):
-        return np.logical_or(evaluate_index(expr.a, env), evaluate_index(expr.b, env))
+    op = OPERATORS.get(type(expr))
+    if op is not None and op.numpy is not None:
+        # comparisons as Python's operators (a Python bool for two numbers), the rest elementwise
+        compute = op.python if type(expr) in COMPARISONS else op.numpy
+        return compute(evaluate_index(expr.a, env), evaluate_index(expr.b, env))
     if isinstance(expr, Not):
         return np.logical_not(evaluate_index(expr.a, env))
-    if isinstance(expr, CompareOp):
-        import operator
-
-        ops = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-               ">": operator.gt, ">=": operator.ge}
-        return ops[expr.symbol](evaluate_index(expr.a, env), evaluate_index(expr.b, env))
     if isinstance(expr, Select):
         return np.where(evaluate_index(expr.condition, env),
                         evaluate_index(expr.true_value, env),

@@ -113,7 +113,7 @@ class Controls:
         self.diff_a = widgets.Dropdown(description="diff", layout=widgets.Layout(width="150px"))
         self.diff_b = widgets.Dropdown(description="with", layout=widgets.Layout(width="150px"))
         self.export = widgets.Button(description="export node", icon="download")
-        self.checking = widgets.HTML("")
+        self.checking = widgets.HTML("", layout=widgets.Layout(flex="0 0 auto"))
         self._applied = dict.fromkeys(TOGGLES, False)
         self._at_block: str | None = None
         self._updating = False
@@ -333,13 +333,16 @@ class Controls:
                 widgets.HBox([self.split]),
                 widgets.HBox([self.free_factor, self.split_free]),
                 widgets.HBox(list(self.toggles.values())),
-                widgets.HBox(
+                widgets.HBox(  # one line of fixed height: "checking…" never moves a control
                     [
                         widgets.HTML(
-                            "<b>primitives at the selected loop</b> (hover a disabled one: why)"
+                            "<b>primitives at the selected loop</b> (hover a disabled one: why)",
+                            layout=widgets.Layout(flex="0 1 auto", min_width="0px"),
                         ),
                         self.checking,
-                    ]
+                    ],
+                    layout=widgets.Layout(height="28px", overflow="hidden",
+                                          flex_flow="row nowrap"),
                 ),
                 widgets.Box(
                     list(self.primitives.values()), layout=widgets.Layout(flex_flow="row wrap")

@@ -256,7 +256,8 @@ class ExplorerViews:
         if change["new"] is not None:
             self.on_demand.show_open()
         tune_open = self.tabs.selected_index == PANES.index("tune")
-        if tune_open and self.tuner.loaded_at != self.history.current_id:
+        if tune_open and (self.tuner.loaded_at != self.history.current_id
+                          or self.tuner.target != self.target):
             self.tuner.load()
 
     def _show_table(self) -> None:

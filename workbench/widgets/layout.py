@@ -18,6 +18,17 @@ STATUS_VIEWS = ("header", "status", "error", "warnings", "node diff", "access ma
 MESSAGE_HEIGHT = "84px"
 """The error and warning lines share a box of this height (scrolled when longer), so a
 message appearing or going never moves the controls under the mouse."""
+STYLE = (
+    "<style>"
+    ".wb-explorer .wb-tabs > .lm-TabBar .lm-TabBar-content {flex-wrap: wrap;}"
+    ".wb-explorer .wb-tabs > .lm-TabBar .lm-TabBar-tab"
+    " {flex: 0 0 auto !important; min-width: max-content !important; max-width: none;}"
+    ".wb-explorer .wb-tabs > .lm-TabBar {min-height: fit-content; overflow: visible;}"
+    "</style>"
+)
+"""The explorer's own CSS: its tab titles are never cut off, however narrow the page (the
+file browser open): a tab keeps its title's width and the tabs wrap onto a second row
+(ipywidgets shrinks them to 35 px otherwise)."""
 
 
 @dataclass
@@ -49,6 +60,7 @@ def build_layout(controls: widgets.Widget, tune: widgets.Widget) -> Layout:
         titles=list(PANES),
         layout=widgets.Layout(flex="1"),
     )
+    tabs.add_class("wb-tabs")
     progress = widgets.IntProgress(
         value=1, max=1, bar_style="info", layout=widgets.Layout(width="120px", visibility="hidden")
     )
@@ -62,6 +74,7 @@ def build_layout(controls: widgets.Widget, tune: widgets.Widget) -> Layout:
     tabs.layout.min_width = "520px"  # titles stay whole; the tabs wrap under the controls
     widget = widgets.VBox(
         [
+            widgets.HTML(STYLE, layout=widgets.Layout(height="0px", margin="0px")),
             widgets.HBox([views["header"], progress, views["status"]]),
             messages,
             widgets.HBox([controls, tabs], layout=widgets.Layout(flex_flow="row wrap")),

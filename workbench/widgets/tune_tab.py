@@ -1,13 +1,15 @@
 """The explorer's "tune" tab: a few trials of ``wb.tune`` from a node, knobs pinned by hand.
 
-The tab tunes the current node's function when the generated search space has knobs there
-(an untransformed loop nest), else the start node's. Each knob of that space is a dropdown:
-``search`` (the default) or a value to pin. **Tune** runs ``wb.tune`` on a worker thread
-(the page stays live) for the number of trials in the box, with a progress bar filled as
-records arrive; **apply best** adds the fastest record as a new node under the tuned one,
-its trace replayed through the public ``Schedule`` methods (``continue_trace``), so it is
-measured, drawn and exported like any other node. While it runs, the status line says which
-candidate is building or measuring and the seconds so far (the tuner's stage callbacks).
+The tab tunes on the explorer's target (``cpu``, ``cuda``...: the generated space of that
+target, measured there through the same public ``wb.tune``), the current node's function when
+that space has knobs there (an untransformed loop nest), else the start node's. Each knob of
+that space is a dropdown: ``search`` (the default) or a value to pin. **Tune** runs
+``wb.tune`` on a worker thread (the page stays live) for the number of trials in the box, with
+a progress bar filled as records arrive; **apply best** adds the fastest record as a new node
+under the tuned one, its trace replayed through the public ``Schedule`` methods
+(``continue_trace``), so it is measured, drawn and exported like any other node. While it
+runs, the status line says which candidate is building or measuring and the seconds so far
+(the tuner's stage callbacks).
 
 Example
 -------
@@ -43,6 +45,7 @@ class TuneTab:
         self.db = db or os.path.join(tempfile.mkdtemp(prefix="wb-explore-tune-"), "records.jsonl")
         self.node_id: int | None = None  # the node whose function is tuned
         self.loaded_at: int | None = None  # the current node when the knobs were read
+        self.target = None  # the explorer's target when the knobs were read (a ``Target``)
         self.space = None
         self.records: list = []
         self.result = None
@@ -73,17 +76,18 @@ class TuneTab:
     # --- knobs -----------------------------------------------------------------------
 
     def load(self) -> None:
-        """Read the knobs of the current node's search space (or the start node's)."""
+        """Read the knobs of the current node's search space on the explorer's target (or
+        the start node's)."""
         from workbench.tune.api import make_space
 
         if self.running:
             return
-        history = self.explorer.history
+        history, target = self.explorer.history, self.explorer.target
         for node_id in (history.current_id, 0):
-            space = make_space(None, history[node_id].func)
+            space = make_space(None, history[node_id].func, target)
             if space.domains:
                 break
-        self.node_id, self.space = node_id, space
+        self.node_id, self.space, self.target = node_id, space, target
         self.loaded_at = history.current_id
         self.dropdowns = {
             name: widgets.Dropdown(
@@ -97,7 +101,7 @@ class TuneTab:
         self.knobs.children = list(self.dropdowns.values())
         where = "the current node" if node_id == history.current_id else "the start node"
         self.status.value = (
-            f"tuning {where} [{node_id}]: {len(self.dropdowns)} knobs, "
+            f"tuning {where} [{node_id}] on {target.name}: {len(self.dropdowns)} knobs, "
             f"{space.size()} configurations"
             if self.dropdowns
             else "<i>no knob to tune here (the generated space has none)</i>"
@@ -135,11 +139,11 @@ class TuneTab:
 
         if self.running:
             return self._thread
-        if self.space is None:
-            self.load()
+        if self.space is None or self.target != self.explorer.target:
+            self.load()  # knobs of another target's space would not fit this one
         trials = self.trials.value if trials is None else trials
         func = self.explorer.history[self.node_id].func
-        target = "cpu"  # the tuner measures on the CPU (its runner has no CUDA path)
+        target = self.target
         pins, before = self.pins(), len(self.records)
         self.progress.max, self.progress.value = trials, 0
         self.progress.bar_style = "info"

@@ -9,7 +9,8 @@
   candidate's latency against its trial (failures marked at the bottom), and the cost model's
   predicted against measured latency. They are drawn as PNG bytes into an ``Image``
   widget's value on a drawing thread (``refresh``): a trait every front end syncs, from
-  any thread, and a saved notebook keeps the last picture;
+  any thread, and a saved notebook keeps the last picture; the line under them says how
+  many records the picture shows;
 * a line saying which candidate is building or measuring, and the time so far.
 
 Use ``dashboard.callback`` as a ``wb.tune(..., callbacks=[...])`` callback to watch a run
@@ -40,8 +41,9 @@ class TuningDashboard:
     """Pins, a Tune button and live plots for one function (see the module docstring)."""
 
     def __init__(self, func=None, space=None, target: str = "cpu", db: str = "records.jsonl",
-                 strategy: str = "evolutionary", trials: int = 32):
+                 strategy: str = "evolutionary", trials: int = 32, batch_size: int = 8):
         self.func = func
+        self.batch_size = batch_size  # candidates per batch: records (and plots) per batch
         self.target = target
         self.db = db
         self.strategy = strategy
@@ -159,10 +161,15 @@ class TuningDashboard:
         self._stage = w.Label("", layout=w.Layout(min_height="1.6em"))
         self._image = w.Image(format="png", layout=w.Layout(width="100%"))
         self._image.add_class("wb-dashboard-plots")
+        self._drawn = w.HTML("", layout=w.Layout(min_height="1.6em"))
+        self._drawn.add_class("wb-dashboard-drawn")
+        self._status.add_class("wb-dashboard-status")
+        self._stage.add_class("wb-dashboard-stage")
         controls = w.HBox([self._trials, self._button, self._status])
         self._widget = w.VBox([w.HBox(list(self._dropdowns.values()),
                                       layout=w.Layout(flex_flow="row wrap")),
-                               controls, self._stage, self._image])
+                               controls, self._stage, self._image, self._drawn])
+        self._widget.add_class("wb-dashboard")
         self.refresh()
         self.wait_drawn()
         return self._widget
@@ -190,7 +197,10 @@ class TuningDashboard:
                 if not self._dirty:
                     return
                 self._dirty = False
-            self._image.value = self.png()
+                shown = len(self.records)
+            self._image.value = self.png()  # synced before the line below: same order
+            plural = "" if shown == 1 else "s"
+            self._drawn.value = f"<small>plots drawn with {shown} record{plural}</small>"
             self.draws += 1
 
     def wait_drawn(self, timeout: float = 60.0) -> None:
@@ -221,8 +231,8 @@ class TuningDashboard:
         def run():
             self.result = tune(self.func, target=self.target, trials=trials, db=self.db,
                                space=self.space, strategy=self.strategy, pin=self.pins(),
-                               callbacks=[self.callback], stages=[self.stage],
-                               progress=False)
+                               batch_size=self.batch_size, callbacks=[self.callback],
+                               stages=[self.stage], progress=False)
             if self._widget is not None:
                 self._stage.value = f"done: {len(self.records)} records"
 

@@ -21,62 +21,26 @@ import math
 
 from workbench.ir import (
     DTYPES,
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
     Add,
-    And,
     BufferLoad,
     Call,
     Cast,
     Div,
     FloatImm,
-    FloorDiv,
-    FloorMod,
     IntImm,
     Max,
     Min,
     Mul,
     Not,
-    Or,
     PrimExpr,
     Select,
-    Sub,
     Var,
     is_float,
     is_int,
 )
 from workbench.ir.functor import collect
+from workbench.ir.operators import ATOM, COMPARE, MUL, NOT, OPERATORS, SELECT, UNARY
 
-# Python precedence, low to high.
-_PREC_SELECT = 1
-_PREC_OR = 2
-_PREC_AND = 3
-_PREC_NOT = 4
-_PREC_COMPARE = 5
-_PREC_ADD = 6
-_PREC_MUL = 7
-_PREC_UNARY = 8
-_PREC_ATOM = 9
-
-_BINARY = {
-    Add: ("+", _PREC_ADD),
-    Sub: ("-", _PREC_ADD),
-    Mul: ("*", _PREC_MUL),
-    FloorDiv: ("//", _PREC_MUL),
-    FloorMod: ("%", _PREC_MUL),
-    EQ: ("==", _PREC_COMPARE),
-    NE: ("!=", _PREC_COMPARE),
-    LT: ("<", _PREC_COMPARE),
-    LE: ("<=", _PREC_COMPARE),
-    GT: (">", _PREC_COMPARE),
-    GE: (">=", _PREC_COMPARE),
-    And: ("and", _PREC_AND),
-    Or: ("or", _PREC_OR),
-}
 _ASSOCIATIVE_INT = (Add, Mul)  # re-association is exact for integers only
 
 
@@ -146,9 +110,9 @@ class ExprPrinter:
         method = getattr(self, "_print_" + type(expr).__name__, None)
         if method is not None:
             return method(expr, index_context)
-        op = _BINARY.get(type(expr))
+        op = OPERATORS.get(type(expr))
         if op is not None:
-            return self._binary(expr, op[0], op[1], index_context)
+            return self._binary(expr, op.symbol, op.precedence, index_context)
         raise NotImplementedError(f"no Python code generation for {type(expr).__name__}")
 
     def _wrap(
@@ -161,24 +125,24 @@ class ExprPrinter:
 
     def _binary(self, expr, symbol: str, prec: int, index_context: bool) -> tuple[str, int]:
         # Python chains comparisons (a < b < c), so a comparison operand is always wrapped.
-        compare = prec == _PREC_COMPARE
+        compare = prec == COMPARE
         exact_assoc = isinstance(expr, _ASSOCIATIVE_INT) and is_int(expr.dtype)
         left = self._wrap(expr.a, prec, index_context, strict=compare)
         right = self._wrap(expr.b, prec, index_context, strict=compare or not exact_assoc)
         return f"{left} {symbol} {right}", prec
 
     def _print_Var(self, expr: Var, index_context: bool):
-        return self.names.get(expr.name, expr.name), _PREC_ATOM
+        return self.names.get(expr.name, expr.name), ATOM
 
     def _print_IntImm(self, expr: IntImm, index_context: bool):
         if expr.dtype == "bool":
-            return ("True" if expr.value else "False"), _PREC_ATOM
+            return ("True" if expr.value else "False"), ATOM
         value = int(expr.value)  # an int, whatever the IR node was built from
         if index_context and self.unsigned_indices:
-            return f"u64({value})", _PREC_ATOM
+            return f"u64({value})", ATOM
         if value < 0:
-            return str(value), _PREC_UNARY
-        return str(value), _PREC_ATOM
+            return str(value), UNARY
+        return str(value), ATOM
 
     def _print_FloatImm(self, expr: FloatImm, index_context: bool):
         value = expr.value
@@ -189,45 +153,45 @@ class ExprPrinter:
         else:
             literal = repr(float(value))
         if expr.dtype == "float64" and not literal.startswith("-"):
-            return literal, _PREC_ATOM
-        return f"{np_dtype_name(expr.dtype)}({literal})", _PREC_ATOM
+            return literal, ATOM
+        return f"{np_dtype_name(expr.dtype)}({literal})", ATOM
 
     def _print_Cast(self, expr: Cast, index_context: bool):
         inner = self.print(expr.value)
         if expr.dtype == "bool":
-            return f"bool({inner})", _PREC_ATOM
-        return f"{np_dtype_name(expr.dtype)}({inner})", _PREC_ATOM
+            return f"bool({inner})", ATOM
+        return f"{np_dtype_name(expr.dtype)}({inner})", ATOM
 
     def _print_Div(self, expr: Div, index_context: bool):
         if is_float(expr.dtype):
-            return self._binary(expr, "/", _PREC_MUL, index_context)
+            return self._binary(expr, "/", MUL, index_context)
         self.uses_runtime = True
         a, b = self.print(expr.a, index_context), self.print(expr.b, index_context)
-        return f"rt.truncdiv({a}, {b})", _PREC_ATOM
+        return f"rt.truncdiv({a}, {b})", ATOM
 
     def _print_Min(self, expr: Min, index_context: bool):
         return (
             f"min({self.print(expr.a, index_context)}, {self.print(expr.b, index_context)})",
-            _PREC_ATOM,
+            ATOM,
         )
 
     def _print_Max(self, expr: Max, index_context: bool):
         return (
             f"max({self.print(expr.a, index_context)}, {self.print(expr.b, index_context)})",
-            _PREC_ATOM,
+            ATOM,
         )
 
     def _print_Not(self, expr: Not, index_context: bool):
-        return f"not {self._wrap(expr.a, _PREC_NOT, index_context)}", _PREC_NOT
+        return f"not {self._wrap(expr.a, NOT, index_context)}", NOT
 
     def _print_Select(self, expr: Select, index_context: bool):
-        true_text = self._wrap(expr.true_value, _PREC_SELECT, index_context, strict=True)
-        cond_text = self._wrap(expr.condition, _PREC_SELECT, index_context, strict=True)
-        false_text = self._wrap(expr.false_value, _PREC_SELECT, index_context)
-        return f"{true_text} if {cond_text} else {false_text}", _PREC_SELECT
+        true_text = self._wrap(expr.true_value, SELECT, index_context, strict=True)
+        cond_text = self._wrap(expr.condition, SELECT, index_context, strict=True)
+        false_text = self._wrap(expr.false_value, SELECT, index_context)
+        return f"{true_text} if {cond_text} else {false_text}", SELECT
 
     def _print_BufferLoad(self, expr: BufferLoad, index_context: bool):
-        return f"{self.names[expr.buffer.name]}[{self.indices(expr.indices)}]", _PREC_ATOM
+        return f"{self.names[expr.buffer.name]}[{self.indices(expr.indices)}]", ATOM
 
     def indices(self, indices) -> str:
         """The subscript text of ``indices`` (``()`` for a 0-d buffer)."""
@@ -240,27 +204,27 @@ class ExprPrinter:
             self.uses_runtime = True
             index, extent, check_id, *variables = (self.print(arg) for arg in expr.args)
             values = "(" + "".join(f"{v}, " for v in variables) + ")"
-            return f"rt.checked_index({index}, {extent}, {check_id}, {values})", _PREC_ATOM
+            return f"rt.checked_index({index}, {extent}, {check_id}, {values})", ATOM
         args = [self.print(arg) for arg in expr.args]
         dtype = expr.dtype
         one = f"{np_dtype_name(dtype)}(1.0)"
         op = expr.op
         if op == "exp":
-            return self._exp(args[0], dtype), _PREC_ATOM
+            return self._exp(args[0], dtype), ATOM
         if op in ("log", "sqrt", "tanh", "sin", "cos"):
-            return f"np.{op}({args[0]})", _PREC_ATOM
+            return f"np.{op}({args[0]})", ATOM
         if op == "abs":
-            return f"abs({args[0]})", _PREC_ATOM
+            return f"abs({args[0]})", ATOM
         if op == "rsqrt":
-            return f"{one} / np.sqrt({args[0]})", _PREC_MUL
+            return f"{one} / np.sqrt({args[0]})", MUL
         if op == "sigmoid":
-            negated = "-" + self._wrap(expr.args[0], _PREC_UNARY, False)
-            return f"{one} / ({one} + {self._exp(negated, dtype)})", _PREC_MUL
+            negated = "-" + self._wrap(expr.args[0], UNARY, False)
+            return f"{one} / ({one} + {self._exp(negated, dtype)})", MUL
         if op == "erf":
             self.uses_math = True
-            return f"{np_dtype_name(dtype)}(math.erf({args[0]}))", _PREC_ATOM
+            return f"{np_dtype_name(dtype)}(math.erf({args[0]}))", ATOM
         if op == "pow":
-            return f"{np_dtype_name(dtype)}(np.power({args[0]}, {args[1]}))", _PREC_ATOM
+            return f"{np_dtype_name(dtype)}(np.power({args[0]}, {args[1]}))", ATOM
         raise NotImplementedError(f"no Python code generation for intrinsic {op!r}")
 
     def _exp(self, arg: str, dtype: str) -> str:

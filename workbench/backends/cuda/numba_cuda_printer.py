@@ -42,6 +42,7 @@ from workbench.backends.common.expr_printer import (
 from workbench.backends.cuda import cuda_vector
 from workbench.backends.cuda.cuda_sync import SyncThreads
 from workbench.ir import Buffer, Call, Div, For, ForKind, IntImm, PrimFunc, is_float
+from workbench.ir.operators import ATOM, MUL
 
 _AXES = ("x", "y", "z")
 
@@ -77,23 +78,23 @@ class CudaExprPrinter(ExprPrinter):
         if op.startswith("cuda."):  # warp intrinsics placed by passes (cuda_reduction)
             if not all(part.isidentifier() for part in op.split(".")):
                 raise ValueError(f"intrinsic {op!r} is not a dotted name: not printed")
-            return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", 9
+            return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", ATOM
         self.uses_math = True
         if op in ("exp", "log", "sqrt", "tanh", "erf", "sin", "cos"):
-            return f"{cast}(math.{op}({args[0]}))", 9
+            return f"{cast}(math.{op}({args[0]}))", ATOM
         if op == "abs":
-            return f"abs({args[0]})", 9
+            return f"abs({args[0]})", ATOM
         if op == "rsqrt":
-            return f"{one} / {cast}(math.sqrt({args[0]}))", 7
+            return f"{one} / {cast}(math.sqrt({args[0]}))", MUL
         if op == "sigmoid":
-            return f"{one} / ({one} + {cast}(math.exp(-({args[0]}))))", 7
+            return f"{one} / ({one} + {cast}(math.exp(-({args[0]}))))", MUL
         if op == "pow":
-            return f"{cast}(math.pow({args[0]}, {args[1]}))", 9
+            return f"{cast}(math.pow({args[0]}, {args[1]}))", ATOM
         raise NotImplementedError(f"no CUDA code generation for intrinsic {op!r}")
 
     def _print_Div(self, expr: Div, index_context: bool):
         if is_float(expr.dtype):
-            return self._binary(expr, "/", 7, index_context)
+            return self._binary(expr, "/", MUL, index_context)
         raise NotImplementedError("no CUDA code generation for truncating integer division")
 
 

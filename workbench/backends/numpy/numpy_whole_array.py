@@ -47,6 +47,7 @@ from workbench.ir import (
     is_float,
 )
 from workbench.ir.functor import collect
+from workbench.ir.operators import OPERATORS
 
 CHUNK_ELEMENTS = 1 << 24
 """Most iteration points evaluated at once (bounds the temporary arrays' memory)."""
@@ -250,7 +251,13 @@ class _Evaluator:
         self.guarded = 0  # inside a Select branch: out-of-range loads are clipped, not errors
 
     def __call__(self, expr: PrimExpr):
-        method = getattr(self, "_" + type(expr).__name__)
+        method = getattr(self, "_" + type(expr).__name__, None)
+        if method is None:
+            op = OPERATORS.get(type(expr))
+            if op is None or op.numpy is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute "
+                                     f"'_{type(expr).__name__}'")
+            return op.numpy(self(expr.a), self(expr.b))  # the binary operators, elementwise
         return method(expr)
 
     def indices(self, exprs, shape, buffer: Buffer) -> tuple:
@@ -278,51 +285,6 @@ class _Evaluator:
 
     def _Cast(self, expr: Cast):
         return np.asarray(self(expr.value)).astype(expr.dtype)
-
-    def _Add(self, e):
-        return np.add(self(e.a), self(e.b))
-
-    def _Sub(self, e):
-        return np.subtract(self(e.a), self(e.b))
-
-    def _Mul(self, e):
-        return np.multiply(self(e.a), self(e.b))
-
-    def _FloorDiv(self, e):
-        return np.floor_divide(self(e.a), self(e.b))
-
-    def _FloorMod(self, e):
-        return np.mod(self(e.a), self(e.b))
-
-    def _Min(self, e):
-        return np.minimum(self(e.a), self(e.b))
-
-    def _Max(self, e):
-        return np.maximum(self(e.a), self(e.b))
-
-    def _EQ(self, e):
-        return np.equal(self(e.a), self(e.b))
-
-    def _NE(self, e):
-        return np.not_equal(self(e.a), self(e.b))
-
-    def _LT(self, e):
-        return np.less(self(e.a), self(e.b))
-
-    def _LE(self, e):
-        return np.less_equal(self(e.a), self(e.b))
-
-    def _GT(self, e):
-        return np.greater(self(e.a), self(e.b))
-
-    def _GE(self, e):
-        return np.greater_equal(self(e.a), self(e.b))
-
-    def _And(self, e):
-        return np.logical_and(self(e.a), self(e.b))
-
-    def _Or(self, e):
-        return np.logical_or(self(e.a), self(e.b))
 
     def _Not(self, e):
         return np.logical_not(self(e.a))

@@ -3,10 +3,12 @@
 Covers Gemm, MatMul, Conv (1-D and 2-D), Clip, BatchNormalization, Relu, Gelu, Sigmoid
 (SiLU is Sigmoid then Mul), Tanh, Exp, Sqrt, Erf, Neg, Add, Sub, Mul, Div, MaxPool,
 AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Softmax, LayerNormalization,
-Attention (opset 23), Identity, Dropout, Constant, Shape (static), Cast (float to float),
-Concat, Unsqueeze, Squeeze, Expand, Slice and Gather. A node whose inputs are all constants,
-of any type, is evaluated at import by onnx's reference evaluator (shape plumbing). Unsupported
-nodes are listed in one ``UnsupportedOperatorError`` (location: the node's name and index).
+Attention (opset 23), Identity, Dropout, Constant, Shape (static), Concat, Unsqueeze, Squeeze,
+Expand, Slice, and (``onnx_more``) Gather, Cast, Split, Where, IsNaN, Pow, ReduceMean,
+Reciprocal, the comparisons, And, Not: what the dynamo exporter emits for GPT-2, BERT, Llama.
+A node whose inputs are all constants, of any type, is evaluated at import by onnx's reference
+evaluator (shape plumbing). Unsupported nodes are listed in one ``UnsupportedOperatorError``
+(location: the node's name and index).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from workbench.graph.builder import GraphBuilder
 from workbench.graph.errors import UnsupportedOperatorError
+from workbench.graph.frontends.onnx_more import MoreOps
 from workbench.graph.ir import Graph, TensorType
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
@@ -88,7 +91,7 @@ def _fold(node, arrays: list) -> list:
     return ReferenceEvaluator(node).run(None, {n: feeds[n] for n in names})
 
 
-class _Node:
+class _Node(MoreOps):
     """The conversion of one ONNX node (``op_<OpType>`` methods)."""
 
     def __init__(self, b: GraphBuilder, values: dict, node, where: str):
@@ -243,16 +246,6 @@ class _Node:
         start, end = self.attrs.get("start", 0), self.attrs.get("end", len(shape))
         return self.b.constant(self.node.output[0], np.array(shape[start:end], "int64"))
 
-    def op_Cast(self):
-        """Float to float is the identity (kernels are float32); integer casts of
-        run-time tensors are not lowered."""
-        from onnx import helper
-
-        target = str(helper.tensor_dtype_to_np_dtype(self.attrs["to"]))
-        if target.startswith("float") == self.b.types[self.ins[0]].dtype.startswith("float"):
-            return self.ins[0]
-        raise NotImplementedError(f"{self.where}: Cast of a run-time tensor to {target}")
-
     def op_Concat(self):
         n = len(self.shape(self.ins[0]))
         return self.emit("concat", [i for i in self.ins if i],
@@ -298,21 +291,6 @@ class _Node:
             if (lo, hi, st) != (0, shape[axis], 1):
                 x = self.emit("slice", [x], {"axis": axis, "start": lo, "stop": hi, "step": st})
         return x
-
-    def op_Gather(self):
-        """A constant scalar index: ``select``; integer indices along axis 0: ``embedding``."""
-        x, index = self.ins[:2]
-        shape = self.shape(x)
-        axis = self.attrs.get("axis", 0) % len(shape)
-        constant = self.b.constants.get(index)
-        if constant is not None and constant.ndim == 0:
-            return self.emit("select", [x], {"axis": axis, "index": int(constant) % shape[axis]})
-        if axis != 0:
-            raise NotImplementedError(f"{self.where}: Gather of an index tensor along axis "
-                                      f"{axis}")
-        table = self.emit("reshape", [x], {"shape": [shape[0], math.prod(shape[1:])]})
-        rows = self.emit("embedding", [table, index])
-        return self.emit("reshape", [rows], {"shape": list(self.shape(index)) + list(shape[1:])})
 
     def op_Transpose(self):
         n = len(self.shape(self.ins[0]))

@@ -5,9 +5,9 @@ A handler gets the op's arguments with every tensor replaced by its graph value 
 and returns the value name(s). ``supported_ops()`` lists the handled ATen names (the source
 of ``docs/ops.md``); ``REFUSED`` the ones recognised and refused, with the reason.
 
-Conventions: the graph's booleans are 0/1 masks in the floating dtype (comparisons,
-``where``, ``masked_fill``); integer tensors at run time are embedding indices only (every
-other integer computation is shape plumbing, folded at import time).
+Conventions: the graph's booleans are 0/1 masks in a floating dtype (comparisons,
+``where``, ``masked_fill``); dtypes follow PyTorch's promotion (``torch_promotion``); integer
+tensors at run time index (``torch_index``) or are computed in float64 and cast back.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ import math
 
 import numpy as np
 
+from workbench.graph.frontends.torch_index import IndexOps
+from workbench.graph.frontends.torch_promotion import PromotionOps
+
 IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_copy",
-            "_assert_tensor_metadata", "feature_dropout", "alpha_dropout", "_to_copy", "to",
-            "type_as", "_assert_async", "lift_fresh"}
-"""Ops that return their first argument (dtype conversions of float tensors included)."""
+            "_assert_tensor_metadata", "feature_dropout", "alpha_dropout", "_assert_async",
+            "lift_fresh"}
+"""Ops that return their first argument."""
 
 REFUSED = {
     "rnn_tanh": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
@@ -44,7 +47,7 @@ def supported_ops() -> list[str]:
     return sorted(names)
 
 
-class AtenOps:
+class AtenOps(IndexOps, PromotionOps):
     """The handlers (mixed into the converter: ``self.b`` is its ``GraphBuilder``)."""
 
     def handler(self, name: str):
@@ -275,10 +278,9 @@ class AtenOps:
         def handler(self, a, b, alpha=1, **kwargs):
             if kwargs.get("rounding_mode") is not None:
                 raise NotImplementedError(f"{op} with rounding_mode")
-            like = a if isinstance(a, str) else b
             if alpha != 1:
-                b = self._emit("mul", [self._tensor(b, like), self._tensor(float(alpha), like)])
-            return self._emit(op, [self._tensor(a, like), self._tensor(b, like)])
+                b = self._promoted("mul", [b, alpha])
+            return self._promoted(op, [a, b])
         return handler
 
     _op_add = _binary("add")
@@ -296,20 +298,19 @@ class AtenOps:
     _op_bitwise_and = _binary("mul")
 
     def _op_rsub(self, a, b, alpha=1):
-        return self._op_sub(b, a, alpha) if alpha == 1 else self._op_sub(
-            self._op_mul(self._tensor(b, a), float(alpha)), a)
+        return self._op_sub(b, a if alpha == 1 else self._promoted("mul", [a, alpha]))
 
     def _op_logical_not(self, x):
-        return self._emit("sub", [self._tensor(1.0, x), x])
+        return self._promoted("sub", [1.0, x])
 
     _op_bitwise_not = _op_logical_not
 
     def _op_where(self, cond, x, y):
-        like = x if isinstance(x, str) else y
-        return self._emit("where", [self._tensor(x, like), self._tensor(y, like), cond])
+        return self._promoted("where", [x, y], [cond])
 
     def _op_masked_fill(self, x, mask, value):
-        return self._emit("where", [self._tensor(value, x), x, mask])
+        self.result_dtype = self._dtype(x)
+        return self._promoted("where", [value, x], [mask])
 
     # ---- pooling ---------------------------------------------------------------------------
 
@@ -545,26 +546,6 @@ class AtenOps:
     def _op_stack(self, tensors, dim=0):
         n = len(self._shape(tensors[0])) + 1
         return self._op_cat([self._op_unsqueeze(t, dim % n) for t in tensors], dim % n)
-
-    def _op_embedding(self, weight, indices, padding_idx=-1, scale_grad=False, sparse=False):
-        return self._emit("embedding", [weight, indices])
-
-    def _op_index_select(self, x, dim, index):
-        """Rows ``index`` (a constant or an integer input) along ``dim``: an embedding
-        lookup over ``x`` with ``dim`` moved to the front."""
-        shape = self._shape(x)
-        axis = dim % len(shape)
-        perm = [axis] + [d for d in range(len(shape)) if d != axis]
-        moved = x if axis == 0 else self._emit("transpose", [x], {"perm": perm})
-        rest = [shape[d] for d in perm[1:]]
-        table = self._reshape_to(moved, [shape[axis], math.prod(rest)])
-        rows = self._emit("embedding", [table, index])
-        (count,) = self._shape(index)
-        out = self._reshape_to(rows, [count] + rest)
-        if axis == 0:
-            return out
-        inverse = [perm.index(d) for d in range(len(shape))]
-        return self._emit("transpose", [out], {"perm": inverse})
 
     def _op_constant_pad_nd(self, x, pad, value=0.0):
         n = len(self._shape(x))

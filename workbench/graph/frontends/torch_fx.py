@@ -199,6 +199,9 @@ class _Converter(AtenOps):
             return  # an input came from an unsupported operator: already reported
         self.source = location
         self.hint = fx_node.name
+        val = fx_node.meta.get("val")
+        dtype = getattr(val, "dtype", None) if not isinstance(val, list | tuple) else None
+        self.result_dtype = None if dtype is None else str(dtype).replace("torch.", "")
         if fx_node.target not in _NEVER_FOLD and self._foldable(args, kwargs):
             self.values[fx_node.name] = self._fold(fx_node.target, args, kwargs)
             return
@@ -207,8 +210,7 @@ class _Converter(AtenOps):
             self.unsupported.append((str(fx_node.target), location))
             return
         self.values[fx_node.name] = handler(*args, **kwargs)
-        val = fx_node.meta.get("val")
-        if getattr(val, "dtype", None) is not None and str(val.dtype) == "torch.bool":
+        if self.result_dtype == "bool":
             self.booleans.add(self.values[fx_node.name])
 
     def _arg(self, value):

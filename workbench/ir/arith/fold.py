@@ -24,6 +24,7 @@ from workbench.ir.expr import (
     Sub,
     is_int,
 )
+from workbench.ir.operators import COMPARISONS, OPERATORS
 
 TRUE = IntImm(1, "bool")
 FALSE = IntImm(0, "bool")
@@ -69,25 +70,11 @@ def fold_float(op: type, a: float, b: float, dtype: str):
     return None
 
 
-INT_FOLD = {
-    Add: lambda a, b: a + b,
-    Sub: lambda a, b: a - b,
-    Mul: lambda a, b: a * b,
-    FloorDiv: lambda a, b: a // b,
-    FloorMod: lambda a, b: a % b,
-    Div: trunc_div,
-    Min: min,
-    Max: max,
-}
+INT_FOLD = {node: OPERATORS[node].python
+            for node in (Add, Sub, Mul, FloorDiv, FloorMod, Min, Max)} | {Div: trunc_div}
+"""Integer semantics of the arithmetic nodes (``Div`` truncates, as in TVM)."""
 
-COMPARE = {
-    EQ: lambda a, b: a == b,
-    NE: lambda a, b: a != b,
-    LT: lambda a, b: a < b,
-    LE: lambda a, b: a <= b,
-    GT: lambda a, b: a > b,
-    GE: lambda a, b: a >= b,
-}
+COMPARE = {node: OPERATORS[node].python for node in COMPARISONS}
 
 # a OP b  <=>  b FLIPPED a
 FLIPPED = {EQ: EQ, NE: NE, LT: GT, LE: GE, GT: LT, GE: LE}

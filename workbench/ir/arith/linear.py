@@ -71,21 +71,76 @@ def digit_expr(x: PrimExpr, a: int, b: int | None, dtype: str) -> PrimExpr:
     return expr if b is None else FloorMod(expr, IntImm(b, dtype))
 
 
-def _merge_digits(low: Digit, low_coeff: int, high: Digit, high_coeff: int) -> Digit | None:
+def _congruent(x: PrimExpr, y: PrimExpr, modulus: int | None, dtype: str) -> bool:
+    """Whether ``x - y`` is a multiple of ``modulus`` for every value of the variables
+    (``modulus`` None: ``x == y``), read on their linear forms."""
+    if x == y:
+        return True
+    diff = linear_form(x, dtype).add(linear_form(y, dtype), -1)
+    if modulus is None:
+        return not diff.terms and diff.const == 0
+    return diff.const % modulus == 0 and all(c % modulus == 0 for c in diff.terms.values())
+
+
+def lift_quotient(expr: PrimExpr) -> PrimExpr:
+    """``m + y // k`` as ``(k*m + y) // k``, the same value (``m``, the other terms and the
+    constant, is an integer): the form ``simplify`` took apart, ``(32*l + r) // 4 ->
+    8*l + r // 4``, put back together. ``expr`` itself when it has no single ``y // k``
+    term of coefficient 1 beside other terms.
+
+    Example
+    -------
+    >>> from workbench.ir.expr import Var
+    >>> from workbench.ir.expr_text import expr_text
+    >>> l, r = Var("l"), Var("r")
+    >>> expr_text(lift_quotient(l * 8 + r // 4))
+    '(l * 32 + r) // 4'
+    """
+    dtype = expr.dtype
+    form = linear_form(expr, dtype)
+    divs = [t for t, c in form.terms.items()
+            if c == 1 and isinstance(t, FloorDiv) and _const_pos(t.b) and t.a.dtype == dtype]
+    if len(divs) != 1 or len(form.terms) == 1 and form.const == 0:
+        return expr
+    (div,) = divs
+    k = div.b.value
+    rest = Linear({t: c for t, c in form.terms.items() if t != div}, form.const)
+    return FloorDiv(_from_form(rest.scale(k).add(linear_form(div.a, dtype)), dtype), div.b)
+
+
+def _lifted(digit: Digit) -> Digit | None:
+    """The digit ``(m + y // k) // a % b`` read as ``(k*m + y) // (k*a) % b``
+    (``lift_quotient``), or None."""
+    x, a, b = digit
+    lifted = lift_quotient(x)
+    if lifted is x:
+        return None
+    return lifted.a, lifted.b.value * a, b
+
+
+def _merge_digits(low: Digit, low_coeff: int, high: Digit, high_coeff: int,
+                  dtype: str) -> Digit | None:
     """Merge two terms of one ``x`` into one, when they are adjacent digits.
 
     * ``(x // (a*b) % c) * (k*b) + (x // a % b) * k  ==  (x // a % (b*c)) * k``
       (``c`` may be absent), e.g. ``x // 16 * 16 + x % 16 == x`` and
-      ``x // 16 % 8 * 16 + x % 16 == x % 128``;
+      ``x // 16 % 8 * 16 + x % 16 == x % 128``; the low digit only needs ``x`` modulo
+      ``a*b`` (``(32*l + r) // 16 * 16 + r % 16 == 32*l + r``) and may be in the form
+      ``simplify`` gives a quotient (``_lifted``);
     * ``(x // a) * k - (x // (a*b)) * (k*b)  ==  (x // a % b) * k``, e.g.
       ``x - x // 8 * 8 == x % 8``.
     """
     (x, a_low, b_low), (x_high, a_high, b_high) = low, high
-    if x != x_high or b_low is None and b_high is not None:
+    if b_low is None and b_high is not None:
         return None
     if b_low is not None:
-        if a_high == a_low * b_low and high_coeff == low_coeff * b_low:
-            return x, a_low, None if b_high is None else b_low * b_high
+        for x_low, a_low_ in (low[:2], (_lifted(low) or (None, 0))[:2]):
+            if x_low is None or a_high != a_low_ * b_low or high_coeff != low_coeff * b_low:
+                continue
+            if _congruent(x_high, x_low, a_low_ * b_low, dtype):
+                return x_high, a_low_, None if b_high is None else b_low * b_high
+        return None
+    if x != x_high:
         return None
     # low has no "% b": only the subtraction form applies
     if b_high is None and a_high > a_low and a_high % a_low == 0:
@@ -106,7 +161,7 @@ def merge_div_mod(form: Linear, dtype: str) -> Linear:
         changed = False
         items = list(form.terms.items())
         for (t1, c1), (t2, c2) in ((p, q) for p in items for q in items if p[0] != q[0]):
-            merged = _merge_digits(as_digit(t2), c2, as_digit(t1), c1)
+            merged = _merge_digits(as_digit(t2), c2, as_digit(t1), c1, dtype)
             if merged is None:
                 continue
             x, a, b = merged
@@ -130,7 +185,11 @@ def _replace_pair(form: Linear, first: PrimExpr, second: PrimExpr, replacement: 
 
 def from_linear(form: Linear, dtype: str) -> PrimExpr:
     """Rebuild an expression: positive terms in order, then negative ones, constant last."""
-    form = merge_div_mod(form, dtype)
+    return _from_form(merge_div_mod(form, dtype), dtype)
+
+
+def _from_form(form: Linear, dtype: str) -> PrimExpr:
+    """``form`` as an expression, its terms as they are (``from_linear`` without merging)."""
     terms = [(t, c) for t, c in form.terms.items() if c != 0]
     const = form.const
 

@@ -42,6 +42,7 @@ from workbench.ir import (
     const_value,
 )
 from workbench.ir.arith import int_bounds, simplify
+from workbench.ir.arith.linear import lift_quotient
 from workbench.ir.dependence.access import (
     Access,
     Bounds,
@@ -182,8 +183,7 @@ def _flattened(access: Access, ranges, order: tuple[int, ...] | None = None) -> 
     for position, ((start, extent), size) in enumerate(reversed(dims)):
         if const_value(extent) != 1:
             return None
-        lo, hi = int_bounds(NarrowInside(mapping, ranges).visit(start) if mapping else start,
-                            guarded)
+        lo, hi = _narrow_bounds(start, mapping, ranges, guarded)
         if lo is None or hi is None or lo < 0 or hi >= size:
             if position != len(dims) - 1:
                 return None
@@ -198,6 +198,19 @@ def _flattened(access: Access, ranges, order: tuple[int, ...] | None = None) -> 
         return None
     one = IntImm(1, flat.dtype)
     return dataclasses.replace(access, region=((flat, one),))
+
+
+def _narrow_bounds(start: PrimExpr, mapping, ranges, guarded) -> Bounds:
+    """Bounds of an index under the ``T.where`` guards: of the index as it is and of its
+    quotient put back together (``f1_0 + (f0 * 6 + r) // 4`` as ``(f0 * 6 + f1_0 * 4 + r)
+    // 4``, where a guarded sum ``f1_0 * 4 + r < 6`` is seen whole), the tighter ends."""
+    bounds = []
+    for form in {start, lift_quotient(start)}:
+        bounds.append(int_bounds(NarrowInside(mapping, ranges).visit(form) if mapping else form,
+                                 guarded))
+    los = [lo for lo, _ in bounds if lo is not None]
+    his = [hi for _, hi in bounds if hi is not None]
+    return (max(los) if los else None), (min(his) if his else None)
 
 
 def _in_range(expr: PrimExpr, mapping, guarded, ranges, size: int) -> bool:

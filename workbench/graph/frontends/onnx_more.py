@@ -1,0 +1,117 @@
+"""ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
+dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
+(``take``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal, comparisons, And, Not.
+
+Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
+``x != x``, which holds for NaN under IEEE comparisons; the exporter puts it after
+``Softmax`` to zero fully masked rows, which the zoo's causal and padding masks never
+produce.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+COMPARISONS = {"Equal": "eq", "Less": "lt", "Greater": "gt", "LessOrEqual": "le",
+               "GreaterOrEqual": "ge"}
+
+
+class MoreOps:
+    """``op_<OpType>`` handlers (``self`` is an ``onnx._Node``)."""
+
+    def _axis(self, name: str = "axis", default: int = 0) -> int:
+        return self.attrs.get(name, default) % len(self.shape(self.ins[0]))
+
+    def op_Gather(self):
+        """``np.take`` along ``axis`` (a constant scalar index: ``select``); negative indices
+        wrap, as ONNX defines them."""
+        x, index = self.ins[:2]
+        axis = self._axis()
+        extent = self.shape(x)[axis]
+        constant = self.b.constants.get(index)
+        if constant is not None and constant.ndim == 0:
+            return self.emit("select", [x], {"axis": axis, "index": int(constant) % extent})
+        return self.emit("take", [x, index], {"axis": axis, "wrap": True})
+
+    def op_Cast(self):
+        """A dtype conversion (``cast``; to ``bool``: ``x != 0``); the same dtype, or float16
+        (kernels compute in float32): its input."""
+        from onnx import helper
+
+        target = str(helper.tensor_dtype_to_np_dtype(self.attrs["to"]))
+        x = self.ins[0]
+        source = self.b.types[x].dtype
+        if target in (source, "float16", "bfloat16"):
+            return x
+        if target == "bool":
+            return self.emit("ne", [x, self.b.constant("zero", np.zeros((), source))])
+        return self.emit("cast", [x], {"dtype": target})
+
+    def op_Split(self):
+        x = self.ins[0]
+        axis = self._axis()
+        extent = self.shape(x)[axis]
+        if len(self.ins) > 1 and self.ins[1]:
+            sizes = [int(s) for s in self.const(self.ins[1])]
+        elif "split" in self.attrs:
+            sizes = [int(s) for s in self.attrs["split"]]
+        else:
+            count = int(self.attrs.get("num_outputs", len(self.node.output)))
+            size = -(-extent // count)
+            sizes = [min(size, extent - s) for s in range(0, extent, size)]
+        parts, start = [], 0
+        for size in sizes:
+            parts.append(self.emit("slice", [x], {"axis": axis, "start": start,
+                                                  "stop": start + size, "step": 1}))
+            start += size
+        return tuple(parts)
+
+    def op_Where(self):
+        cond, x, y = self.ins[:3]
+        return self.emit("where", [x, y, cond])
+
+    def op_IsNaN(self):
+        return self.emit("ne", [self.ins[0], self.ins[0]])
+
+    def op_Not(self):
+        x = self.ins[0]
+        return self.emit("sub", [self.b.constant("one", np.ones((), self.b.types[x].dtype)), x])
+
+    def op_And(self):
+        return self.emit("mul", self.ins[:2])
+
+    def op_Pow(self):
+        """A constant scalar exponent."""
+        exponent = self.b.constants.get(self.ins[1])
+        if exponent is None or exponent.size != 1:
+            raise NotImplementedError(f"{self.where}: Pow with a run-time exponent")
+        return self.emit("pow", [self.ins[0]], {"exponent": float(exponent.reshape(()))})
+
+    def op_Reciprocal(self):
+        x = self.ins[0]
+        return self.emit("div", [self.b.constant("one", np.ones((), self.b.types[x].dtype)), x])
+
+    def op_ReduceMean(self):
+        x = self.ins[0]
+        n = len(self.shape(x))
+        if "axes" in self.attrs:
+            axes = list(self.attrs["axes"])
+        elif len(self.ins) > 1 and self.ins[1]:
+            axes = [int(a) for a in self.const(self.ins[1])]
+        else:
+            axes = list(range(n))
+        return self.emit("mean", [x], {"axes": sorted(a % n for a in axes),
+                                       "keepdims": bool(self.attrs.get("keepdims", 1))})
+
+
+def _comparison(op: str):
+    def handler(self):
+        return self.emit(op, self.ins[:2])
+    handler.__doc__ = f"``{op}`` as a 0/1 mask."
+    return handler
+
+
+for _name, _op in COMPARISONS.items():
+    setattr(MoreOps, f"op_{_name}", _comparison(_op))
+
+__all__ = ["COMPARISONS", "MoreOps"]

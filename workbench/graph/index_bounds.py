@@ -1,0 +1,122 @@
+"""Bounds of run-time index tensors, checked before any kernel runs.
+
+The kernels of ``take``/``gather``/``embedding`` (``workbench.ops.gather``) clamp their
+index (a kernel cannot raise), so an out-of-range index is found here where it can be known:
+
+- an index that is a constant: ``check_constants`` at compile time;
+- an index that is one of the model's inputs (through views: ``reshape``): ``IndexCheck``,
+  run on each call of the compiled model (a min/max over the integer input).
+
+An index computed inside the model (arithmetic on an input) reads the clamped element
+(docs/decisions.md). The interpreter (``workbench.graph.run``) checks every index.
+
+Example
+-------
+>>> import numpy as np
+>>> from workbench.graph.builder import GraphBuilder
+>>> from workbench.graph.ir import TensorType
+>>> b = GraphBuilder()
+>>> w = b.constant("w", np.zeros((10, 4), np.float32))
+>>> i = b.input("ids", TensorType((3,), "int64"))
+>>> graph = b.finish([b.node("take", [w, i], {"axis": 0})])
+>>> checks = index_checks(graph)
+>>> [(c.input, c.extent, c.wrap) for c in checks]
+[('ids', 10, False)]
+>>> try:
+...     check_inputs(checks, {"ids": np.array([0, 9, 10])})
+... except IndexOutOfRangeError as error:
+...     print(error)  # doctest: +ELLIPSIS
+input 'ids' of the model: index 10 is out of range for axis 0 (size 10) of take node take...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.graph.errors import IndexOutOfRangeError
+from workbench.graph.ir import Graph
+
+INDEX_OPS = ("take", "gather", "embedding")
+"""Operators whose second input is an index along ``attrs["axis"]`` (0 by default)."""
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """The model input ``input`` indexes an axis of ``extent`` (``wrap``: negatives count
+    from the end) in node ``node``."""
+
+    input: str
+    extent: int
+    wrap: bool
+    node: str
+    op: str
+    axis: int
+
+
+def _index_nodes(graph: Graph):
+    """(the graph holding it, node) for every index node, fused groups' members too."""
+    for node in graph.nodes:
+        if node.op == "fused":
+            yield from _index_nodes(node.attrs["graph"])
+        elif node.op in INDEX_OPS:
+            yield graph, node
+
+
+def _source(graph: Graph, name: str) -> str:
+    """``name`` followed back through ``reshape`` views."""
+    producers = {n.name: n for n in graph.nodes}
+    while name in producers and producers[name].op == "reshape":
+        name = producers[name].inputs[0]
+    return name
+
+
+def _message(check: IndexCheck, bad: int) -> str:
+    return (f"index {bad} is out of range for axis {check.axis} (size {check.extent}) of "
+            f"{check.op} node {check.node}" + ("" if check.wrap else
+                                              " (negative indices are out of range too)"))
+
+
+def _first_bad(index: np.ndarray, extent: int, wrap: bool) -> int | None:
+    if index.size == 0:
+        return None
+    low = -extent if wrap else 0
+    lo, hi = int(index.min()), int(index.max())
+    if lo < low:
+        return lo
+    if hi >= extent:
+        return hi
+    return None
+
+
+def index_checks(graph: Graph) -> list[IndexCheck]:
+    """The checks of the model's integer inputs used as indices; constant indices are
+    checked here, once (``IndexOutOfRangeError``)."""
+    checks = []
+    for owner, node in _index_nodes(graph):
+        x, index = node.inputs[:2]
+        axis = node.attrs.get("axis", 0)
+        extent = owner.type_of(x).shape[axis]
+        check = IndexCheck(_source(graph, index), int(extent), bool(node.attrs.get("wrap")),
+                           node.name, node.op, axis)
+        if check.input in graph.constants:
+            bad = _first_bad(np.asarray(graph.constants[check.input]), check.extent, check.wrap)
+            if bad is not None:
+                raise IndexOutOfRangeError(f"a constant index: {_message(check, bad)}")
+        elif check.input in graph.inputs:
+            checks.append(check)
+    return checks
+
+
+def check_inputs(checks: list[IndexCheck], values: dict[str, np.ndarray]) -> None:
+    """Raise ``IndexOutOfRangeError`` naming the input and the node for the first index of
+    ``values`` outside its axis."""
+    for check in checks:
+        bad = _first_bad(values[check.input], check.extent, check.wrap)
+        if bad is not None:
+            raise IndexOutOfRangeError(f"input {check.input!r} of the model: "
+                                       f"{_message(check, bad)}")
+
+
+__all__ = ["INDEX_OPS", "IndexCheck", "check_inputs", "index_checks"]
