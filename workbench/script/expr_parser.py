@@ -79,6 +79,12 @@ class ExprParser:
     def error(self, node: ast.AST | None, message: str, kind: str) -> DSLError:
         return error_at(self.source, node, message, kind)
 
+    def internal_error(self, node: ast.AST, what: str, exc: Exception) -> DSLError:
+        """An unexpected failure parsing ``node`` (an ``"expression"``, a ``"statement"``) as
+        an error pointing at it."""
+        return self.error(node, f"cannot parse this {what} ({type(exc).__name__}: {exc})",
+                          "internal")
+
     # ---- names and static values --------------------------------------------------------
 
     def resolve(self, node: ast.expr):
@@ -228,8 +234,7 @@ class ExprParser:
         except DSLError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure must point at the source
-            raise self.error(node, f"cannot parse this expression ({type(exc).__name__}: "
-                             f"{exc})", "internal") from None
+            raise self.internal_error(node, "expression", exc) from None
 
     def _expr(self, node: ast.expr) -> Value:
         method = getattr(self, "expr_" + type(node).__name__, None)
