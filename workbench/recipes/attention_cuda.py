@@ -59,10 +59,10 @@ def _extent(block, axis: int) -> int:
 
 
 def default_rows(queries: int) -> int:
-    """Query rows per block: 8 (256 threads), fewer for short sequences.
+    """Query rows per block: 8 (256 threads), 4 or all of them for short sequences.
 
     >>> default_rows(128), default_rows(77), default_rows(3)
-    (8, 8, 4)
+    (8, 8, 3)
     """
     return 8 if queries >= 8 else 4 if queries >= 4 else queries
 
