@@ -143,6 +143,13 @@ class AddMul(nn.Module):
         return (x + y) * y
 
 
+def test_a_depthwise_convolution_gets_its_tiled_recipe():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1, groups=3), nn.ReLU())
+    compiled = _check(model, torch.randn(1, 3, 6, 6), rules={"conv2d_tiled"})
+    assert "depthwise" in compiled.kernels[0].func.script()
+
+
 def test_elementwise_gets_v4_and_odd_rows_fall_back_to_the_baseline():
     x, y = torch.randn(2, 128), torch.randn(2, 128)
     compiled = _check(AddMul(), x, y, rules={"elementwise_v4"})

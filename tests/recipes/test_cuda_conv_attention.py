@@ -8,7 +8,7 @@ import pytest
 from workbench import ops, recipes
 from workbench.backends import build
 from workbench.recipes.attention_cuda import default_rows, warp_rows
-from workbench.recipes.conv2d_cuda import ConvTiling, conv_tiling, tiled
+from workbench.recipes.conv2d_cuda import ConvTiling, conv_tiling, depthwise_tiled, tiled
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -52,6 +52,19 @@ def test_conv_tiling_divides_resnet_shapes_and_guards_others():
     assert (t.y_threads, t.x_threads * t.per_x, t.c_tile) == (8, 8, 3)
     with pytest.raises(ValueError, match="blocks"):
         tiled(ops.matmul(8, 8, 8))
+
+
+@pytest.mark.parametrize(("N", "C", "H", "R", "stride", "padding", "tiling"), [
+    (1, 3, 9, 3, 1, 1, None),       # 3x3, the default tile
+    (2, 2, 11, 5, 2, 2, None),      # 5x5 stride 2, nothing divides 6: guarded
+    (1, 2, 7, 3, 1, 0, (2, 3, 2)),  # a tile by hand, no padding
+])
+def test_depthwise_tiled_matches_torch(rng, N, C, H, R, stride, padding, tiling):
+    func = ops.depthwise_conv2d_nchw(N, C, H, H, R, R, stride=stride, padding=padding)
+    kernel, (data, weight), out = _run(func, depthwise_tiled(func, tiling), rng)
+    want = F.conv2d(data, weight, stride=stride, padding=padding, groups=C).numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert "pad_temp = cuda.shared.array" in kernel.source
 
 
 @pytest.mark.parametrize(("B", "H", "L", "D", "S", "causal", "options"), [

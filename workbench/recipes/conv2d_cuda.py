@@ -177,3 +177,67 @@ def tiled(func: PrimFunc, tiling: ConvTiling | None = None, unroll: bool = True,
             sch.unroll(loop)
             sch.annotate(loop, "pragma_unroll_explicit", 1)
     return sch
+
+
+def depthwise_tiling(P: int, Q: int) -> tuple[int, int, int]:
+    """``(y_threads, x_threads, per_x)`` of ``depthwise_tiled`` for a ``P x Q`` output: a
+    row of up to 32 threads, each 1 (or 2, 4 on wide rows) pixels, and up to 8 rows: up to
+    256 threads, tiles that divide ``Q`` where one of the candidates does.
+
+    >>> depthwise_tiling(112, 112), depthwise_tiling(7, 7), depthwise_tiling(9, 9)
+    ((8, 28, 4), (7, 7, 1), (8, 9, 1))
+    """
+    x_threads, per_x = next(
+        (c for c in ((32, 4), (28, 4), (32, 2), (28, 2), (32, 1), (28, 1), (16, 1), (14, 1))
+         if Q % (c[0] * c[1]) == 0), (min(32, Q), 1))
+    y_threads = next((o for o in (8, 7, 4, 2) if P % o == 0), min(8, P))
+    return y_threads, x_threads, per_x
+
+
+@register("depthwise_conv2d_nchw", "tiled", "cuda")
+def depthwise_tiled(func: PrimFunc, tiling: tuple[int, int, int] | None = None,
+                    block: str = "depthwise_conv2d_nchw") -> Schedule:
+    """Depthwise convolution (``ops.depthwise_conv2d_nchw``): a block per image, channel
+    and tile of ``y_threads`` rows x ``x_threads * per_x`` columns; the channel's padded
+    input window computed straight into shared memory by the ``pad_temp`` block (each input
+    read once per tile instead of once per window position), each thread ``per_x``
+    consecutive pixels of a row in registers, the ``ry, rx`` window unrolled; the weights
+    (``R x S`` per channel, the same for the whole block) read from global memory.
+    ``tiling`` defaults to ``depthwise_tiling``; edges that do not divide are guarded.
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = depthwise_tiled(ops.depthwise_conv2d_nchw(1, 2, 9, 9, 3, 3))
+    """
+    names = [b.name for b in find_blocks(func)]
+    head = names[:names.index(block) + 1] if block in names else []
+    if head not in ([block], ["pad_temp", block]):
+        raise ValueError(f"tiled depthwise conv2d needs the blocks ('pad_temp', '{block}') "
+                         f"of ops.depthwise_conv2d_nchw (an epilogue may follow); got {names}")
+    sch = Schedule(func)
+    conv = sch.get_block(block)
+    n, c, y, x, ry, rx = sch.get_loops(conv)
+    P, Q = (int(sch.get(lp).extent.value) for lp in (y, x))
+    y_threads, x_threads, per_x = tiling or depthwise_tiling(P, Q)
+    y0, y1 = sch.split(y, factors=[None, y_threads])
+    x0, x1, x2 = sch.split(x, factors=[None, x_threads, per_x])
+    sch.reorder(n, c, y0, x0, y1, x1, ry, rx, x2)
+    sch.bind(sch.fuse(n, c), "blockIdx.y")
+    tile = sch.fuse(y0, x0)
+    sch.bind(tile, "blockIdx.x")
+    pixel = sch.fuse(y1, x1)
+    sch.bind(pixel, "threadIdx.x")
+    sch.reverse_compute_at(sch.cache_write(conv, 0, "local"), pixel)
+    if len(head) == 2:
+        pad = sch.get_block("pad_temp")
+        sch.set_scope(pad, 0, "shared")
+        sch.compute_at(pad, tile)
+        fused = sch.fuse(*sch.get_loops(pad)[2:])
+        _, tx = sch.split(fused, factors=[None, y_threads * x_threads])
+        sch.bind(tx, "threadIdx.x")
+    sch.decompose_reduction(conv, ry)
+    for loop in (ry, rx):
+        sch.unroll(loop)
+        sch.annotate(loop, "pragma_unroll_explicit", 1)
+    return sch
