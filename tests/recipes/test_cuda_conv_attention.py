@@ -46,12 +46,31 @@ def test_conv_tiling_divides_resnet_shapes_and_guards_others():
         assert size % t.y_threads == 0 and size % (t.x_threads * t.per_x) == 0
         assert t.threads <= 1024 and t.k_threads * t.per_k == 64
     small = conv_tiling(512, 512, 7, 7, N=16)  # a small image: fewer channels per thread
-    assert small.per_k < conv_tiling(64, 64, 56, 56, N=16).per_k and small.threads <= 1024
+    assert small.per_k < conv_tiling(64, 64, 56, 56, N=16).per_k and small.threads <= 256
     assert small.k_threads * small.per_k == 64
     t = conv_tiling(5, 3, 9, 9)  # nothing divides 9: the largest tile, guarded
     assert (t.y_threads, t.x_threads * t.per_x, t.c_tile) == (8, 8, 3)
     with pytest.raises(ValueError, match="blocks"):
         tiled(ops.matmul(8, 8, 8))
+
+
+RESNET18_CONVS = [  # (K, C, P) of every convolution of torchvision's resnet18 at 224x224
+    (64, 3, 112), (64, 64, 56), (128, 64, 28), (128, 128, 28), (256, 128, 14),
+    (256, 256, 14), (512, 256, 7), (512, 512, 7)]
+
+
+@pytest.mark.parametrize("batch", [1, 16, 64])
+def test_conv_tiling_blocks_launch_at_any_register_count(batch):
+    """Every block of the default tiling fits a multiprocessor even at 255 registers a
+    thread (65,536 / 255 = 257 threads): the H200 refused resnet18's 448-thread blocks with
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, which the simulator cannot see."""
+    from workbench.recipes.conv2d_cuda import MAX_BLOCK_THREADS
+
+    assert MAX_BLOCK_THREADS * 255 <= 65536
+    for K, C, P in RESNET18_CONVS + [(1000, 3, 13), (24, 40, 15), (96, 96, 3)]:
+        t = conv_tiling(K, C, P, P, N=batch)
+        assert 0 < t.threads <= MAX_BLOCK_THREADS, (K, C, P, batch, t)
+        assert t.k_threads * t.per_k >= min(K, 64)
 
 
 @pytest.mark.parametrize(("N", "C", "H", "R", "stride", "padding", "tiling"), [

@@ -75,6 +75,13 @@ MIN_THREADS = 40_000
 on the H200, resnet18's 7x7 and 14x14 layers at batch 16 took 1.0-1.7 ms with 14K-29K
 threads of 28 outputs each (3.5-7 warps per multiprocessor: latency-bound)."""
 
+MAX_BLOCK_THREADS = 256
+"""The most threads ``conv_tiling`` gives a block: a multiprocessor's 65,536 registers hold
+256 threads at the 255 registers a thread may use, so a block of 256 launches whatever
+ptxas allocates. Larger blocks (448 threads for resnet18's 7x7 layers) failed on the H200
+with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES inside resnet18 (the simulator checks no register
+count)."""
+
 
 def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     """The default tile for ``K`` output channels, ``C`` input channels, a ``P x Q`` output,
@@ -85,12 +92,12 @@ def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     the largest tile is taken and its edge tiles are predicated. ``c_tile``: ``C`` itself
     below 8, else the first of 8, 4, 2, 1 that divides it. When the grid would have fewer
     than ``MIN_THREADS`` threads (small images), each thread takes fewer channels
-    (``per_k`` halved, ``k_threads`` doubled up to 1024 threads per block).
+    (``per_k`` halved, ``k_threads`` doubled up to ``MAX_BLOCK_THREADS`` per block).
 
     >>> conv_tiling(64, 64, 56, 56, N=16)
     ConvTiling(k_threads=16, per_k=4, y_threads=8, x_threads=2, per_x=4, c_tile=8)
     >>> conv_tiling(512, 512, 7, 7, N=16)
-    ConvTiling(k_threads=64, per_k=1, y_threads=7, x_threads=1, per_x=7, c_tile=8)
+    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8)
     >>> conv_tiling(128, 64, 28, 28, N=16)
     ConvTiling(k_threads=16, per_k=4, y_threads=7, x_threads=2, per_x=7, c_tile=8)
     >>> conv_tiling(64, 3, 112, 112).c_tile, conv_tiling(5, 3, 9, 9)
@@ -111,7 +118,7 @@ def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
         return N * -(-K // (k_threads * per_k)) * k_threads * pixels
 
     while (per_k > 1 and grid_threads(k_threads, per_k) < MIN_THREADS
-           and 2 * k_threads * y_threads * x_threads <= 1024):
+           and 2 * k_threads * y_threads * x_threads <= MAX_BLOCK_THREADS):
         k_threads, per_k = 2 * k_threads, per_k // 2
     return ConvTiling(k_threads, per_k, y_threads, x_threads, per_x, c_tile)
 
