@@ -66,13 +66,13 @@ def models(args):
         return model
     # the batch-16 models and the tune table first: the deadline may cut the rest
     yield block(256, 4, 16)
-    yield block(256, 4, 1)
-    yield block(768, 12, 16)
-    yield "gpt2-small b8", gpt2, (lambda: torch.randint(0, 50257, (8, 128)))
     yield "resnet18 b16", resnet, (lambda: torch.randn(16, 3, 224, 224))
+    yield "gpt2-small b8", gpt2, (lambda: torch.randint(0, 50257, (8, 128)))
+    yield block(768, 12, 16)
     yield "tune_model", None, None
-    yield block(768, 12, 1)
+    yield block(256, 4, 1)
     yield "resnet18 b1", resnet, (lambda: torch.randn(1, 3, 224, 224))
+    yield block(768, 12, 1)
 
 
 def run_model(args, name, make, make_x) -> dict:
@@ -128,6 +128,9 @@ def run_model(args, name, make, make_x) -> dict:
                                   if not k.endswith("_all") and k != "traceback"}, flush=True)
         for label, kwargs in (("torch.compile", {}),
                               ("torch.compile reduce-overhead", {"mode": "reduce-overhead"})):
+            if args.no_compile:
+                rows[label] = {"skipped": "--no-compile"}
+                continue
             if left(args) < 40 or "error" in rows["workbench graph"]:
                 rows[label] = {"skipped": "deadline" if left(args) < 40 else
                                "the workbench could not compile this model"}
@@ -191,6 +194,8 @@ def main() -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--tune-budget", type=float, default=40.0)
     parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip the torch.compile rows (their compile time is most of a run)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import torch

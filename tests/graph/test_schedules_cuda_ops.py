@@ -80,17 +80,74 @@ class Attention(nn.Module):
         return F.scaled_dot_product_attention(q, k, v)
 
 
-def test_attention_is_one_launch_per_query_row():
+def test_attention_is_one_launch_a_tile_of_query_rows_per_block():
     q, k, v = (torch.randn(1, 2, 3, 8) for _ in range(3))
-    compiled = _check(Attention(), q, k, v, rules={"attention_rows"})
+    compiled = _check(Attention(), q, k, v, rules={"attention_tiled"})
     (kernel,) = compiled.kernels
     assert kernel.schedule.mod.script().count("blockIdx.x") == 1
     assert len(kernel.kernel._compiled.kernels) == 1
+    assert "K_shared" in kernel.schedule.mod.script()
+
+
+def test_attention_rows_stays_the_fallback():
+    from workbench import ops
+    from workbench.recipes.graph_cuda_ops import attention_rows
+
+    func = ops.attention(1, 2, 5, 8)
+    sch = attention_rows(func)
+    assert sch is not None and "K_shared" not in sch.mod.script()
+
+
+class CausalAttention(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def test_causal_attention_at_an_odd_length():
+    q, k, v = (torch.randn(1, 1, 11, 6) for _ in range(3))
+    _check(CausalAttention(), q, k, v, rules={"attention_tiled"})
+
+
+class ConvBlock(nn.Module):
+    """A resnet basic block at a tiny size: conv-bn-relu, conv-bn + residual, relu, and a
+    1x1 stride-2 downsample."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(8)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(8)
+        self.down = nn.Conv2d(8, 12, 1, stride=2)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        return self.down(torch.relu(self.b2(self.c2(y)) + y))
+
+
+def test_resnet_like_convolutions_get_the_implicit_gemm_with_epilogues_inlined():
+    torch.manual_seed(0)
+    model = ConvBlock()
+    for bn in (model.b1, model.b2):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    compiled = _check(model, torch.randn(1, 3, 7, 7), rules={"conv2d_tiled"})
+    for kernel in compiled.kernels:
+        script = kernel.schedule.mod.script()
+        assert 'with T.block("out")' not in script  # the epilogue in the write-back
+        assert script.count('scope="shared"') == 2  # the padded window, the weights
 
 
 class AddMul(nn.Module):
     def forward(self, x, y):
         return (x + y) * y
+
+
+def test_a_depthwise_convolution_gets_its_tiled_recipe():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1, groups=3), nn.ReLU())
+    compiled = _check(model, torch.randn(1, 3, 6, 6), rules={"conv2d_tiled"})
+    assert "depthwise" in compiled.kernels[0].func.script()
 
 
 def test_elementwise_gets_v4_and_odd_rows_fall_back_to_the_baseline():
@@ -104,5 +161,6 @@ def test_elementwise_gets_v4_and_odd_rows_fall_back_to_the_baseline():
 def test_a_kernel_no_rule_takes_keeps_the_baseline():
     from workbench import ops
 
-    assert recipe_schedule(ops.conv2d_nchw(1, 2, 5, 5, 3, 3)) is None
+    assert recipe_schedule(ops.conv2d_nchw(1, 2, 5, 5, 3, 3)) is not None  # conv2d_tiled
+    assert recipe_schedule(ops.max_pool2d(1, 2, 5, 5, 3, 1, 1)) is None
     assert recipe_schedule(ops.softmax(4, 6)) is not None

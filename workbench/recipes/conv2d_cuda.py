@@ -1,14 +1,33 @@
-"""Conv2d recipe for the ``cuda`` target: the direct convolution, one thread per output.
+"""Conv2d recipes for the ``cuda`` target: the direct convolution (one thread per output) and
+the tiled implicit GEMM (``tiled``: the graph's default for ``conv2d_nchw``).
+
+``tiled`` treats the convolution as a matrix product: output pixels ``(y, x)`` times output
+channels ``k``, reduced over ``(c, ry, rx)``. A CUDA block computes a tile of
+``k_tile`` channels x ``y_tile x x_tile`` pixels of one image; per step of ``c_tile``
+input channels it stages the padded input window (the ``pad_temp`` block itself, computed
+into shared memory at the step: the zero border is the block's own ``if_then_else``, so
+no separate padded tensor is ever written) and the weights of the step in shared memory,
+both fetched cooperatively by all the block's threads, and each thread accumulates a
+register tile of ``per_k`` channels x ``per_x`` pixels of a row (``cache_write`` to
+``local``, written back once, the elementwise epilogue of a graph kernel inlined into the
+write-back). Tiles that do not divide the output leave guards (predicated edge tiles);
+``conv_tiling`` chooses ones that divide where it can.
 
 Example
 -------
 >>> from workbench import ops, recipes
 >>> sch = recipes.get("conv2d_nchw", "direct", "cuda")(ops.conv2d_nchw(1, 2, 6, 6, 2, 3, 3))
+>>> sch = recipes.get("conv2d_nchw", "tiled", "cuda")(ops.conv2d_nchw(1, 3, 7, 7, 8, 3, 3))
+>>> "pad_temp = cuda.shared" in __import__("workbench").backends.build(sch, "cuda").source
+True
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from workbench.ir import PrimFunc
+from workbench.ir.analysis import find_blocks
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
@@ -26,4 +45,206 @@ def direct(func: PrimFunc, threads: int = 32) -> Schedule:
     bx, tx = sch.split(fused, factors=[None, threads])
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
+    return sch
+
+
+@dataclass(frozen=True)
+class ConvTiling:
+    """The tile of ``tiled``: threads ``k_threads x y_threads x x_threads`` per block, each
+    ``per_k`` channels x ``per_x`` pixels of a row; ``c_tile`` input channels per step."""
+
+    k_threads: int
+    per_k: int
+    y_threads: int
+    x_threads: int
+    per_x: int
+    c_tile: int
+
+    @property
+    def threads(self) -> int:
+        return self.k_threads * self.y_threads * self.x_threads
+
+
+def _divisor(n: int, options) -> int:
+    """The first of ``options`` that divides ``n`` (1 when none does)."""
+    return next((o for o in options if n % o == 0), 1)
+
+
+MIN_THREADS = 40_000
+"""Threads a convolution's grid asks for at least (about 300 per multiprocessor of an H200):
+on the H200, resnet18's 7x7 and 14x14 layers at batch 16 took 1.0-1.7 ms with 14K-29K
+threads of 28 outputs each (3.5-7 warps per multiprocessor: latency-bound)."""
+
+MAX_BLOCK_THREADS = 256
+"""The most threads ``conv_tiling`` gives a block: a multiprocessor's 65,536 registers hold
+256 threads at the 255 registers a thread may use, so a block of 256 launches whatever
+ptxas allocates. Larger blocks (448 threads for resnet18's 7x7 layers) failed on the H200
+with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES inside resnet18 (the simulator checks no register
+count)."""
+
+
+def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
+    """The default tile for ``K`` output channels, ``C`` input channels, a ``P x Q`` output,
+    ``N`` images: a block of 64 channels (fewer when K is small), each thread 4 of them;
+    along a row ``x_threads x per_x`` pixels, the first of 8, 14, 7, 4, 2 as
+    ``(x_threads, per_x)`` that divides ``Q``; ``y_threads`` rows, the first of 8, 7, 4, 2
+    that divides ``P`` and keeps the block near 64-128 pixels. Where no candidate divides,
+    the largest tile is taken and its edge tiles are predicated. ``c_tile``: ``C`` itself
+    below 8, else the first of 8, 4, 2, 1 that divides it. When the grid would have fewer
+    than ``MIN_THREADS`` threads (small images), each thread takes fewer channels
+    (``per_k`` halved, ``k_threads`` doubled up to ``MAX_BLOCK_THREADS`` per block).
+
+    >>> conv_tiling(64, 64, 56, 56, N=16)
+    ConvTiling(k_threads=16, per_k=4, y_threads=8, x_threads=2, per_x=4, c_tile=8)
+    >>> conv_tiling(512, 512, 7, 7, N=16)
+    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8)
+    >>> conv_tiling(128, 64, 28, 28, N=16)
+    ConvTiling(k_threads=16, per_k=4, y_threads=7, x_threads=2, per_x=7, c_tile=8)
+    >>> conv_tiling(64, 3, 112, 112).c_tile, conv_tiling(5, 3, 9, 9)
+    (3, ConvTiling(k_threads=8, per_k=1, y_threads=8, x_threads=2, per_x=4, c_tile=3))
+    """
+    per_k = 4 if K >= 4 else 1
+    k_threads = min(16, -(-K // per_k))
+    k_threads = 1 << (k_threads - 1).bit_length()
+    x_threads, per_x = next(
+        (c for c in ((2, 4), (2, 7), (1, 7), (1, 4), (2, 2), (1, 2)) if Q % (c[0] * c[1]) == 0),
+        (2 if Q > 4 else 1, min(4, Q)))
+    most = max(1, 128 // (x_threads * per_x))
+    y_threads = next((o for o in (8, 7, 4, 2) if o <= most and P % o == 0), min(8, P, most))
+    c_tile = C if C <= 8 else _divisor(C, (8, 4, 2, 1))
+
+    def grid_threads(k_threads: int, per_k: int) -> int:
+        pixels = -(-P // y_threads) * y_threads * -(-Q // (x_threads * per_x)) * x_threads
+        return N * -(-K // (k_threads * per_k)) * k_threads * pixels
+
+    while (per_k > 1 and grid_threads(k_threads, per_k) < MIN_THREADS
+           and 2 * k_threads * y_threads * x_threads <= MAX_BLOCK_THREADS):
+        k_threads, per_k = 2 * k_threads, per_k // 2
+    return ConvTiling(k_threads, per_k, y_threads, x_threads, per_x, c_tile)
+
+
+def _cooperative(sch: Schedule, stage, outer: int, threads: tuple[int, int]) -> None:
+    """Spread the copy loops of shared ``stage`` (those below its first ``outer`` loops)
+    over the block's ``threads`` (threadIdx.y, threadIdx.x), a serial loop outside."""
+    fused = sch.fuse(*sch.get_loops(stage)[outer:])
+    _, ty, tx = sch.split(fused, factors=[None, *threads])
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+
+
+@register("conv2d_nchw", "tiled", "cuda")
+def tiled(func: PrimFunc, tiling: ConvTiling | None = None, unroll: bool = True,
+          block: str = "conv2d_nchw") -> Schedule:
+    """The implicit-GEMM convolution of the module docstring.
+
+    Loop nest: ``(n, k_0) blockIdx.y / (y_0, x_0) blockIdx.x / k_1 threadIdx.y /
+    (y_1, x_1) threadIdx.x / c_0`` [pad tile and weight tile to shared, barrier]
+    ``c_1 / ry / rx / k_2 / x_2``. ``tiling`` defaults to ``conv_tiling`` of the shape;
+    ``unroll`` unrolls ``ry`` and ``rx`` in the generated source (the kernel window: the
+    inputs of neighbouring ``rx`` steps are then the same registers). The init is hoisted
+    out of the reduction (``decompose_reduction``).
+    """
+    names = [b.name for b in find_blocks(func)]
+    head = names[:names.index(block) + 1] if block in names else []
+    if head not in ([block], ["pad_temp", block]):
+        raise ValueError(f"tiled conv2d needs the blocks ('pad_temp', '{block}') of "
+                         f"ops.conv2d_nchw (an epilogue may follow); got {names}")
+    sch = Schedule(func)
+    conv = sch.get_block(block)
+    n, k, y, x, rc, ry, rx = sch.get_loops(conv)
+    extent = {name: int(sch.get(lp).extent.value) for name, lp in
+              (("K", k), ("C", rc), ("P", y), ("Q", x))}
+    t = tiling or conv_tiling(extent["K"], extent["C"], extent["P"], extent["Q"],
+                              int(sch.get(n).extent.value))
+    k0, k1, k2 = sch.split(k, factors=[None, t.k_threads, t.per_k])
+    y0, y1 = sch.split(y, factors=[None, t.y_threads])
+    x0, x1, x2 = sch.split(x, factors=[None, t.x_threads, t.per_x])
+    c0, c1 = sch.split(rc, factors=[None, t.c_tile])
+    sch.reorder(n, k0, y0, x0, k1, y1, x1, c0, c1, ry, rx, k2, x2)
+    sch.bind(sch.fuse(n, k0), "blockIdx.y")
+    sch.bind(sch.fuse(y0, x0), "blockIdx.x")
+    sch.bind(k1, "threadIdx.y")
+    pixel = sch.fuse(y1, x1)
+    sch.bind(pixel, "threadIdx.x")
+    threads = (t.k_threads, t.y_threads * t.x_threads)
+    # the thread's register tile, written back once
+    sch.reverse_compute_at(sch.cache_write(conv, 0, "local"), pixel)
+    # the padded input window of the step: the pad block itself, into shared memory
+    if len(head) == 2:
+        pad = sch.get_block("pad_temp")
+        sch.set_scope(pad, 0, "shared")
+        sch.compute_at(pad, c0)
+        _cooperative(sch, pad, 5, threads)
+    weights = sch.cache_read(conv, 2, "shared")  # reads: conv_local, pad_temp, weight
+    sch.compute_at(weights, c0)
+    _cooperative(sch, weights, 5, threads)
+    sch.decompose_reduction(conv, c0)
+    if unroll:
+        for loop in (ry, rx):
+            sch.unroll(loop)
+            sch.annotate(loop, "pragma_unroll_explicit", 1)
+    return sch
+
+
+def depthwise_tiling(P: int, Q: int) -> tuple[int, int, int]:
+    """``(y_threads, x_threads, per_x)`` of ``depthwise_tiled`` for a ``P x Q`` output: a
+    row of up to 32 threads, each 1 (or 2, 4 on wide rows) pixels, and up to 8 rows: up to
+    256 threads, tiles that divide ``Q`` where one of the candidates does.
+
+    >>> depthwise_tiling(112, 112), depthwise_tiling(7, 7), depthwise_tiling(9, 9)
+    ((8, 28, 4), (7, 7, 1), (8, 9, 1))
+    """
+    x_threads, per_x = next(
+        (c for c in ((32, 4), (28, 4), (32, 2), (28, 2), (32, 1), (28, 1), (16, 1), (14, 1))
+         if Q % (c[0] * c[1]) == 0), (min(32, Q), 1))
+    y_threads = next((o for o in (8, 7, 4, 2) if P % o == 0), min(8, P))
+    return y_threads, x_threads, per_x
+
+
+@register("depthwise_conv2d_nchw", "tiled", "cuda")
+def depthwise_tiled(func: PrimFunc, tiling: tuple[int, int, int] | None = None,
+                    block: str = "depthwise_conv2d_nchw") -> Schedule:
+    """Depthwise convolution (``ops.depthwise_conv2d_nchw``): a block per image, channel
+    and tile of ``y_threads`` rows x ``x_threads * per_x`` columns; the channel's padded
+    input window computed straight into shared memory by the ``pad_temp`` block (each input
+    read once per tile instead of once per window position), each thread ``per_x``
+    consecutive pixels of a row in registers, the ``ry, rx`` window unrolled; the weights
+    (``R x S`` per channel, the same for the whole block) read from global memory.
+    ``tiling`` defaults to ``depthwise_tiling``; edges that do not divide are guarded.
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = depthwise_tiled(ops.depthwise_conv2d_nchw(1, 2, 9, 9, 3, 3))
+    """
+    names = [b.name for b in find_blocks(func)]
+    head = names[:names.index(block) + 1] if block in names else []
+    if head not in ([block], ["pad_temp", block]):
+        raise ValueError(f"tiled depthwise conv2d needs the blocks ('pad_temp', '{block}') "
+                         f"of ops.depthwise_conv2d_nchw (an epilogue may follow); got {names}")
+    sch = Schedule(func)
+    conv = sch.get_block(block)
+    n, c, y, x, ry, rx = sch.get_loops(conv)
+    P, Q = (int(sch.get(lp).extent.value) for lp in (y, x))
+    y_threads, x_threads, per_x = tiling or depthwise_tiling(P, Q)
+    y0, y1 = sch.split(y, factors=[None, y_threads])
+    x0, x1, x2 = sch.split(x, factors=[None, x_threads, per_x])
+    sch.reorder(n, c, y0, x0, y1, x1, ry, rx, x2)
+    sch.bind(sch.fuse(n, c), "blockIdx.y")
+    tile = sch.fuse(y0, x0)
+    sch.bind(tile, "blockIdx.x")
+    pixel = sch.fuse(y1, x1)
+    sch.bind(pixel, "threadIdx.x")
+    sch.reverse_compute_at(sch.cache_write(conv, 0, "local"), pixel)
+    if len(head) == 2:
+        pad = sch.get_block("pad_temp")
+        sch.set_scope(pad, 0, "shared")
+        sch.compute_at(pad, tile)
+        fused = sch.fuse(*sch.get_loops(pad)[2:])
+        _, tx = sch.split(fused, factors=[None, y_threads * x_threads])
+        sch.bind(tx, "threadIdx.x")
+    sch.decompose_reduction(conv, ry)
+    for loop in (ry, rx):
+        sch.unroll(loop)
+        sch.annotate(loop, "pragma_unroll_explicit", 1)
     return sch

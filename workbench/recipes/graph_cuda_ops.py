@@ -11,10 +11,15 @@ baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
   inlined into the register tile's write-back, so the result is written once;
 - ``ops.softmax`` / ``ops.layernorm`` (no epilogue): one block per row with warp-shuffle
   reductions (``recipes.rows_cuda.block_per_row``), threads per row from the row length;
-- attention (``scores``, softmax, ``attention``: the ``sdpa`` pattern): one block per query
+- attention (``scores``, softmax, ``attention``: the ``sdpa`` pattern): a tile of query
+  rows per block, a warp per row, the keys in shared memory (``attention_tiled``, the
+  ``warp_rows`` recipe of ``recipes.attention_cuda``); its fallback, one block per query
   row (``attention_rows``): the row of scores, its softmax and the weighted sum of values
   all in one kernel, the scores row in shared memory, the max and sum as warp-shuffle
   allreduces;
+- ``ops.conv2d_nchw`` plus an epilogue: the implicit-GEMM ``tiled`` recipe
+  (``recipes.conv2d_cuda``), the epilogue inlined into the register tile's write-back;
+  ``ops.depthwise_conv2d_nchw``: its ``tiled`` recipe (the channel's window in shared);
 - a purely elementwise kernel whose last extent is a multiple of 4: the ``v4`` recipe
   (``recipes.elementwise_cuda``: 4 consecutive elements per thread, 128-bit accesses).
 
@@ -164,6 +169,24 @@ def rows(func) -> Schedule | None:
         return None
 
 
+def attention_tiled(func) -> Schedule | None:
+    """Attention (blocks ``scores``, softmax, ``attention``): the ``warp_rows`` recipe
+    (``recipes.attention_cuda``: a tile of query rows per block, a warp per row, the head's
+    keys staged in shared memory once per block, scores and probabilities on chip, the
+    row statistics as warp shuffles). ``attention_rows`` (one block per row) is the
+    fallback."""
+    names = _names(func)
+    if names != ["scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm",
+                 "attention"]:
+        return None
+    from workbench import recipes
+
+    try:
+        return recipes.get("attention", "warp_rows", "cuda")(func)
+    except _FAILS:
+        return None
+
+
 def attention_rows(func) -> Schedule | None:
     """Attention (blocks ``scores``, softmax, ``attention``; maybe an epilogue ``out``): one
     CUDA block per query row ``(b, h, i)``.
@@ -213,6 +236,30 @@ def attention_rows(func) -> Schedule | None:
     return sch
 
 
+def conv2d_tiled(func) -> Schedule | None:
+    """``ops.conv2d_nchw`` (blocks ``pad_temp``, ``conv2d_nchw``) plus an epilogue (bias,
+    folded batch norm, a residual ``+ x``, relu): the implicit-GEMM ``tiled`` recipe
+    (``recipes.conv2d_cuda``: a block per 64 channels x a pixel tile, the padded input
+    window and the weights of each step of input channels in shared memory, a register
+    tile per thread), its tile from ``conv_tiling``, the epilogue inlined into the register
+    tile's write-back (``conv_local``). ``ops.depthwise_conv2d_nchw`` likewise gets its
+    ``tiled`` recipe (a block per image, channel and pixel tile, the channel's padded
+    window in shared memory)."""
+    names = _names(func)
+    op = next((o for o in ("conv2d_nchw", "depthwise_conv2d_nchw") if o in names), None)
+    if op is None or names[:2] != ["pad_temp", op] or names[2:] not in ([], ["out"]):
+        return None
+    from workbench import recipes
+
+    try:
+        sch = recipes.get(op, "tiled", "cuda")(func)
+    except _FAILS:
+        return None
+    if not _inline_epilogue(sch, "conv_local"):
+        return None
+    return sch
+
+
 GRID_Y = 65535
 """The most blocks along ``blockIdx.y``."""
 
@@ -240,7 +287,7 @@ def elementwise_v4(func) -> Schedule | None:
         return None
 
 
-RULES = (matmul_tiled, attention_rows, rows, elementwise_v4)
+RULES = (matmul_tiled, conv2d_tiled, attention_tiled, attention_rows, rows, elementwise_v4)
 """Tried in order; the first that returns a schedule wins."""
 
 
@@ -253,5 +300,6 @@ def recipe_schedule(func) -> Schedule | None:
     return None
 
 
-__all__ = ["MIN_BLOCKS", "RULES", "TILINGS", "attention_rows", "elementwise_v4",
+__all__ = ["MIN_BLOCKS", "RULES", "TILINGS", "attention_rows", "attention_tiled",
+           "conv2d_tiled", "elementwise_v4",
            "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
