@@ -184,7 +184,7 @@ def compile_times(log) -> list[str]:
             "as b; import workbench as wb; m, x = b.model_and_input('resnet18', 1); "
             "t = time.perf_counter(); c = wb.compile(m, (x,), progress=False); "
             "print(f'{time.perf_counter() - t:.1f} s,', c.build_stats)")
-    code = code.format(bench=str(ROOT / "bench"))
+    code = code.replace("{bench!r}", repr(str(ROOT / "bench")))
     lines = []
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "WORKBENCH_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}

@@ -25,7 +25,7 @@ def test_compiled_cnn_matches_torch_on_cpu(compiled_cnn):
         np.testing.assert_allclose(compiled(inp), model(inp).detach().numpy(), rtol=1e-4,
                                    atol=1e-5)
     patterns = [k.pattern for k in compiled.kernels]
-    assert patterns == ["conv2d+relu", "max_pool2d", "conv2d+silu", "avg_pool2d",
+    assert patterns == ["conv2d_packed+relu", "max_pool2d", "conv2d_packed+silu", "avg_pool2d",
                         "adaptive_avg_pool2d", "matmul+add"]  # batch norms folded
 
 

@@ -59,7 +59,7 @@ def test_identical_blocks_compile_once(monkeypatch):
     by_pattern = {}
     for kernel in compiled.kernels:
         by_pattern.setdefault(kernel.pattern, set()).add(id(kernel.kernel))
-    assert len(by_pattern["conv2d+add+relu"]) == 1  # one kernel object shared by 3 nodes
+    assert len(by_pattern["conv2d_packed+add+relu"]) == 1  # one kernel object shared by 3 nodes
 
 
 def test_parallel_build_gives_the_same_kernels(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from workbench.backends.cpu.cpu_facts import (
 from workbench.ir import ForKind
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
+from workbench.ops.conv_packed import conv2d_nchw_packed
 from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 
 LANES = vector_lanes("float32")
@@ -32,6 +33,7 @@ FUNCS = {
     ("softmax", "online_lanes"): lambda: online_softmax_lanes(6, 4 * LANES),
     ("layernorm", "fused"): lambda: ops.layernorm(4, 8 * LANES),
     ("conv2d", "blocked"): lambda: ops.conv2d_nchw(1, 3, 7, 7, 8, 3, 3),
+    ("conv2d", "packed"): lambda: conv2d_nchw_packed(1, 3, 7, 5, 16, 3, 3, kb=8, stride=2),
     ("attention", "rows"): lambda: ops.attention(2, 2, 6, 4, kv_seq=5, value_dim=3,
                                                  causal=True),
 }

@@ -208,7 +208,7 @@ def _schedule_for(kernel: LoweredKernel, target, schedules, parallel: bool):
 def compile(model, example_inputs=(), target="cpu", schedules="default",
             pipeline: Pipeline | None = None, plan: bool = True,
             parallel: bool = True, fold_layout: bool = False, jobs: int | None = None,
-            progress: bool | None = None) -> CompiledModel:
+            progress: bool | None = None, layout: bool = True) -> CompiledModel:
     """Import, optimise, lower, schedule and build ``model``.
 
     Parameters
@@ -247,6 +247,10 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         done is in ``compiled.build_stats``.
     progress : bool, optional
         A progress bar over the builds (default: shown when many kernels are cold).
+    layout : bool
+        Run the target's layout pass before fusion (its ``graph_layout`` hook; ``cpu``:
+        conv weights packed by blocks of output channels, the packed conv kernels);
+        ``False`` keeps the model's layouts.
     """
     from workbench.graph.compile_jobs import build_kernels
 
@@ -256,7 +260,9 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     structure = None
     if not isinstance(model, Graph | str) and type(model).__name__ != "ModelProto":
         structure = output_structure(model, example_inputs, len(graph.outputs))
-    graph = (pipeline or Pipeline())(graph)
+    layout_pass = target.hook("graph_layout") if layout else None
+    graph = (pipeline or Pipeline())(
+        graph, layout=None if layout_pass is None else lambda g: layout_pass(g, target))
     lowered_all = lower_graph(graph, fold_layout=fold_layout)
     scheduled: dict = {}  # repeated blocks lower to equal functions: scheduled once
     for lowered in lowered_all:

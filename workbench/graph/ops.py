@@ -448,3 +448,9 @@ def infer_type(op: str, types: list[TensorType], attrs: dict) -> TensorType:
     with np.errstate(all="ignore"):
         out = evaluate(op, arrays, attrs)
     return TensorType(tuple(int(s) for s in out.shape), str(out.dtype))
+
+
+# the CPU's packed conv layout (workbench.graph.passes.layout.pack_conv_weights)
+from workbench.graph.ops_packed import PACKED_OPS  # noqa: E402
+
+OPS.update(PACKED_OPS)

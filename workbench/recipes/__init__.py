@@ -19,6 +19,7 @@ from workbench.recipes import (
     attention_cuda,
     conv2d_cpu,
     conv2d_cuda,
+    conv2d_packed_cpu,
     elementwise_cuda,
     layernorm,
     matmul,
@@ -32,5 +33,6 @@ from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, regis
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
-           "attention_cuda", "conv2d_cpu", "layernorm", "matmul", "softmax", "conv2d_cuda",
+           "attention_cuda", "conv2d_cpu", "conv2d_packed_cpu", "layernorm", "matmul",
+           "softmax", "conv2d_cuda",
            "elementwise_cuda", "matmul_cuda", "rows_cuda", "softmax_lowering"]

@@ -17,7 +17,11 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
 - ``ops.attention``: the ``("attention", "rows")`` recipe where registered;
 - ``ops.conv2d_nchw``: the ``("conv2d", "blocked")`` recipe (output channels in unrolled
   blocks, the output row vectorized) where ``recipes.conv2d_cpu.conv2d_rule`` says so (off
-  by default: not measured faster, see that module).
+  by default: not measured faster, see that module);
+- ``ops.conv2d_nchw_packed`` / ``ops.depthwise_conv2d_nchw_packed`` (the cpu target's
+  layout pass packs every conv's weights: ``graph.passes.layout.pack_conv_weights``): the
+  ``("conv2d", "packed")`` register tile, vectorized over output channels, the epilogue
+  inlined into its write-back (``recipes.conv2d_packed_cpu``).
 
 Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
 ``ValueError``) leaves the kernel to the generic rules of ``workbench.recipes.graph_cpu``.
@@ -206,7 +210,16 @@ def conv2d_blocked(func, parallel: bool = True) -> Schedule | None:
     return conv2d_rule(func, parallel)
 
 
-RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused, conv2d_blocked)
+def conv2d_packed(func, parallel: bool = True) -> Schedule | None:
+    """A packed conv kernel with the ``("conv2d", "packed")`` recipe
+    (``workbench.recipes.conv2d_packed_cpu.packed_rule``)."""
+    from workbench.recipes.conv2d_packed_cpu import packed_rule
+
+    return packed_rule(func, parallel)
+
+
+RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused, conv2d_packed,
+         conv2d_blocked)
 """Tried in order; the first that returns a schedule wins."""
 
 

@@ -34,6 +34,7 @@ from workbench.ir import (
     Not,
     PrimExpr,
     Select,
+    Sub,
     Var,
     is_float,
     is_int,
@@ -41,7 +42,9 @@ from workbench.ir import (
 from workbench.ir.functor import collect
 from workbench.ir.operators import ATOM, COMPARE, MUL, NOT, OPERATORS, SELECT, UNARY
 
-_ASSOCIATIVE_INT = (Add, Mul)  # re-association is exact for integers only
+# the right operands an integer operation takes unparenthesized: re-association is exact for
+# integers only, and a * (b // c) is not (a * b) // c
+_ASSOCIATIVE_INT = {Add: (Add, Sub), Mul: (Mul,)}
 
 
 def source_dtype(dtype: str) -> str:
@@ -128,7 +131,8 @@ class ExprPrinter:
     def _binary(self, expr, symbol: str, prec: int, index_context: bool) -> tuple[str, int]:
         # Python chains comparisons (a < b < c), so a comparison operand is always wrapped.
         compare = prec == COMPARE
-        exact_assoc = isinstance(expr, _ASSOCIATIVE_INT) and is_int(expr.dtype)
+        takes = _ASSOCIATIVE_INT.get(type(expr), ())
+        exact_assoc = is_int(expr.dtype) and isinstance(expr.b, takes)
         left = self._wrap(expr.a, prec, index_context, strict=compare)
         right = self._wrap(expr.b, prec, index_context, strict=compare or not exact_assoc)
         return f"{left} {symbol} {right}", prec

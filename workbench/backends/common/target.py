@@ -13,6 +13,9 @@ supplies:
 ``printer``         the source printer class (``None``: the kind prints no source)
 ``graph_schedule``  ``(func, target, parallel) -> Schedule``: default schedule of a graph
                     kernel (``wb.compile``); ``None``: the generic rules, no annotations
+``graph_layout``    ``(graph, target) -> Graph``: the kind's layout pass, run by
+                    ``wb.compile`` before fusion (``cpu``: conv weights packed by channel
+                    blocks); ``None``: none
 ``tuning_rules``    ``(sch, decisions, target) -> None``: the generated search space's rules
 ``cost_prior``      whether the tuner's analytic prior models its candidates (CPU-like)
 ``warnings``        ``(func, target, loop, caches, facts) -> list[str]``: schedule advice
@@ -122,7 +125,7 @@ class TargetKind:
     device : callable
         ``device() -> DeviceFacts`` (queried lazily: a CUDA device may be absent).
     description : str
-    printer, graph_schedule, tuning_rules, cost_prior, warnings, artifact_format,
+    printer, graph_schedule, graph_layout, tuning_rules, cost_prior, warnings, artifact_format,
     graph_runner, is_cached, recipes, explore_as, explorer_views, module
         The hooks of the module docstring's table (all optional). A hook may be a callable
         or ``"package.module:function"``, imported on first use (``Target.hook``): a
@@ -138,6 +141,7 @@ class TargetKind:
     description: str = ""
     printer: type | None = None
     graph_schedule: Callable | str | None = None
+    graph_layout: Callable | str | None = None
     tuning_rules: Callable | str | None = None
     cost_prior: bool = False
     warnings: Callable | str | None = None

@@ -97,6 +97,7 @@ CPU = register_target(
         description="Python source compiled with numba.njit (prange for parallel loops)",
         printer=CpuPrinter,
         graph_schedule="workbench.recipes.graph_cpu:cpu_schedule",
+        graph_layout="workbench.graph.passes.layout:pack_conv_weights",
         tuning_rules="workbench.tune.rules_cpu:cpu_rules",
         cost_prior=True,
         warnings="workbench.viz.advice:cpu_schedule_warnings",

@@ -109,3 +109,87 @@ def convert_layout_nhwc(graph: Graph) -> Graph:
 
 def count_transposes(graph: Graph) -> int:
     return sum(node.op == "transpose" for node in graph.nodes)
+
+
+# ---------------------------------------------------------------------------- packed weights
+
+MIN_BLOCK = 4
+"""Smallest channel block: ``kb`` halves from the target's vector lanes until it divides the
+output channels; a convolution whose channels no block from ``MIN_BLOCK`` up divides keeps
+its KCRS weights (and the generic ``conv2d`` kernel)."""
+
+
+def channel_block(channels: int, lanes: int) -> int | None:
+    """The weight block for ``channels`` output channels: ``lanes`` halved until it divides
+    them (None below ``MIN_BLOCK``).
+
+    Example
+    -------
+    >>> channel_block(64, 16), channel_block(24, 16), channel_block(1000, 16), channel_block(6, 16)
+    (16, 8, 8, None)
+    """
+    kb = lanes
+    while kb >= MIN_BLOCK:
+        if channels % kb == 0:
+            return kb
+        kb //= 2
+    return None
+
+
+def _packed_form(graph: Graph, node: Node, constants) -> tuple[str, bool] | None:
+    """``(op, depthwise)`` of the packed form of ``node``, or None where it has none."""
+    if node.op != "conv2d" or node.inputs[1] not in constants:
+        return None
+    (_, C, _, _), (K, Cg, _, _) = graph.type_of(node.inputs[0]).shape, \
+        constants[node.inputs[1]].shape
+    groups = node.attrs.get("groups", 1)
+    if groups == 1:
+        return "conv2d_packed", False
+    if groups == C == K and Cg == 1:
+        return "depthwise_conv2d_packed", True
+    return None
+
+
+def pack_conv_weights(graph: Graph, target="cpu") -> Graph:
+    """Every ``conv2d`` with constant weights (groups 1, or depthwise) becomes a
+    ``conv2d_packed`` / ``depthwise_conv2d_packed`` reading its weights packed by blocks of
+    ``kb`` output channels (``channel_block`` of the target's vector lanes): a
+    ``pack_weights`` node, constant-folded here, so the packed weight is a graph constant and
+    packing happens once, at compile time. The CPU target's ``graph_layout`` hook (run by
+    ``wb.compile`` before fusion).
+
+    Example
+    -------
+    >>> # conv2d(x, w[64, 3, 7, 7]) -> conv2d_packed(x, w_packed16[4, 3, 7, 7, 16])
+    >>> # (see tests/graph/test_conv_packed.py)
+    """
+    from workbench.backends.cpu.cpu_facts import target_vector_lanes
+    from workbench.graph.ir import TensorType
+    from workbench.graph.passes.constant_fold import fold_constants
+
+    lanes = target_vector_lanes(target, "float32")
+    constants = graph.constants
+    nodes: list[Node] = []
+    packs: dict[str, Node] = {}
+    for node in graph.nodes:
+        form = _packed_form(graph, node, constants)
+        weight = constants[node.inputs[1]] if form else None
+        kb = channel_block(weight.shape[0], lanes) if form else None
+        if kb is None or str(weight.dtype) != "float32":
+            nodes.append(node)
+            continue
+        op, depthwise = form
+        K, C, R, S = weight.shape
+        name = f"{node.inputs[1]}_packed{kb}"
+        if name not in packs:
+            shape = (K // kb, R, S, kb) if depthwise else (K // kb, C, R, S, kb)
+            packs[name] = Node(name, "pack_weights", (node.inputs[1],),
+                               {"kb": kb, "depthwise": depthwise},
+                               TensorType(shape, "float32"), node.source)
+            nodes.append(packs[name])
+        attrs = {k: v for k, v in node.attrs.items() if k != "groups"}
+        nodes.append(node.replace(op=op, inputs=(node.inputs[0], name) + node.inputs[2:],
+                                  attrs=attrs))
+    if not packs:
+        return graph
+    return fold_constants(graph.replace(nodes=tuple(nodes)))

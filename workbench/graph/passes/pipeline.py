@@ -84,5 +84,11 @@ class Pipeline:
             steps.append(PipelineStep(name, graph))
         return steps
 
-    def __call__(self, graph: Graph) -> Graph:
-        return self.steps(graph)[-1].graph
+    def __call__(self, graph: Graph, layout: Callable[[Graph], Graph] | None = None) -> Graph:
+        """The graph after every pass; ``layout`` (a target's layout pass, ``wb.compile``
+        passes it) runs just before ``fuse`` (at the end without one)."""
+        for name in self.names:
+            if name == "fuse" and layout is not None:
+                graph, layout = layout(graph), None
+            graph = PASSES[name](graph)
+        return layout(graph) if layout is not None else graph

@@ -1,0 +1,44 @@
+"""Library heads of the packed conv operators (``workbench.graph.ops_packed``): the graph's
+``conv2d_packed`` is ``ops.conv2d_nchw_packed``, ``depthwise_conv2d_packed`` is
+``ops.depthwise_conv2d_nchw_packed`` (merged into ``lower_ops.LIBRARY_HEADS``)."""
+
+from __future__ import annotations
+
+from workbench.graph.ir import Node
+from workbench.graph.lower_ops import Context, Head, _bias_stage, _pairs, identity
+from workbench.ir.expr import IntImm
+from workbench.ops.conv_packed import conv2d_nchw_packed, depthwise_conv2d_nchw_packed
+
+
+def _conv2d_packed(node: Node, ctx: Context) -> Head:
+    x, w = node.inputs[:2]
+    (N, C, H, W), (KB, _, R, S, kb) = ctx.shape(x), ctx.shape(w)
+    stride, padding, dilation = _pairs(node.attrs, "stride", "padding", "dilation")
+    func = conv2d_nchw_packed(N, C, H, W, KB * kb, R, S, kb, stride, padding, dilation)
+    return Head(func, [x, w], identity(4), _bias_stage(node, 1))
+
+
+def _depthwise_packed(node: Node, ctx: Context) -> Head:
+    x, w = node.inputs[:2]
+    (N, C, H, W), (_, R, S, kb) = ctx.shape(x), ctx.shape(w)
+    stride, padding, dilation = _pairs(node.attrs, "stride", "padding", "dilation")
+    func = depthwise_conv2d_nchw_packed(N, C, H, W, R, S, kb, stride, padding, dilation)
+    return Head(func, [x, w], identity(4), _bias_stage(node, 1))
+
+
+def _pack_weights(fb, node, ins, out):
+    """The packing copy (``pack_conv_weights`` folds it at compile time; this kernel runs
+    only for a weight that is not a constant)."""
+    (w,), kb = ins, node.attrs["kb"]
+    if node.attrs.get("depthwise"):
+        fb.spatial("T_pack", out, lambda vs: w[[vs[0] * kb + vs[3], IntImm(0), vs[1], vs[2]]])
+    else:
+        fb.spatial("T_pack", out, lambda vs: w[[vs[0] * kb + vs[4], vs[1], vs[2], vs[3]]])
+
+
+PACKED_HEADS = {"conv2d_packed": _conv2d_packed, "depthwise_conv2d_packed": _depthwise_packed}
+"""op -> library head (merged into ``lower_ops.LIBRARY_HEADS``)."""
+PACKED_COMPOSED_HEADS = {"pack_weights": _pack_weights}
+"""op -> ``FuncBuilder`` kernel (merged into ``lower_ops.COMPOSED_HEADS``)."""
+
+__all__ = ["PACKED_COMPOSED_HEADS", "PACKED_HEADS"]

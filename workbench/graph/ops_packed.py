@@ -1,0 +1,42 @@
+"""Graph operators of the CPU's packed conv layout (``workbench.graph.passes.layout``'s
+``pack_conv_weights``), with numpy semantics like ``workbench.graph.ops``:
+
+- ``pack_weights`` (``layout``): KCRS weights as ``(K // kb, C, R, S, kb)``, or a depthwise
+  ``(C, 1, R, S)`` as ``(C // kb, R, S, kb)`` (``depthwise=True``); constant-folded at
+  compile time, so the packed weight is a graph constant;
+- ``conv2d_packed`` and ``depthwise_conv2d_packed`` (``anchor``): ``conv2d`` (groups 1) and
+  the depthwise ``conv2d`` on packed weights (NCHW data and output, optional bias).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.ops.conv_packed import pack_depthwise, pack_kcrs, unpack_kcrs
+
+
+def pack_weights(w, kb: int = 16, depthwise: bool = False):
+    return pack_depthwise(w, kb) if depthwise else pack_kcrs(w, kb)
+
+
+def conv2d_packed(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    from workbench.graph.ops import conv2d
+
+    return conv2d(x, unpack_kcrs(np.asarray(w)), b, stride, padding, dilation)
+
+
+def depthwise_conv2d_packed(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    from workbench.graph.ops import conv2d
+
+    weight = unpack_kcrs(np.asarray(w))
+    return conv2d(x, weight, b, stride, padding, dilation, groups=weight.shape[0])
+
+
+PACKED_OPS = {
+    "pack_weights": (pack_weights, "layout"),
+    "conv2d_packed": (conv2d_packed, "anchor"),
+    "depthwise_conv2d_packed": (depthwise_conv2d_packed, "anchor"),
+}
+"""op name -> (numpy function, kind), merged into ``workbench.graph.ops.OPS``."""
+
+__all__ = ["PACKED_OPS", "conv2d_packed", "depthwise_conv2d_packed", "pack_weights"]
