@@ -75,7 +75,11 @@ def vision_model(name: str):
 
 
 def text_model(name: str):
-    import transformers as tf
+    from zoo_models import import_transformers  # torchvision made importable first
+
+    tf = import_transformers()
+    if tf is None:
+        raise RuntimeError("transformers is not installed")
 
     torch.manual_seed(0)
     small = dict(vocab_size=2048, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
@@ -180,7 +184,7 @@ def compile_times(log) -> list[str]:
             "as b; import workbench as wb; m, x = b.model_and_input('resnet18', 1); "
             "t = time.perf_counter(); c = wb.compile(m, (x,), progress=False); "
             "print(f'{time.perf_counter() - t:.1f} s,', c.build_stats)")
-    code = code.format(bench=str(ROOT / "bench"))
+    code = code.replace("{bench!r}", repr(str(ROOT / "bench")))
     lines = []
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "WORKBENCH_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}

@@ -65,6 +65,8 @@ def conv_rows(args, torch, results):
 
     F = torch.nn.functional
     for name, C, H, K, R, stride, pad in CONVS:
+        if args.kernels and name not in args.kernels.split(","):
+            continue
         if time.perf_counter() - START > args.deadline:
             results.append({"kernel": name, "skipped": "deadline"})
             continue
@@ -77,8 +79,12 @@ def conv_rows(args, torch, results):
                                                                           padding=p))
         P = want.shape[2]
         flop = 2 * N * K * P * P * C * R * R
-        base = conv_tiling(K, C, P, P)
+        base = conv_tiling(K, C, P, P, N)
         variants = {"default": base}
+        if base.per_k != 4:  # the default of run 1 (before MIN_THREADS)
+            variants["4 channels a thread (run 1)"] = ConvTiling(
+                base.k_threads * base.per_k // 4, 4, base.y_threads, base.x_threads,
+                base.per_x, base.c_tile)
         if "all" in args.variants:
             variants["per_k 8"] = ConvTiling(8, 8, base.y_threads, base.x_threads, base.per_x,
                                              base.c_tile)
@@ -117,6 +123,8 @@ def attention_rows(args, torch, results):
 
     F = torch.nn.functional
     for name, B, H, L, D, causal in ATTENTIONS:
+        if args.kernels and name not in args.kernels.split(","):
+            continue
         if time.perf_counter() - START > args.deadline:
             results.append({"kernel": name, "skipped": "deadline"})
             continue
@@ -126,12 +134,13 @@ def attention_rows(args, torch, results):
         t_torch = timed(torch, lambda q=q, k=k, v=v, c=causal:
                         F.scaled_dot_product_attention(q, k, v, is_causal=c))
         flop = 4 * B * H * L * L * D
-        variants = {"default": lambda f: warp_rows(f)}
+        variants = {"default": lambda f: warp_rows(f),
+                    "lane register tile": lambda f: warp_rows(f, tile=True),
+                    "one block per row (before)": one_row}
         if "all" in args.variants:
             variants.update({"rows 16": lambda f: warp_rows(f, rows=16),
                              "rows 4": lambda f: warp_rows(f, rows=4),
-                             "keys unstaged": lambda f: warp_rows(f, stage_keys=False),
-                             "one block per row (before)": one_row})
+                             "keys unstaged": lambda f: warp_rows(f, stage_keys=False)})
         for label, make in variants.items():
             row = {"kernel": name, "variant": label, "torch_ms": t_torch}
             try:
@@ -158,6 +167,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--variants", default="all", help="all | default")
     parser.add_argument("--only", default="conv,attention")
+    parser.add_argument("--kernels", default="", help="comma-separated names (all when empty)")
     args = parser.parse_args()
     import torch
 

@@ -149,32 +149,38 @@ def main():
     q = args.quick
     steps = [
         ceilings,
-        lambda: sgemm(4000, 4000, 4000, [("default", {})] + ([] if q else [
-            ("no partition (every block guarded)", {"partition_edges": False})])),
-        lambda: sgemm(1000, 3000, 2000, [("default", {})] + ([] if q else [
-            ("tile 64 (16x16 threads x 4x4)", {"threads": 16, "per_thread": 4}),
-            ("no partition", {"partition_edges": False})])),
-        lambda: sgemm(511, 257, 129, [("default", {})] + ([] if q else [
-            ("tile 64 (16x16 x 4x4)", {"threads": 16, "per_thread": 4}),
-            ("tile 128", {"threads": 16, "per_thread": 8}),
-            ("tile 32, k_tile 16", {"threads": 8, "per_thread": 4, "k_tile": 16})])),
+        lambda: sgemm(4000, 4000, 4000, [("default", {})]),
+        lambda: sgemm(1000, 3000, 2000, [("default (split_k 4)", {})] + ([] if q else [
+            ("no split (before)", {"split_k": 1}),
+            ("split_k 2", {"split_k": 2}),
+            ("tile 64, no split", {"threads": 16, "per_thread": 4, "split_k": 1})])),
+        lambda: sgemm(511, 257, 129, [("default (tile 32, split_k 3)", {})] + ([] if q else [
+            ("no split (before)", {"split_k": 1}),
+            ("tile 64, split_k 3", {"threads": 16, "per_thread": 4, "split_k": 3}),
+            ("tile 32, split_k 3, k_tile 16", {"split_k": 3, "k_tile": 16})])),
         lambda: sgemm(4096, 4096, 4096, [("default (aligned)", {})]),
     ]
+    old = {8192: {"threads": 512, "stage": "shared"}, 3000: {"threads": 512, "stage": None},
+           768: {"threads": 64, "rows_per_block": 2, "stage": None}}
     for op in ("softmax", "layernorm"):
         steps += [
-            lambda op=op: rows(op, 8192, 8192, [("default", {})] + ([] if q else [
-                ("256 threads", {"threads": 256}), ("1024 threads", {"threads": 1024}),
-                ("stage shared", {"stage": "shared"})])),
-            lambda op=op: rows(op, 4096, 3000, [("default", {})] + ([] if q else [
-                ("256 threads", {"threads": 256}), ("128 threads", {"threads": 128}),
-                ("1024 threads", {"threads": 1024}), ("stage shared", {"stage": "shared"}),
-                ("256 threads, stage shared", {"threads": 256, "stage": "shared"})])),
-            lambda op=op: rows(op, 30000, 768, [("default", {})] + ([] if q else [
-                ("warp per row, 8 rows per block", {"rows_per_block": 8}),
-                ("warp per row, 2 rows per block", {"rows_per_block": 2}),
-                ("warp per row, 4 rows, stage shared", {"stage": "shared"}),
-                ("64 threads, 2 rows per block", {"threads": 64, "rows_per_block": 2}),
-                ("old default: 512 threads, 1 row", {"threads": 512, "rows_per_block": 1})])),
+            lambda op=op: rows(op, 8192, 8192, [("default (registers, 256 threads)", {})] + (
+                [] if q else [
+                    ("registers, 512 threads", {"threads": 512}),
+                    ("registers, 1024 threads", {"threads": 1024}),
+                    ("before: 512 threads, stage shared", old[8192])])),
+            lambda op=op: rows(op, 4096, 3000, [("default (registers, 128 threads)", {})] + (
+                [] if q else [
+                    ("registers, 256 threads", {"threads": 256}),
+                    ("registers, 512 threads", {"threads": 512}),
+                    ("registers, 128 threads, 2 rows", {"threads": 128, "rows_per_block": 2}),
+                    ("before: 512 threads, not staged", old[3000])])),
+            lambda op=op: rows(op, 30000, 768, [("default (registers, warp x 4 rows)", {})] + (
+                [] if q else [
+                    ("registers, warp x 8 rows", {"threads": 32, "rows_per_block": 8}),
+                    ("registers, warp x 2 rows", {"threads": 32, "rows_per_block": 2}),
+                    ("registers, 64 threads x 2 rows", {"threads": 64, "rows_per_block": 2}),
+                    ("before: 64 threads x 2 rows, not staged", old[768])])),
         ]
     for step in steps:
         try:

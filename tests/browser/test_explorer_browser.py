@@ -156,6 +156,10 @@ def check_keys_and_a_refused_edit_that_moves_nothing(page, explorer) -> None:
     dropdown(explorer, "node").select_option(index=0)  # the start node: loops i, j, k
     loops = explorer.locator(".widget-select select").first
     expect(loops.locator("option")).to_have_count(3)
+    # the IR pane follows the loop list a moment later: read it once it shows the start's loops
+    # (read at once, a loaded CI machine still had the previous node's tiled IR here)
+    expect(explorer.locator(".wb-IR")).to_have_text(re.compile(r"for i, j, k in T\.grid\("),
+                                                    timeout=TIMEOUT_MS)
     start_ir = text(explorer.locator(".wb-IR"))
     select_loop(loops, "i")
     loop_list = explorer.locator(".widget-select").first

@@ -175,3 +175,16 @@ def test_mixed_dtypes_compile_for_the_cpu():
     inputs = (torch.randn(3, 4, dtype=F64, generator=GEN), torch.randn(4, generator=GEN),
               torch.randint(-3, 4, (3, 4), generator=GEN))
     _check(model, inputs, targets=("cpu",))
+
+
+def test_cuda_target_takes_runtime_indices_and_checks_host_inputs():
+    """The ``take`` kernel bound to threads (the simulator in CI); a host index input out of
+    range raises before the launch."""
+    model = _Fn(lambda m, ids: torch.nn.functional.embedding(ids, m.table)[:, :, 1:] * 2,
+                table=torch.randn(6, 3, generator=GEN)).eval()
+    ids = torch.tensor([[0, 5, 2]])
+    compiled = wb.compile(model, (ids,), target="cuda")
+    with torch.no_grad():
+        np.testing.assert_allclose(compiled(ids.numpy()), model(ids).numpy(), rtol=1e-6)
+    with pytest.raises(IndexOutOfRangeError, match="index 6 is out of range"):
+        compiled(np.array([[0, 6, 1]]))

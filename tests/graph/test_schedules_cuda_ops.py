@@ -104,7 +104,7 @@ class CausalAttention(nn.Module):
 
 
 def test_causal_attention_at_an_odd_length():
-    q, k, v = (torch.randn(1, 2, 11, 6) for _ in range(3))
+    q, k, v = (torch.randn(1, 1, 11, 6) for _ in range(3))
     _check(CausalAttention(), q, k, v, rules={"attention_tiled"})
 
 
@@ -131,7 +131,7 @@ def test_resnet_like_convolutions_get_the_implicit_gemm_with_epilogues_inlined()
     for bn in (model.b1, model.b2):
         bn.running_mean.uniform_(-1, 1)
         bn.running_var.uniform_(0.5, 2)
-    compiled = _check(model, torch.randn(2, 3, 9, 9), rules={"conv2d_tiled"})
+    compiled = _check(model, torch.randn(1, 3, 7, 7), rules={"conv2d_tiled"})
     for kernel in compiled.kernels:
         script = kernel.schedule.mod.script()
         assert 'with T.block("out")' not in script  # the epilogue in the write-back
@@ -141,6 +141,13 @@ def test_resnet_like_convolutions_get_the_implicit_gemm_with_epilogues_inlined()
 class AddMul(nn.Module):
     def forward(self, x, y):
         return (x + y) * y
+
+
+def test_a_depthwise_convolution_gets_its_tiled_recipe():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1, groups=3), nn.ReLU())
+    compiled = _check(model, torch.randn(1, 3, 6, 6), rules={"conv2d_tiled"})
+    assert "depthwise" in compiled.kernels[0].func.script()
 
 
 def test_elementwise_gets_v4_and_odd_rows_fall_back_to_the_baseline():

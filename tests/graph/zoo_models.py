@@ -10,6 +10,8 @@ import; no installed file is changed.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -122,9 +124,11 @@ class LSTMNet(nn.Module):
         return self.fc(out[:, -1])
 
 
+@functools.cache
 def vision_models() -> dict:
     """name -> (model, input) for torchvision's resnet18, mobilenet_v2, efficientnet_b0 and
-    ViT, at 32x32 (ViT: 2 layers, width 32)."""
+    ViT, at 32x32 (ViT: 2 layers, width 32); built once per process (the zoo's cases share
+    them: nothing changes a model)."""
     models = import_torchvision()
     if models is None:
         return {}
@@ -142,6 +146,7 @@ def vision_models() -> dict:
     return {name: (randomize_bn(net), (x,)) for name, net in nets.items()}
 
 
+@functools.cache
 def text_models() -> dict:
     """name -> (model, input ids) for transformers' GPT-2, BERT and Llama from small configs
     (2 layers, width 32, random weights; no hub access)."""

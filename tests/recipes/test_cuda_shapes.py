@@ -102,9 +102,12 @@ def test_short_rows_several_per_block(rng, op):
 
 
 @pytest.mark.parametrize("op", ["softmax", "layernorm"])
-def test_rows_of_300_two_per_block(rng, op):
+def test_rows_of_300_a_warp_each_in_registers(rng, op):
+    """300 = 2 chunks of 128 + a remainder of 44: the last group of 4 guarded as a whole."""
     kernel = _rows(rng, op, 3, 300)
-    assert kernel.launches[0].block == (64, 2, 1) and kernel.launches[0].grid == (2, 1, 1)
+    assert kernel.launches[0].block == (32, 3, 1) and kernel.launches[0].grid == (1, 1, 1)
+    assert "A_local = cuda.local.array((1, 3, 1, 4)" in kernel.source
+    assert "if 2 * 128 + ax0_3_1 * 4 < 300:" in kernel.source
 
 
 def test_staged_rows_one_copy_per_row(rng):
@@ -115,11 +118,14 @@ def test_staged_rows_one_copy_per_row(rng):
 
 
 def test_row_threads_rule():
-    assert row_threads(100) == (32, 4, None)
-    assert row_threads(768) == (64, 2, None)
-    assert row_threads(3000) == (512, 1, None)
-    assert row_threads(8192) == (512, 1, "shared")
-    assert row_threads(30000) == (512, 1, None)  # over 48 KiB: not staged
+    """Rows that fit 32 elements per thread in at most 1024 threads are held in registers."""
+    assert row_threads(100) == (32, 4, "registers")
+    assert row_threads(768) == (32, 4, "registers")
+    assert row_threads(3000) == (128, 1, "registers")
+    assert row_threads(8192) == (256, 1, "registers")
+    assert row_threads(30000) == (1024, 1, "registers")
+    assert row_threads(32769) == (512, 1, None)  # over the register bound and 48 KiB
+    assert row_threads(8193) == (512, 1, "registers")  # not 16-byte aligned: scalar, 17 each
 
 
 def test_edge_guards_kept_where_a_shared_tile_is_clipped(rng):

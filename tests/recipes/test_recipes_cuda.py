@@ -57,7 +57,7 @@ def test_same_schedule_on_the_cpu(rng):
 
 
 def test_unknown_stage_is_refused():
-    with pytest.raises(ValueError, match="stage must be None or 'shared', got 'local'"):
+    with pytest.raises(ValueError, match="stage must be None, 'shared' or 'registers', got 'local'"):
         block_per_row(ops.softmax(2, 8), threads=4, stage="local")
 
 

@@ -127,6 +127,7 @@ class DeviceRuntime:
 
     def _check_inputs(self, inputs) -> tuple[list, bool]:
         from workbench.graph.compiler import ModelInputError
+        from workbench.graph.index_bounds import check_inputs
 
         graph = self.model.graph
         if len(inputs) != len(graph.inputs):
@@ -157,8 +158,13 @@ class DeviceRuntime:
             return arrays, True
         if self._host_inputs is None:
             self._host_inputs = [device_empty(ty.shape, ty.dtype) for ty in graph.inputs.values()]
-        for buffer, x in zip(self._host_inputs, arrays, strict=True):
-            host = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+        hosts = {}
+        for name, x in zip(graph.inputs, arrays, strict=True):
+            hosts[name] = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+        # host index inputs are bounds-checked as on the cpu (device ones are not: a check
+        # would copy them back)
+        check_inputs(getattr(self.model, "_index_checks", []), hosts)
+        for buffer, host in zip(self._host_inputs, hosts.values(), strict=True):
             to_device(np.ascontiguousarray(host, dtype=buffer.dtype), out=buffer)
         return list(self._host_inputs), False
 

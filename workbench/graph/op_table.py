@@ -102,6 +102,13 @@ def op_table() -> str:
         "",
         "## ONNX",
         "",
+        "Nodes whose inputs are all constants are evaluated at import (onnx's reference "
+        "evaluator). The zoo's vision models and Conv1d net come through the TorchScript "
+        "exporter (`torch.onnx.export(..., dynamo=False)`); GPT-2, BERT and Llama through "
+        "the dynamo exporter (`dynamo=True`, onnxscript): the TorchScript exporter fails on "
+        "them with torch 2.13 and transformers 5.25 (`forward() got multiple values for "
+        "argument 'use_cache'`; issue 19 reports `aten::diff` of the causal mask past that).",
+        "",
         "| ONNX op |",
         "|---|",
         *_onnx_rows(),

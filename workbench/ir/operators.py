@@ -26,25 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.ir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    BinaryOp,
-    Div,
-    FloorDiv,
-    FloorMod,
-    Max,
-    Min,
-    Mul,
-    Or,
-    Sub,
-)
+from workbench.ir import expr
 
 # Python's precedence levels, low to high (higher binds tighter): ``x if c else y``, ``or``,
 # ``and``, ``not``, comparisons, ``+ -``, ``* / // %``, unary ``-``, atoms (names, calls,
@@ -70,7 +52,7 @@ class Operator:
     elementwise function on arrays (None for ``Div``: its integer form has none).
     """
 
-    node: type[BinaryOp]
+    node: type[expr.BinaryOp]
     precedence: int
     python: Callable
     numpy: Callable | None
@@ -81,28 +63,28 @@ class Operator:
 
 
 OPERATORS: dict[type, Operator] = {op.node: op for op in (
-    Operator(Add, ADD, operator.add, np.add),
-    Operator(Sub, ADD, operator.sub, np.subtract),
-    Operator(Mul, MUL, operator.mul, np.multiply),
-    Operator(Div, MUL, operator.truediv, None),
-    Operator(FloorDiv, MUL, operator.floordiv, np.floor_divide),
-    Operator(FloorMod, MUL, operator.mod, np.mod),
-    Operator(Min, ATOM, min, np.minimum),
-    Operator(Max, ATOM, max, np.maximum),
-    Operator(EQ, COMPARE, operator.eq, np.equal),
-    Operator(NE, COMPARE, operator.ne, np.not_equal),
-    Operator(LT, COMPARE, operator.lt, np.less),
-    Operator(LE, COMPARE, operator.le, np.less_equal),
-    Operator(GT, COMPARE, operator.gt, np.greater),
-    Operator(GE, COMPARE, operator.ge, np.greater_equal),
-    Operator(And, AND, _logical_and, np.logical_and),
-    Operator(Or, OR, _logical_or, np.logical_or),
+    Operator(expr.Add, ADD, operator.add, np.add),
+    Operator(expr.Sub, ADD, operator.sub, np.subtract),
+    Operator(expr.Mul, MUL, operator.mul, np.multiply),
+    Operator(expr.Div, MUL, operator.truediv, None),
+    Operator(expr.FloorDiv, MUL, operator.floordiv, np.floor_divide),
+    Operator(expr.FloorMod, MUL, operator.mod, np.mod),
+    Operator(expr.Min, ATOM, min, np.minimum),
+    Operator(expr.Max, ATOM, max, np.maximum),
+    Operator(expr.EQ, COMPARE, operator.eq, np.equal),
+    Operator(expr.NE, COMPARE, operator.ne, np.not_equal),
+    Operator(expr.LT, COMPARE, operator.lt, np.less),
+    Operator(expr.LE, COMPARE, operator.le, np.less_equal),
+    Operator(expr.GT, COMPARE, operator.gt, np.greater),
+    Operator(expr.GE, COMPARE, operator.ge, np.greater_equal),
+    Operator(expr.And, AND, _logical_and, np.logical_and),
+    Operator(expr.Or, OR, _logical_or, np.logical_or),
 )}
 """Every binary operator node class to its ``Operator``."""
 
 NODE_OF: dict[str, type] = {op.symbol: node for node, op in OPERATORS.items()}
 """The node class of each symbol (``"+"`` -> ``Add``)."""
 
-COMPARISONS = (EQ, NE, LT, LE, GT, GE)
+COMPARISONS = (expr.EQ, expr.NE, expr.LT, expr.LE, expr.GT, expr.GE)
 """The comparison nodes (``And``/``Or`` share their base class ``CompareOp``, not their
 precedence)."""

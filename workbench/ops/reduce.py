@@ -10,9 +10,9 @@ maximum is the sum's nest with its init and update replaced; the mean is the sum
 from __future__ import annotations
 
 from workbench import T
-from workbench.ir.expr import FloatImm, Max
+from workbench.ir.expr import FloatImm, Max, Var
 from workbench.ir.function import PrimFunc
-from workbench.ir.functor import IRMapper
+from workbench.ir.functor import IRMapper, substitute
 from workbench.ir.stmt import Block
 from workbench.ops.compose import chain
 
@@ -93,40 +93,14 @@ def reduce_mean(M: int = 32, N: int = 64, axis: int = 1, dtype: str = "float32")
     total = reduce_sum(M, N, axis, dtype)  # checks the axis
     (L,) = total.params[-1].shape
     inv = 1.0 / (N if axis == 1 else M)
-    if axis == 1:
-
-        @T.prim_func
-        def reduce_mean(A_red: T.Buffer((L,), dtype), T_divide: T.Buffer((L,), dtype)):
-            for i1 in T.serial(L):
-                with T.block("T_divide"):
-                    vi1 = T.axis.spatial(L, i1)
-                    T_divide[vi1] = A_red[vi1] * inv
-
-        return chain(total, reduce_mean)
 
     @T.prim_func
     def reduce_mean(A_red: T.Buffer((L,), dtype), T_divide: T.Buffer((L,), dtype)):
-        for j1 in T.serial(L):
+        for i1 in T.serial(L):
             with T.block("T_divide"):
-                vj1 = T.axis.spatial(L, j1)
-                T_divide[vj1] = A_red[vj1] * inv
+                vi1 = T.axis.spatial(L, i1)
+                T_divide[vi1] = A_red[vi1] * inv
 
+    if axis == 0:  # a column's loop is j, as in the sum's nest
+        reduce_mean = substitute(reduce_mean, {Var("i1"): Var("j1"), Var("vi1"): Var("vj1")})
     return chain(total, reduce_mean)
-
-    inv = 1.0 / M
-
-    @T.prim_func
-    def reduce_mean(A: T.Buffer((M, N), dtype), T_divide: T.Buffer((N,), dtype)):
-        A_red = T.alloc_buffer((N,), dtype)
-        for j, k in T.grid(N, M):
-            with T.block("A_red"):
-                vj, vk = T.axis.remap("SR", [j, k])
-                with T.init():
-                    A_red[vj] = 0.0
-                A_red[vj] = A_red[vj] + A[vk, vj]
-        for j1 in T.serial(N):
-            with T.block("T_divide"):
-                vj1 = T.axis.spatial(N, j1)
-                T_divide[vj1] = A_red[vj1] * inv
-
-    return reduce_mean

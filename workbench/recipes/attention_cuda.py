@@ -59,38 +59,53 @@ def _extent(block, axis: int) -> int:
 
 
 def default_rows(queries: int) -> int:
-    """Query rows per block: 8 (256 threads), fewer for short sequences.
+    """Query rows per block: 8 (256 threads), 4 or all of them for short sequences.
 
     >>> default_rows(128), default_rows(77), default_rows(3)
-    (8, 8, 4)
+    (8, 8, 3)
     """
     return 8 if queries >= 8 else 4 if queries >= 4 else queries
 
 
-def _lane_sums(sch: Schedule, name: str, lanes: int) -> None:
-    """Block ``name``'s output loop (keys of the scores, values of the output) split by
-    ``lanes``, the inner part on ``threadIdx.x``; each sum in a ``local`` scalar, its init
-    out of the reduction loop, written back once; a lane's outputs ``j_0`` (``lanes``
-    apart) one after the other.
+def _lane_sums(sch: Schedule, name: str, lanes: int, tile: bool) -> None:
+    """Block ``name``'s output loop (keys of the scores, values of the output) split over
+    ``lanes`` on ``threadIdx.x``, each sum in a ``local`` buffer, its init out of the
+    reduction loop, written back once.
 
-    (A register tile of the ``j_0`` inside the reduction loop was tried: the write-back's
-    region under the lane loop is then the bounding box of the strided outputs, so every
-    lane wrote all of them; not used.)"""
+    Without ``tile``, a lane's outputs are ``lanes`` apart and computed one after the other
+    (one local scalar each). With ``tile``, lane ``t`` takes the consecutive outputs
+    ``t * n .. t * n + n - 1`` as a register tile inside the reduction loop (explicitly
+    unrolled): one load of the row's query / probability per step serves ``n`` independent
+    FMAs. (Outputs ``lanes`` apart cannot be a tile: the write-back placed under the lane
+    loop covers the bounding box of the strided outputs, and every lane wrote all of them.)
+    """
     block = sch.get_block(name)
     j, reduce = sch.get_loops(block)[-2:]
-    _, j1 = sch.split(j, factors=[None, lanes])
-    sch.bind(j1, "threadIdx.x")
-    sch.reverse_compute_at(sch.cache_write(block, 0, "local"), j1)
+    if not tile:
+        _, j1 = sch.split(j, factors=[None, lanes])
+        sch.bind(j1, "threadIdx.x")
+        sch.reverse_compute_at(sch.cache_write(block, 0, "local"), j1)
+        sch.decompose_reduction(block, reduce)
+        return
+    lane, j0 = sch.split(j, factors=[lanes, None])
+    sch.bind(lane, "threadIdx.x")
+    sch.reverse_compute_at(sch.cache_write(block, 0, "local"), lane)
+    sch.reorder(reduce, j0)
     sch.decompose_reduction(block, reduce)
+    sch.unroll(j0)
+    sch.annotate(j0, "pragma_unroll_explicit", 1)
 
 
 @register("attention", "warp_rows", "cuda")
 def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None = None,
-              lanes: int = LANES) -> Schedule:
+              lanes: int = LANES, tile: bool = False) -> Schedule:
     """A tile of ``rows`` query rows per block, a warp per row (module docstring).
 
     ``rows`` defaults to ``default_rows(seq)``; ``stage_keys`` to whether the head's keys
-    fit in ``MAX_STAGED`` bytes.
+    fit in ``MAX_STAGED`` bytes. ``tile`` gives each lane consecutive keys and outputs as a
+    register tile (``_lane_sums``; the staged keys are then read 4 at a time,
+    ``ld.shared.v4``, where a lane's keys are a multiple of 4). Off by default: built and
+    checked under the simulator, not yet timed on a GPU.
     """
     blocks = find_blocks(func)
     names = [b.name for b in blocks]
@@ -111,8 +126,8 @@ def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None =
     for name in ("T_softmax_norm", "T_softmax_expsum", "T_softmax_maxelem", "scores"):
         sch.compute_at(sch.get_block(name), i1)
     sch.set_scope(sch.get_block("scores"), 0, "shared")
-    for name in ("scores", "attention"):  # the two dot products, a register per lane
-        _lane_sums(sch, name, lanes)
+    for name in ("scores", "attention"):  # the two dot products, registers per lane
+        _lane_sums(sch, name, lanes, tile)
     norm = sch.get_block("T_softmax_norm")
     _, j_lane = sch.split(sch.get_loops(norm)[-1], factors=[None, lanes])
     sch.bind(j_lane, "threadIdx.x")
@@ -133,4 +148,10 @@ def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None =
         _, ty, tx = sch.split(fused, factors=[None, rows, lanes])
         sch.bind(ty, "threadIdx.y")
         sch.bind(tx, "threadIdx.x")
+        per_lane = -(-keys // lanes)
+        if tile and keys % lanes == 0 and per_lane % 4 == 0:  # the lane's keys, 4 at a time
+            fragment = sch.cache_read(scores, key_index, "local")  # reads K_shared there now
+            sch.compute_at(fragment, sch.get_loops(scores)[-2])
+            _, lanes4 = sch.split(sch.get_loops(fragment)[-1], factors=[None, 4])
+            sch.vectorize(lanes4)
     return sch

@@ -75,6 +75,13 @@ MIN_THREADS = 40_000
 on the H200, resnet18's 7x7 and 14x14 layers at batch 16 took 1.0-1.7 ms with 14K-29K
 threads of 28 outputs each (3.5-7 warps per multiprocessor: latency-bound)."""
 
+MAX_BLOCK_THREADS = 256
+"""The most threads ``conv_tiling`` gives a block: a multiprocessor's 65,536 registers hold
+256 threads at the 255 registers a thread may use, so a block of 256 launches whatever
+ptxas allocates. Larger blocks (448 threads for resnet18's 7x7 layers) failed on the H200
+with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES inside resnet18 (the simulator checks no register
+count)."""
+
 
 def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     """The default tile for ``K`` output channels, ``C`` input channels, a ``P x Q`` output,
@@ -85,12 +92,12 @@ def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     the largest tile is taken and its edge tiles are predicated. ``c_tile``: ``C`` itself
     below 8, else the first of 8, 4, 2, 1 that divides it. When the grid would have fewer
     than ``MIN_THREADS`` threads (small images), each thread takes fewer channels
-    (``per_k`` halved, ``k_threads`` doubled up to 1024 threads per block).
+    (``per_k`` halved, ``k_threads`` doubled up to ``MAX_BLOCK_THREADS`` per block).
 
     >>> conv_tiling(64, 64, 56, 56, N=16)
     ConvTiling(k_threads=16, per_k=4, y_threads=8, x_threads=2, per_x=4, c_tile=8)
     >>> conv_tiling(512, 512, 7, 7, N=16)
-    ConvTiling(k_threads=64, per_k=1, y_threads=7, x_threads=1, per_x=7, c_tile=8)
+    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8)
     >>> conv_tiling(128, 64, 28, 28, N=16)
     ConvTiling(k_threads=16, per_k=4, y_threads=7, x_threads=2, per_x=7, c_tile=8)
     >>> conv_tiling(64, 3, 112, 112).c_tile, conv_tiling(5, 3, 9, 9)
@@ -111,7 +118,7 @@ def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
         return N * -(-K // (k_threads * per_k)) * k_threads * pixels
 
     while (per_k > 1 and grid_threads(k_threads, per_k) < MIN_THREADS
-           and 2 * k_threads * y_threads * x_threads <= 1024):
+           and 2 * k_threads * y_threads * x_threads <= MAX_BLOCK_THREADS):
         k_threads, per_k = 2 * k_threads, per_k // 2
     return ConvTiling(k_threads, per_k, y_threads, x_threads, per_x, c_tile)
 
@@ -176,4 +183,68 @@ def tiled(func: PrimFunc, tiling: ConvTiling | None = None, unroll: bool = True,
         for loop in (ry, rx):
             sch.unroll(loop)
             sch.annotate(loop, "pragma_unroll_explicit", 1)
+    return sch
+
+
+def depthwise_tiling(P: int, Q: int) -> tuple[int, int, int]:
+    """``(y_threads, x_threads, per_x)`` of ``depthwise_tiled`` for a ``P x Q`` output: a
+    row of up to 32 threads, each 1 (or 2, 4 on wide rows) pixels, and up to 8 rows: up to
+    256 threads, tiles that divide ``Q`` where one of the candidates does.
+
+    >>> depthwise_tiling(112, 112), depthwise_tiling(7, 7), depthwise_tiling(9, 9)
+    ((8, 28, 4), (7, 7, 1), (8, 9, 1))
+    """
+    x_threads, per_x = next(
+        (c for c in ((32, 4), (28, 4), (32, 2), (28, 2), (32, 1), (28, 1), (16, 1), (14, 1))
+         if Q % (c[0] * c[1]) == 0), (min(32, Q), 1))
+    y_threads = next((o for o in (8, 7, 4, 2) if P % o == 0), min(8, P))
+    return y_threads, x_threads, per_x
+
+
+@register("depthwise_conv2d_nchw", "tiled", "cuda")
+def depthwise_tiled(func: PrimFunc, tiling: tuple[int, int, int] | None = None,
+                    block: str = "depthwise_conv2d_nchw") -> Schedule:
+    """Depthwise convolution (``ops.depthwise_conv2d_nchw``): a block per image, channel
+    and tile of ``y_threads`` rows x ``x_threads * per_x`` columns; the channel's padded
+    input window computed straight into shared memory by the ``pad_temp`` block (each input
+    read once per tile instead of once per window position), each thread ``per_x``
+    consecutive pixels of a row in registers, the ``ry, rx`` window unrolled; the weights
+    (``R x S`` per channel, the same for the whole block) read from global memory.
+    ``tiling`` defaults to ``depthwise_tiling``; edges that do not divide are guarded.
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = depthwise_tiled(ops.depthwise_conv2d_nchw(1, 2, 9, 9, 3, 3))
+    """
+    names = [b.name for b in find_blocks(func)]
+    head = names[:names.index(block) + 1] if block in names else []
+    if head not in ([block], ["pad_temp", block]):
+        raise ValueError(f"tiled depthwise conv2d needs the blocks ('pad_temp', '{block}') "
+                         f"of ops.depthwise_conv2d_nchw (an epilogue may follow); got {names}")
+    sch = Schedule(func)
+    conv = sch.get_block(block)
+    n, c, y, x, ry, rx = sch.get_loops(conv)
+    P, Q = (int(sch.get(lp).extent.value) for lp in (y, x))
+    y_threads, x_threads, per_x = tiling or depthwise_tiling(P, Q)
+    y0, y1 = sch.split(y, factors=[None, y_threads])
+    x0, x1, x2 = sch.split(x, factors=[None, x_threads, per_x])
+    sch.reorder(n, c, y0, x0, y1, x1, ry, rx, x2)
+    sch.bind(sch.fuse(n, c), "blockIdx.y")
+    tile = sch.fuse(y0, x0)
+    sch.bind(tile, "blockIdx.x")
+    pixel = sch.fuse(y1, x1)
+    sch.bind(pixel, "threadIdx.x")
+    sch.reverse_compute_at(sch.cache_write(conv, 0, "local"), pixel)
+    if len(head) == 2:
+        pad = sch.get_block("pad_temp")
+        sch.set_scope(pad, 0, "shared")
+        sch.compute_at(pad, tile)
+        fused = sch.fuse(*sch.get_loops(pad)[2:])
+        _, tx = sch.split(fused, factors=[None, y_threads * x_threads])
+        sch.bind(tx, "threadIdx.x")
+    sch.decompose_reduction(conv, ry)
+    for loop in (ry, rx):
+        sch.unroll(loop)
+        sch.annotate(loop, "pragma_unroll_explicit", 1)
     return sch

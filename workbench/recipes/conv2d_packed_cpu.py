@@ -42,8 +42,10 @@ from workbench.schedule import Schedule, ScheduleError
 HEADS = ("conv2d_nchw_packed", "depthwise_conv2d_nchw_packed")
 PARALLEL_WORK = 1 << 16
 """Multiply-adds below which the kernel stays serial (starting the thread pool costs more)."""
-PAD_PARALLEL = 1 << 15
-"""Elements of ``pad_temp`` below which its copy stays serial."""
+PAD_PARALLEL = 1 << 20
+"""Elements of ``pad_temp`` below which its copy stays serial: a second parallel loop is a
+second Numba gufunc, ~2 of a kernel's ~4.5 s cold compile (profiled: the parfor passes and
+their lowering dominate), while copying 4 MiB or less costs well under a millisecond."""
 _FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
 
 
@@ -110,6 +112,9 @@ def packed_cpu(func: PrimFunc, *, tx: int | None = None, parallel: bool = True,
         sch.parallel(sch.fuse(n, k0, y))
     pad = find_blocks(sch.mod)[0]
     if pad.name == "pad_temp":
+        loops = sch.get_loops(sch.get_block("pad_temp"))
+        # read the NCHW input along its rows (the copy writes channels-last rows in L1)
+        sch.reorder(loops[5], loops[4])
         loops = sch.get_loops(sch.get_block("pad_temp"))
         size = 1
         for iv in pad.iter_vars:

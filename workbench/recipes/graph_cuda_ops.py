@@ -19,6 +19,7 @@ baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
   allreduces;
 - ``ops.conv2d_nchw`` plus an epilogue: the implicit-GEMM ``tiled`` recipe
   (``recipes.conv2d_cuda``), the epilogue inlined into the register tile's write-back;
+  ``ops.depthwise_conv2d_nchw``: its ``tiled`` recipe (the channel's window in shared);
 - a purely elementwise kernel whose last extent is a multiple of 4: the ``v4`` recipe
   (``recipes.elementwise_cuda``: 4 consecutive elements per thread, 128-bit accesses).
 
@@ -241,14 +242,17 @@ def conv2d_tiled(func) -> Schedule | None:
     (``recipes.conv2d_cuda``: a block per 64 channels x a pixel tile, the padded input
     window and the weights of each step of input channels in shared memory, a register
     tile per thread), its tile from ``conv_tiling``, the epilogue inlined into the register
-    tile's write-back (``conv_local``)."""
+    tile's write-back (``conv_local``). ``ops.depthwise_conv2d_nchw`` likewise gets its
+    ``tiled`` recipe (a block per image, channel and pixel tile, the channel's padded
+    window in shared memory)."""
     names = _names(func)
-    if names[:2] != ["pad_temp", "conv2d_nchw"] or names[2:] not in ([], ["out"]):
+    op = next((o for o in ("conv2d_nchw", "depthwise_conv2d_nchw") if o in names), None)
+    if op is None or names[:2] != ["pad_temp", op] or names[2:] not in ([], ["out"]):
         return None
     from workbench import recipes
 
     try:
-        sch = recipes.get("conv2d_nchw", "tiled", "cuda")(func)
+        sch = recipes.get(op, "tiled", "cuda")(func)
     except _FAILS:
         return None
     if not _inline_epilogue(sch, "conv_local"):

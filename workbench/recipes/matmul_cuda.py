@@ -71,6 +71,52 @@ def block_tile(m: int, n: int) -> tuple[int, int]:
     return TILINGS[-1]
 
 
+SPLIT_K_MIN_SLICE = 32
+"""A split-K slice keeps at least this much of K (4 steps of the default k tile)."""
+
+SPLIT_K_FACTORS = (2, 3, 4)
+
+
+def split_k_factor(m: int, n: int, k: int, tile: int) -> int:
+    """The default ``split_k`` of ``register_blocked``: 1 (no split) when the grid of
+    ``tile x tile`` blocks has at least ``4 * MIN_BLOCKS`` blocks; otherwise the smallest
+    of ``SPLIT_K_FACTORS`` that divides K (slices with no remainder), leaves each slice at
+    least ``SPLIT_K_MIN_SLICE`` and brings the grid there, else the largest that divides.
+
+    Measured on the H200 (bench/RESULTS.md, "single-pass rows, split-K"): 1000 x 3000 x
+    2000 (192 blocks of 128) 0.511 ms unsplit, 0.539 ms in 2 slices, 0.490 ms in 4;
+    511 x 257 x 129 (144 blocks of 32) 0.026 ms unsplit, 0.018 ms in 3.
+
+    >>> split_k_factor(4000, 4000, 4000, 128), split_k_factor(1000, 3000, 2000, 128)
+    (1, 4)
+    >>> split_k_factor(511, 257, 129, 32), split_k_factor(511, 257, 127, 32)
+    (3, 1)
+    """
+    blocks = -(-m // tile) * -(-n // tile)
+    target = 4 * MIN_BLOCKS
+    if blocks >= target:
+        return 1
+    fitting = [s for s in SPLIT_K_FACTORS if k % s == 0 and k // s >= SPLIT_K_MIN_SLICE]
+    reaching = [s for s in fitting if blocks * s >= target]
+    return reaching[0] if reaching else max(fitting, default=1)
+
+
+def _split_k(sch: Schedule, c, split_k: int):
+    """``rfactor`` K into ``split_k`` slices: returns the partial block (``C_rf``, loops
+    ``i, j, s, k``); the sum over the slices (the original block) gets one thread per
+    element of C, 256 per block."""
+    name = sch.get(c).name
+    *_, k = sch.get_loops(c)
+    slice_loop, _ = sch.split(k, factors=[split_k, None])
+    partial = sch.rfactor(slice_loop, 0)
+    total = sch.get_block(name)
+    i, j, _ = sch.get_loops(total)
+    _, x = sch.split(sch.fuse(i, j), factors=[None, 256])
+    sch.bind(sch.get_loops(total)[0], "blockIdx.x")
+    sch.bind(x, "threadIdx.x")
+    return partial
+
+
 def _extent(sch: Schedule, loop) -> int:
     return int(sch.get(loop).extent.value)
 
@@ -78,12 +124,15 @@ def _extent(sch: Schedule, loop) -> int:
 def _thread_loops(sch: Schedule, c, threads: int, per_thread: int, k_tile: int):
     """``bi, bj (blockIdx) / ty, tx (threadIdx) / k_0 / k_1 / ii, jj``: ``threads x threads``
     threads per block, each a ``per_thread x per_thread`` tile of C. Returns ``bi``, ``tx``,
-    ``k_0``, ``k_1``."""
-    i, j, k = sch.get_loops(c)
+    ``k_0``, ``k_1``. A split-K block (``C_rf``: loops ``i, j, s, k``) gets its slice ``s``
+    on ``blockIdx.z``, outermost."""
+    i, j, *outer, k = sch.get_loops(c)
     bi, ty, ii = sch.split(i, factors=[None, threads, per_thread])
     bj, tx, jj = sch.split(j, factors=[None, threads, per_thread])
     ko, ki = sch.split(k, factors=[None, k_tile])
-    sch.reorder(bi, bj, ty, tx, ko, ki, ii, jj)
+    sch.reorder(*outer, bi, bj, ty, tx, ko, ki, ii, jj)
+    for loop in outer:
+        sch.bind(loop, "blockIdx.z")
     sch.bind(bi, "blockIdx.y")
     sch.bind(bj, "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
@@ -146,6 +195,7 @@ def register_blocked(
     double_buffer: bool = True,
     unroll_k: bool = True,
     partition_edges: bool = True,
+    split_k: int | None = None,
     block: str = "C",
 ) -> Schedule:
     """The 128 x 128 register-blocked SGEMM (module docstring): ``threads x threads``
@@ -161,14 +211,32 @@ def register_blocked(
     ``None`` are chosen from M and N by ``block_tile``. ``unroll_k`` unrolls the ``k_1`` loop in the
     generated source (``pragma_unroll_explicit``; NVVM keeps it rolled otherwise): on the
     H200 at 4096, 3.80 ms against 4.12 ms rolled (bench/results.d/cudamem.md).
+
+    ``split_k`` (``None``: chosen from the shape by ``split_k_factor`` for a matmul alone,
+    1 with an epilogue; it must divide K):
+    K cut into that many slices (``rfactor``), each slice a grid of its own on
+    ``blockIdx.z`` writing a partial C (``C_rf``, global), then a second kernel sums the
+    slices: more blocks when C is too small to fill the GPU, and a shorter serial k loop
+    per block.
     """
     sch = Schedule(func)
     c = sch.get_block(block)
+    i, j, k = sch.get_loops(c)
+    m, n, k_extent = _extent(sch, i), _extent(sch, j), _extent(sch, k)
     if threads is None or per_thread is None:
-        i, j, _ = sch.get_loops(c)
-        auto = block_tile(_extent(sch, i), _extent(sch, j))
+        auto = block_tile(m, n)
         threads = auto[0] if threads is None else threads
         per_thread = auto[1] if per_thread is None else per_thread
+    if split_k is None:  # a matmul alone (an epilogue would read the partial sums)
+        alone = len(sch.get_child_blocks(sch.get_block("root"))) == 1
+        split_k = split_k_factor(m, n, k_extent, threads * per_thread) if alone else 1
+    if not isinstance(split_k, int) or split_k < 1 or k_extent % split_k:
+        raise ValueError(
+            f"register_blocked: split_k must be a positive int dividing K={k_extent}, got "
+            f"{split_k!r} (a slice with a remainder would need its partial C filled first)"
+        )
+    if split_k > 1:
+        c = _split_k(sch, c, split_k)
     bi, tx, ko, ki = _thread_loops(sch, c, threads, per_thread, k_tile)
     if partition_edges:
         sch.annotate(bi, "cuda.partition_edges", 1)

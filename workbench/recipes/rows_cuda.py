@@ -31,7 +31,12 @@ max, sum of exp, normalise; ``ops.layernorm``: sum, sum of squared deviations, n
 * short rows share a block: the row loop is split, its inner part on ``threadIdx.y``, each
   row reduced by its own 32 or 64 threads (shuffles within the warp); the threads per row,
   rows per block and the stage come from the row length by default (``row_threads``,
-  measured on the H200).
+  measured on the H200);
+* ``stage="registers"`` (the default for rows up to 32768 float32): each thread copies its
+  part of the row into registers once (128-bit loads where the row length is a multiple
+  of 4) and the reductions and the output read them: one read and one write of the row
+  (H200, bench/RESULTS.md "single-pass rows": softmax 8192^2 0.134 ms against torch's
+  0.278, layernorm 30000 x 768 0.049 against 0.087).
 """
 
 from __future__ import annotations
@@ -41,36 +46,70 @@ from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
 SHORT_ROW = 1024
-"""Rows up to this long get 32 or 64 threads each, several rows per block; longer rows a
-block of 512 threads."""
+"""Rows up to this long get 32 or 64 threads each, several rows per block, where the row is
+not held in registers; longer rows a block of 512 threads."""
 
 STAGED_ROW = (4096, 12288)
-"""Rows in this range are staged in shared memory by default (16 to 48 KiB per block)."""
+"""Rows in this range are staged in shared memory where they are not held in registers
+(16 to 48 KiB per block)."""
+
+REGISTER_ROW = 32
+"""Row elements each thread holds in registers at most (``stage="registers"``): the row is
+read from global memory once; 32 float32 (eight 128-bit loads in flight per thread) keep
+the kernel near 64 registers per thread."""
+
+MAX_THREADS = 1024
+
+
+def register_threads(n: int, lanes: int) -> int | None:
+    """The fewest threads (a power of two from 32 to 1024) that hold a row of ``n`` in
+    registers, ``REGISTER_ROW`` elements each at most, in groups of ``lanes``; None when
+    no block can (rows over 32768 float32).
+
+    >>> register_threads(768, 4), register_threads(3000, 4), register_threads(8192, 4)
+    (32, 128, 256)
+    >>> register_threads(129, 1), register_threads(40000, 4) is None
+    (32, True)
+    """
+    threads = 32
+    while threads <= MAX_THREADS:
+        if -(-n // (threads * lanes)) * lanes <= REGISTER_ROW:
+            return threads
+        threads *= 2
+    return None
+
+
+def row_lanes(n: int) -> int:
+    """4 (128-bit row accesses) where a row of ``n`` float32 starts 16-byte aligned, else 1."""
+    return 4 if n % 4 == 0 else 1
 
 
 def row_threads(n: int) -> tuple[int, int, str | None]:
     """``(threads per row, rows per block, stage)`` for rows of ``n`` float32 elements, the
-    defaults of ``block_per_row``, measured on the H200 (bench/RESULTS.md "Every shape"):
+    defaults of ``block_per_row``:
 
-    * ``n <= 256``: one warp per row, 4 rows per block;
-    * ``n <= SHORT_ROW``: 64 threads per row, 2 rows per block (30000 x 768: softmax 0.070
-      ms against 0.156 with one 512-thread block per row, layernorm 0.072 against 0.163);
-    * longer: one block of 512 threads per row, the row staged in shared memory when ``n``
-      is in ``STAGED_ROW`` (8192^2: softmax 0.221 ms against 0.253 unstaged, layernorm
-      0.197 against 0.297); 4096 x 3000 was fastest unstaged.
+    * a row that fits (``register_threads``: up to 32768 float32) is held in registers
+      (``stage="registers"``): the fewest threads that hold it, 32 elements each at most
+      (768: a warp; 3000: 128 threads; 8192: 256), read once with 128-bit loads where
+      ``n % 4 == 0``; short rows share a block of 128 threads (a warp per row, 4 rows);
+    * longer rows: one block of 512 threads per row, the row read from global memory in
+      each pass (rows over 48 KiB fit no shared stage).
 
-    >>> row_threads(768), row_threads(3000), row_threads(8192)
-    ((64, 2, None), (512, 1, None), (512, 1, 'shared'))
+    >>> row_threads(768), row_threads(3000), row_threads(8192), row_threads(40000)
+    ((32, 4, 'registers'), (128, 1, 'registers'), (256, 1, 'registers'), (512, 1, None))
     """
-    if n <= 256:
-        return 32, 4, None
-    if n <= SHORT_ROW:
-        return 64, 2, None
-    stage = "shared" if STAGED_ROW[0] <= n <= STAGED_ROW[1] else None
-    return 512, 1, stage
+    threads = register_threads(n, row_lanes(n))
+    if threads is not None:
+        return threads, max(1, 128 // threads), "registers"
+    return 512, 1, _fallback_stage(n)
+
+
+def _fallback_stage(n: int) -> str | None:
+    return "shared" if STAGED_ROW[0] <= n <= STAGED_ROW[1] else None
 
 
 _AUTO = "auto"
+STAGES = (None, "shared", "registers")
 
 
 def block_per_row(
@@ -84,34 +123,46 @@ def block_per_row(
     ``threadIdx.y``: each row's reductions are shuffles within its own threads). ``threads``
     left ``None`` (then also ``rows_per_block``) and ``stage`` left ``"auto"`` come from the
     row length (``row_threads``); with ``threads`` given, one row per block unless
-    ``rows_per_block`` says otherwise. A row count that is not a multiple of
-    ``rows_per_block`` leaves a guard on the last block.
+    ``rows_per_block`` says otherwise, and ``"auto"`` holds the row in registers when it
+    fits those threads. A row count that is not a multiple of ``rows_per_block`` leaves a
+    guard on the last block.
+
+    ``stage="registers"``: each thread copies its part of the row into a ``local`` buffer
+    once (``cache_read`` at the row, laid out ``[chunk, thread, lane]`` by
+    ``transform_layout`` so that each thread's part compacts to registers), 128-bit loads
+    and stores where the row length is a multiple of 4; the reductions and the output read
+    the registers. The three passes then cost one read and one write of the row.
 
     Example
     -------
     >>> from workbench import ops
-    >>> sch = block_per_row(ops.softmax(4, 100), threads=32)
+    >>> sch = block_per_row(ops.softmax(4, 100), threads=32, stage=None)
     >>> loops = sch.get_loops(sch.get_block("T_softmax_norm"))
     >>> [sch.get(loop).thread_binding for loop in loops]
     ['blockIdx.x', None, 'threadIdx.x']
-    >>> sch = block_per_row(ops.softmax(8, 100))       # a warp per row, 4 rows per block
+    >>> sch = block_per_row(ops.softmax(8, 100))  # a warp per row, 4 rows, row in registers
     >>> loops = sch.get_loops(sch.get_block("T_softmax_norm"))
     >>> [sch.get(loop).thread_binding for loop in loops]
-    ['blockIdx.x', 'threadIdx.y', None, 'threadIdx.x']
+    ['blockIdx.x', 'threadIdx.y', None, 'threadIdx.x', None]
     """
-    if stage not in (None, "shared", _AUTO):
+    if stage not in (*STAGES, _AUTO):
         raise ValueError(
-            f"block_per_row: stage must be None or 'shared', got {stage!r} "
+            f"block_per_row: stage must be None, 'shared' or 'registers', got {stage!r} "
             "('auto', the default, picks one from the row length)"
         )
     sch = Schedule(func)
     names = [sch.get(b).name for b in sch.get_child_blocks(sch.get_block("root"))]
     *reductions, out = names
     row, column = sch.get_loops(sch.get_block(out))
-    auto_threads, auto_rows, auto_stage = row_threads(int(sch.get(column).extent.value))
+    n = int(sch.get(column).extent.value)
+    lanes = row_lanes(n)
+    auto_threads, auto_rows, auto_stage = row_threads(n)
     if rows_per_block is None:  # threads given by hand: one row per block, as before
         rows_per_block = auto_rows if threads is None else 1
     rows_per_block = min(rows_per_block, int(sch.get(row).extent.value))
+    if threads is not None and stage == _AUTO:
+        fits = -(-n // (threads * lanes)) * lanes <= REGISTER_ROW
+        stage = "registers" if fits else _fallback_stage(n)
     threads = auto_threads if threads is None else threads
     stage = auto_stage if stage == _AUTO else stage
     if rows_per_block > 1:
@@ -120,6 +171,9 @@ def block_per_row(
         sch.bind(row, "threadIdx.y")
     else:
         sch.bind(row, "blockIdx.x")
+    if stage == "registers":
+        _registers(sch, func, reductions, out, row, threads, lanes)
+        return sch
     _, column_thread = sch.split(column, factors=[None, threads])
     sch.bind(column_thread, "threadIdx.x")
     for name in reversed(reductions):
@@ -140,6 +194,51 @@ def block_per_row(
         _, copy_thread = sch.split(copy_column, factors=[None, threads])
         sch.bind(copy_thread, "threadIdx.x")
     return sch
+
+
+def _split_row(sch: Schedule, loop, threads: int, lanes: int, wide: bool) -> None:
+    """``loop`` over a row -> ``chunk / threadIdx.x / lane``: element ``chunk * threads *
+    lanes + tx * lanes + lane`` (neighbouring threads, neighbouring groups: coalesced). The
+    chunk loop is unrolled in the source (constant register indices); the lane loop is
+    vectorized (``wide``: a 128-bit access, the row's remainder guarded per group of 4) or
+    unrolled."""
+    from workbench.backends.cuda.cuda_vector import LANE_FREE_GUARD
+
+    if lanes > 1:
+        chunk, thread, lane = sch.split(loop, factors=[None, threads, lanes])
+    else:
+        (chunk, thread), lane = sch.split(loop, factors=[None, threads]), None
+    sch.bind(thread, "threadIdx.x")
+    for unrolled in (chunk,) if wide or lane is None else (chunk, lane):
+        sch.unroll(unrolled)
+        sch.annotate(unrolled, "pragma_unroll_explicit", 1)
+    if wide and lane is not None:
+        sch.vectorize(lane)
+        sch.annotate(lane, LANE_FREE_GUARD, 1)
+
+
+def _registers(sch: Schedule, func: PrimFunc, reductions, out, row, threads, lanes) -> None:
+    """``stage="registers"`` (``block_per_row``): the row in a per-thread ``local`` stage."""
+    *_, column = sch.get_loops(sch.get_block(out))
+    _split_row(sch, column, threads, lanes, wide=True)
+    for name in reversed(reductions):
+        sch.compute_at(sch.get_block(name), row)
+    for name in reductions:
+        block = sch.get_block(name)
+        _split_row(sch, sch.get_loops(block)[-1], threads, lanes, wide=False)
+        sch.set_scope(block, 0, "local")
+    first = sch.get_block(reductions[0])
+    staged = sch.cache_read(first, _input_index(sch, reductions[0], func.params[0].name), "local")
+    sch.compute_at(staged, row)
+    _split_row(sch, sch.get_loops(staged)[-1], threads, lanes, wide=True)
+    width = threads * lanes
+    n = int(func.params[0].shape[-1].value if hasattr(func.params[0].shape[-1], "value")
+            else func.params[0].shape[-1])
+    if lanes > 1:
+        layout = lambda r, c: (r, c // width, c % width // lanes, c % lanes)  # noqa: E731
+    else:
+        layout = lambda r, c: (r, c // width, c % width)  # noqa: E731
+    sch.transform_layout(staged, ("write", 0), layout, unset_padding=n % width != 0)
 
 
 def _input_index(sch: Schedule, block: str, buffer: str) -> int:

@@ -164,6 +164,7 @@ def transform_layout(
     buffer: str | tuple[str, int],
     index_map,
     pad_value: float | int | None = None,
+    unset_padding: bool = False,
 ) -> tuple[PrimFunc, IndexMap]:
     """Give a buffer a new layout: ``new[index_map(i...)] = old[i...]``, every access rewritten.
 
@@ -199,6 +200,12 @@ def transform_layout(
         padding right before the first block writing the buffer; accesses see the original
         elements. A buffer nobody writes (an input) is not filled: the caller's padding is
         never read.
+    unset_padding : bool
+        Allow a map onto a larger shape without filling the padding, for a buffer the
+        function allocates (not a parameter): every access is rewritten from a position
+        of the old shape, so the padding is never read or written (a per-thread register
+        stage ``lambda r, q: (r, q // 32, q % 32)`` on rows of 100). Refused with
+        ``pad_value`` and on parameters (``InvalidArgumentError``).
 
     Returns
     -------
@@ -225,19 +232,43 @@ def transform_layout(
     shape = new_shape(primitive, func, target, old, imap)
     padded = math.prod(shape) > math.prod(old.shape)
     fill = _pad_constant(primitive, old, pad_value)
-    if padded and fill is None:
+    if not isinstance(unset_padding, bool):
+        raise InvalidArgumentError(primitive, "unset_padding", "a bool", unset_padding)
+    if unset_padding:
+        _check_unset_padding(primitive, func, old, fill)
+    if padded and fill is None and not unset_padding:
         raise PaddingRequiredError(primitive, target, old, imap.text(), shape, func)
-    check_bijective(primitive, func, target, old, imap, shape, allow_padding=fill is not None)
+    check_bijective(
+        primitive, func, target, old, imap, shape, allow_padding=fill is not None or unset_padding
+    )
     new = old.replace(shape=shape)
-    if padded:
+    if padded and fill is not None:
         is_padding = padding_predicate(primitive, func, target, old, imap, shape)
     mapper = _Relayout(old, new, imap)
     body = mapper.visit(func.body)
     params = replace_buffers(func.params, {old: new})
     new_func = func.replace(params=params, body=body)
-    if padded:
+    if padded and fill is not None:
         new_func = fill_padding(new_func, new, is_padding, fill)
     return new_func, imap
+
+
+def _check_unset_padding(
+    primitive: str, func: PrimFunc, buffer: Buffer, fill: PrimExpr | None
+) -> None:
+    """``unset_padding`` only for a buffer the function allocates, and never with a fill."""
+    if fill is not None:
+        raise InvalidArgumentError(
+            primitive, "unset_padding", "False when pad_value is given", True
+        )
+    if any(param is buffer or param.name == buffer.name for param in func.params):
+        raise InvalidArgumentError(
+            primitive,
+            "unset_padding",
+            f"False for parameter {buffer.name!r} (the caller's array would change shape "
+            "with undefined positions)",
+            True,
+        )
 
 
 def _pad_constant(primitive: str, buffer: Buffer, pad_value: object) -> PrimExpr | None:
@@ -271,6 +302,7 @@ class LayoutMethods:
         buffer: str | tuple[str, int],
         index_map: Callable | str,
         pad_value: float | int | None = None,
+        unset_padding: bool = False,
     ) -> None:
         """Give a buffer a new layout through ``index_map`` and rewrite every access to it.
 
@@ -286,6 +318,10 @@ class LayoutMethods:
         ``pad_value`` (TVM) allows a map onto a larger shape, e.g. ``lambda i: (i // 4, i %
         4)`` on 14 elements: the padding is filled with ``pad_value`` (block
         ``<buffer>_pad``, before the first writer) and accesses see the original elements.
+        ``unset_padding=True`` allows the larger shape without a fill, for a buffer the
+        function allocates: the padding is never read (every access comes from the old
+        shape), e.g. a per-thread register stage of a row that is not a multiple of the
+        threads.
 
         Raises ``IndexMapArityError``, ``IndexMapOperationError``,
         ``IndexMapNotBijectiveError``, ``PaddingRequiredError``, ``PaddingNotInvertibleError``,
@@ -297,13 +333,17 @@ class LayoutMethods:
         >>> sch.transform_layout(b_global, ("write", 0), lambda k, j: (j // 16, k, j % 16))
         """
         name = self._name_of(block, "transform_layout", "block", "block")
-        new_func, imap = transform_layout(self.mod, name, buffer, index_map, pad_value)
+        new_func, imap = transform_layout(
+            self.mod, name, buffer, index_map, pad_value, unset_padding
+        )
         attrs = {
             "buffer": list(buffer) if isinstance(buffer, (tuple, list)) else buffer,
             "index_map": imap.text(),
         }
         if pad_value is not None:
             attrs["pad_value"] = pad_value
+        if unset_padding:
+            attrs["unset_padding"] = True
         self._commit("transform_layout", (block,), attrs, new_func, [])
 
 
@@ -362,6 +402,9 @@ register_instruction(
                 lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)),
                 "a number",
                 default=None,
+            ),
+            AttrSpec(
+                "unset_padding", lambda v: isinstance(v, bool), "a bool", default=False
             ),
         ),
         applies_to=("block",),

@@ -35,6 +35,7 @@ from workbench.ir.expr import (
     Select,
     Sub,
     Var,
+    as_expr,
     is_float,
     is_int,
 )
@@ -78,6 +79,12 @@ class ExprParser:
 
     def error(self, node: ast.AST | None, message: str, kind: str) -> DSLError:
         return error_at(self.source, node, message, kind)
+
+    def internal_error(self, node: ast.AST, what: str, exc: Exception) -> DSLError:
+        """An unexpected failure parsing ``node`` (an ``"expression"``, a ``"statement"``) as
+        an error pointing at it."""
+        return self.error(node, f"cannot parse this {what} ({type(exc).__name__}: {exc})",
+                          "internal")
 
     # ---- names and static values --------------------------------------------------------
 
@@ -172,22 +179,17 @@ class ExprParser:
     # ---- typing helpers -----------------------------------------------------------------
 
     def strong(self, value: Value, node: ast.AST, dtype: str | None = None) -> PrimExpr:
-        """Give a weak number a dtype (``dtype`` or the default int32/float32)."""
-        if isinstance(value, PrimExpr):
-            return value
-        if isinstance(value, bool):
-            return IntImm(int(value), "bool")
-        if isinstance(value, int):
-            if dtype is not None and is_float(dtype):
-                return FloatImm(float(value), dtype)
-            return IntImm(value, dtype if dtype is not None else "int32")
-        if isinstance(value, float):
-            if dtype is not None and is_int(dtype):
-                raise self.error(node, f"dtype mismatch: float literal {value!r} used with "
-                                 f"{article(dtype)} expression", "dtype")
-            return FloatImm(value, dtype if dtype is not None else "float32")
-        raise self.error(node, f"expected a number or an expression, got {value!r}",
-                         "unsupported")
+        """Give a weak number a dtype (``dtype`` or the default int32/float32): ``as_expr``,
+        with a float refused beside an integer and an int beside a boolean kept boolean."""
+        if isinstance(value, float) and dtype is not None and is_int(dtype):
+            raise self.error(node, f"dtype mismatch: float literal {value!r} used with "
+                             f"{article(dtype)} expression", "dtype")
+        if not isinstance(value, (PrimExpr, int, float)):
+            raise self.error(node, f"expected a number or an expression, got {value!r}",
+                             "unsupported")
+        if dtype == "bool" and is_weak(value):
+            return IntImm(value, "bool")
+        return as_expr(value, dtype)
 
     def unify(self, a: Value, b: Value, node: ast.AST, what: str) -> tuple[PrimExpr, PrimExpr]:
         """Two operands with one dtype (weak numbers take the other side's dtype)."""
@@ -228,8 +230,7 @@ class ExprParser:
         except DSLError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure must point at the source
-            raise self.error(node, f"cannot parse this expression ({type(exc).__name__}: "
-                             f"{exc})", "internal") from None
+            raise self.internal_error(node, "expression", exc) from None
 
     def _expr(self, node: ast.expr) -> Value:
         method = getattr(self, "expr_" + type(node).__name__, None)

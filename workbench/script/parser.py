@@ -203,8 +203,7 @@ class Parser(BlockParser):
         except DSLError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure must point at the source
-            raise self.error(node, f"cannot parse this statement ({type(exc).__name__}: "
-                             f"{exc})", "internal") from None
+            raise self.internal_error(node, "statement", exc) from None
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         return None

@@ -17,6 +17,14 @@ Example
 -------
 ``C_local[i_0 * 4 + ax0, j_0 * 64 + ax1]`` with ``ax0 < 4`` and ``ax1 < 64`` inside loop
 ``j_0`` becomes ``C_local[ax0, ax1]`` with shape ``(4, 64)``.
+
+A ``local`` buffer is one per thread: a loop bound to ``threadIdx`` inside the allocation
+loop is *outer* for it (fixed in each thread), and two loops bound to the same
+``threadIdx`` axis are the same index. So a per-thread register stage of a row,
+``A_local[j_0, tx, v]`` written under one ``tx`` loop and read under another, shrinks to
+``(J_0, 1, 4)`` indexed ``[j_0, 0, v]`` (constant indices once ``j_0`` and ``v`` unroll:
+registers, not local memory). A ``shared`` buffer is the opposite: every thread's accesses
+count (below).
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from workbench.ir import (
     Var,
 )
 from workbench.ir.arith import int_bounds, simplify
-from workbench.ir.functor import IRMapper, IRVisitor, collect
+from workbench.ir.functor import IRMapper, IRVisitor, collect, substitute
 
 
 def compact_local_buffers(func: PrimFunc) -> PrimFunc:
@@ -49,7 +57,8 @@ def compact_local_buffers(func: PrimFunc) -> PrimFunc:
         if buf.scope == "global" or site is TOP:
             continue
         relaxed = _thread_loops_around(original, loops[site]) if buf.scope == "shared" else []
-        compacted = _compact_one(func, buf, loops[site], relaxed)
+        pinned = buf.scope == "local"
+        compacted = _compact_one(func, buf, loops[site], relaxed, pinned)
         if compacted is not None:
             func = compacted
     return func
@@ -126,10 +135,25 @@ def _split_index(index: PrimExpr, inner: set[Var]) -> tuple[PrimExpr, PrimExpr] 
     return _rebuild(outer_terms), _rebuild(inner_terms)
 
 
+def _thread_tags(site: For) -> dict[Var, Var]:
+    """Each ``threadIdx``-bound loop variable inside ``site`` -> one variable per axis."""
+    tags: dict[str, Var] = {}
+    result = {}
+    for loop in collect(site.body, lambda n: isinstance(n, For)):
+        tag = loop.thread_binding or ""
+        if tag.startswith("threadIdx"):
+            result[loop.loop_var] = tags.setdefault(tag, Var(tag.replace(".", "_")))
+    return result
+
+
 def _compact_one(
-    func: PrimFunc, buf: Buffer, site: For, relaxed: list[For] = ()
+    func: PrimFunc, buf: Buffer, site: For, relaxed: list[For] = (), pinned: bool = False
 ) -> PrimFunc | None:
+    """``pinned`` (a ``local`` buffer): the ``threadIdx`` loops inside ``site`` are outer
+    (one value per thread), compared through one variable per axis."""
     inner_loops = list(relaxed) + [n for n in collect(site.body, lambda n: isinstance(n, For))]
+    tags = _thread_tags(site) if pinned else {}
+    inner_loops = [loop for loop in inner_loops if loop.loop_var not in tags]
     ranges = {}
     for loop in inner_loops:
         lo, _ = int_bounds(loop.min, ranges)
@@ -147,6 +171,8 @@ def _compact_one(
     offsets: list[int | None] = []  # None: dimension kept whole
     for dim, full in enumerate(buf.shape):
         parts = [_split_index(indices[dim], inner) for indices in accesses.indices]
+        if tags and all(p is not None for p in parts):
+            parts = [(simplify(substitute(p[0], tags)), p[1]) for p in parts]
         if any(p is None for p in parts) or len({p[0] for p in parts}) != 1:
             new_shape.append(full)
             offsets.append(None)

@@ -34,6 +34,7 @@ from workbench.ir import (
     Not,
     PrimExpr,
     Select,
+    Sub,
     Var,
     is_float,
     is_int,
@@ -41,7 +42,9 @@ from workbench.ir import (
 from workbench.ir.functor import collect
 from workbench.ir.operators import ATOM, COMPARE, MUL, NOT, OPERATORS, SELECT, UNARY
 
-_ASSOCIATIVE_INT = (Add, Mul)  # re-association is exact for integers only
+# the right operands an integer operation takes unparenthesized: re-association is exact for
+# integers only, and a * (b // c) is not (a * b) // c
+_ASSOCIATIVE_INT = {Add: (Add, Sub), Mul: (Mul,)}
 
 
 def source_dtype(dtype: str) -> str:
@@ -83,7 +86,9 @@ class ExprPrinter:
     unsigned_indices
         Spell index constants as ``u64(c)`` (see the module docstring).
     fast_exp
-        Use ``rt.fast_exp_f32`` for float32 ``exp`` (and ``sigmoid``).
+        Use ``rt.fast_exp_f32`` for float32 ``exp`` (and ``sigmoid``), ``rt.fast_tanh_f32``
+        and ``rt.fast_erf_f32`` for float32 ``tanh`` and ``erf`` (all vectorizable, relative
+        error below 1e-6: ``workbench.backends.cpu.fast_math``).
     """
 
     def __init__(
@@ -126,7 +131,8 @@ class ExprPrinter:
     def _binary(self, expr, symbol: str, prec: int, index_context: bool) -> tuple[str, int]:
         # Python chains comparisons (a < b < c), so a comparison operand is always wrapped.
         compare = prec == COMPARE
-        exact_assoc = isinstance(expr, _ASSOCIATIVE_INT) and is_int(expr.dtype)
+        takes = _ASSOCIATIVE_INT.get(type(expr), ())
+        exact_assoc = is_int(expr.dtype) and isinstance(expr.b, takes)
         left = self._wrap(expr.a, prec, index_context, strict=compare)
         right = self._wrap(expr.b, prec, index_context, strict=compare or not exact_assoc)
         return f"{left} {symbol} {right}", prec
@@ -211,6 +217,9 @@ class ExprPrinter:
         op = expr.op
         if op == "exp":
             return self._exp(args[0], dtype), ATOM
+        if op in ("tanh", "erf") and self.fast_exp and dtype == "float32":
+            self.uses_runtime = True
+            return f"rt.fast_{op}_f32({args[0]})", ATOM
         if op in ("log", "sqrt", "tanh", "sin", "cos"):
             return f"np.{op}({args[0]})", ATOM
         if op == "abs":

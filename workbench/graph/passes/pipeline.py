@@ -9,6 +9,7 @@ from workbench.graph.ir import Graph
 from workbench.graph.passes.constant_fold import fold_constants
 from workbench.graph.passes.cse import eliminate_common_subexpressions
 from workbench.graph.passes.dce import eliminate_dead_code
+from workbench.graph.passes.epilogues import match_gelu, sink_reshapes
 from workbench.graph.passes.fold_batchnorm import fold_batchnorm
 from workbench.graph.passes.fusion import fuse
 from workbench.graph.passes.layout import convert_layout_nhwc
@@ -21,11 +22,14 @@ PASSES: dict[str, Callable[[Graph], Graph]] = {
     "dce": eliminate_dead_code,
     "fold_batchnorm": fold_batchnorm,
     "layout_nhwc": convert_layout_nhwc,
+    "match_gelu": match_gelu,
+    "sink_reshapes": sink_reshapes,
     "fuse": fuse,
 }
 """Every pass by name (graph -> graph)."""
 
-DEFAULT = ("fold_constants", "simplify", "cse", "fold_batchnorm", "fold_constants", "dce", "fuse")
+DEFAULT = ("fold_constants", "simplify", "cse", "fold_batchnorm", "fold_constants", "dce",
+           "match_gelu", "sink_reshapes", "simplify", "fuse")
 
 
 @dataclass(frozen=True)
@@ -46,9 +50,10 @@ class Pipeline:
 
     Example
     -------
-    >>> p = Pipeline().without("fuse", "cse").with_pass("layout_nhwc", after="fold_batchnorm")
-    >>> print(p)
-    Pipeline: fold_constants -> simplify -> fold_batchnorm -> layout_nhwc -> fold_constants -> dce
+    >>> p = Pipeline().without("fuse", "cse", "match_gelu", "sink_reshapes")
+    >>> print(p.with_pass("layout_nhwc", after="fold_batchnorm"))  # doctest: +NORMALIZE_WHITESPACE
+    Pipeline: fold_constants -> simplify -> fold_batchnorm -> layout_nhwc -> fold_constants
+              -> dce -> simplify
     """
 
     def __init__(self, names=DEFAULT):

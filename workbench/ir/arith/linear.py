@@ -134,11 +134,15 @@ def _merge_digits(low: Digit, low_coeff: int, high: Digit, high_coeff: int,
     if b_low is None and b_high is not None:
         return None
     if b_low is not None:
-        for x_low, a_low_ in (low[:2], (_lifted(low) or (None, 0))[:2]):
-            if x_low is None or a_high != a_low_ * b_low or high_coeff != low_coeff * b_low:
-                continue
-            if _congruent(x_high, x_low, a_low_ * b_low, dtype):
-                return x_high, a_low_, None if b_high is None else b_low * b_high
+        if high_coeff != low_coeff * b_low or a_high % (a_low * b_low):
+            return None  # not the next digit at any scale (checked before any linear form)
+        merged = x_high, a_high // b_low, None if b_high is None else b_low * b_high
+        if a_high == a_low * b_low and _congruent(x_high, x, a_high, dtype):
+            return merged
+        lifted = _lifted(low)
+        if lifted is not None and a_high == lifted[1] * b_low and _congruent(
+                x_high, lifted[0], a_high, dtype):
+            return merged
         return None
     if x != x_high:
         return None
