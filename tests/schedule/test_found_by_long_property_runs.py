@@ -505,3 +505,22 @@ def test_parallel_part_of_a_fused_conv_loop_under_a_guard_of_its_sibling():
     assert "for x_k_fused_0 in T.parallel(2)" in script and "T.where(" in script
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)
+
+
+def test_inlining_into_a_scope_keeps_the_cache_it_allocates_out_of_its_regions():
+    """2026-12-04, 200 examples (mixed primitives): blockize, cache_write of the inner
+    block (the cache allocated in the blockized scope), then compute_inline of a producer
+    the scope reads: the refreshed regions of the scope block named ``out_global``, the
+    buffer it allocates itself, and the printed script did not parse back."""
+    func = ops.attention(1, 2, 6, 4)
+    sch = Schedule(func)
+    sch.split(sch.get_loops(sch.get_block("scores"))[0], factors=[None, 1])
+    sch.blockize(sch.get_loops(sch.get_block("attention"))[0])
+    sch.cache_write(sch.get_block("attention"), 0, "global")
+    sch.vectorize(sch.get_loops(sch.get_block("scores"))[0])
+    sch.compute_inline(sch.get_block("T_softmax_norm"))
+    script = sch.mod.script()
+    header = script[script.index('T.block("blockized_attention")'):script.index("out_global = T.alloc")]
+    assert "out_global" not in header and "out[" in header
+    assert_script_parses_back(sch)
+    assert_computes_reference(sch, func)
