@@ -30,6 +30,8 @@ import sys
 import pytest
 from labdriver import ROOT, TIMEOUT_MS, jupyter_lab, run_until_widgets, screenshot, text
 
+from workbench.viz.html import HIGHLIGHT_COLOR
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
@@ -206,6 +208,10 @@ def check_keys_and_a_refused_edit_that_moves_nothing(page, explorer) -> None:
     expect(explorer.locator(".wb-error")).to_have_text("")
     assert control_positions(explorer) == before  # the error went: still nothing moved
     select_loop(loops, "i_0")
+    # the kernel has taken the selection once the IR pane marks i_0's line (on a loaded CI
+    # run, 'f' pressed before that fused the previously selected innermost j: refused)
+    marked = explorer.locator(f'.wb-IR span[style*="background-color: {HIGHLIGHT_COLOR}"]')
+    expect(marked.first).to_contain_text("i_0", timeout=TIMEOUT_MS)
     key("f", "i_0_i_1_fused")  # fuse i_0 with i_1: the selection stays on the fused loop
     assert loop_names(loops) == ["i_0_i_1_fused", "k", "j"]
     expect(status).to_contain_text("measured", timeout=TIMEOUT_MS)
