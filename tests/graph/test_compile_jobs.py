@@ -88,3 +88,41 @@ def test_build_kernels_shares_equal_functions(capsys):
     assert (stats.kernels, stats.distinct, stats.parallel) == (3, 1, 0)
     assert kernels[0] is kernels[1] is kernels[2]
     assert "compiling kernels" in capsys.readouterr().err  # the tqdm bar, to 1/1
+
+
+def test_warm_compile_lowers_prints_and_checks_each_kernel_once(tmp_path, monkeypatch):
+    """A compile with the kernels on disk (a re-run notebook): asking whether a kernel is
+    cached lowers and prints it, and the build that follows reuses both; each module file is
+    checked against its source once (``import_generated``)."""
+    import workbench as wb
+    import workbench.backends.common.build as build_module
+    import workbench.backends.common.kernel_cache as kernel_cache
+    import workbench.backends.cpu.numba_cpu as numba_cpu
+
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path))
+    model, x = _resnet(1)
+    numba_cpu.clear_memory_cache()  # kernels an earlier test built live in another folder
+    cold = wb.compile(model, (x,), jobs=1)
+    assert cold.build_stats.cold == cold.build_stats.distinct
+    distinct = cold.build_stats.distinct
+    numba_cpu.clear_memory_cache()  # as a new process: memory empty, disk cache full
+
+    calls = {"lower": 0, "print": 0, "import": 0}
+
+    def counted(name, real):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(build_module, "lower", counted("lower", build_module.lower))
+    monkeypatch.setattr(numba_cpu, "_print", counted("print", numba_cpu._print))
+    monkeypatch.setattr(numba_cpu, "_import_generated",
+                        counted("import", kernel_cache.import_generated))
+    warm = wb.compile(model, (x,), jobs=1)
+    assert warm.build_stats.cold == 0 and warm.build_stats.distinct == distinct
+    assert calls == {"lower": distinct, "print": distinct, "import": distinct}
+    assert all(k.kernel.cache_hit == "disk" for k in warm.kernels)
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(warm(x), want, rtol=1e-4, atol=1e-5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from workbench.backends.common.bounds_checks import add_bounds_checks
 from workbench.backends.common.codegen_python import generate_source
 from workbench.backends.common.kernel import Kernel
+from workbench.backends.common.kernel_cache import LRUCache
 from workbench.backends.common.lower import lower
 from workbench.backends.common.target import Target, as_target
 from workbench.ir import BufferStore, PrimFunc
@@ -25,6 +26,27 @@ def __getattr__(name: str):
 
         return get_target_kind(kinds[name]).defaults
     raise AttributeError(name)
+
+
+_LOWERED = LRUCache()
+"""``lower``'s result by function, this process's (bounded): ``wb.compile`` asks whether a
+kernel is cached (which needs its lowering) just before building it."""
+
+
+def lowered_of(func: PrimFunc) -> PrimFunc:
+    """``lower(func)``, computed once per process for equal functions (kept in a bounded
+    LRU; ``clear_lowered`` empties it)."""
+    lowered = _LOWERED.get(func)
+    if lowered is None:
+        lowered = lower(func)
+        _LOWERED[func] = lowered
+    return lowered
+
+
+def clear_lowered() -> int:
+    """Forget the kept lowerings (``numba_cpu.clear_memory_cache`` calls it, so that a timed
+    build lowers again); return how many there were."""
+    return _LOWERED.clear()
 
 
 def build(func_or_schedule, target: str | Target = "numpy", **options) -> Kernel:
@@ -87,7 +109,7 @@ def build(func_or_schedule, target: str | Target = "numpy", **options) -> Kernel
         checked, checks = add_bounds_checks(func)
         if "promote" in resolved.options:  # a promoted tile would hide the accesses it replaces
             resolved = resolved.with_options(promote=False)
-    lowered = lower(checked)
+    lowered = lowered_of(checked)
     written = frozenset(
         store.buffer.name for store in collect(lowered.body, lambda n: isinstance(n, BufferStore))
     )

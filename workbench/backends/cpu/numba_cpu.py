@@ -58,6 +58,8 @@ def _forget(key, compiled) -> None:
 
 _MEMORY_CACHE = LRUCache(on_evict=_forget)
 """Compiled kernels of this process, least recently used dropped first (bounded)."""
+_GENERATED = LRUCache()
+"""Generated source of this process by (lowered function, target key, cache flag)."""
 _COMPILE_LOCK = threading.Lock()
 
 
@@ -106,22 +108,42 @@ def compile_cpu(lowered: PrimFunc, target) -> tuple[CompiledKernel, str | None]:
 def is_cached(func: PrimFunc, target) -> bool:
     """Whether building ``func`` (unlowered) for ``target`` compiles nothing: the kernel is
     in this process's memory cache, or its module and Numba's cache index are on disk.
-    ``wb.compile`` sends only the others to its worker processes."""
-    from workbench.backends.common.lower import lower
+    ``wb.compile`` sends only the others to its worker processes.
+
+    The lowering and the generated source this needs are kept (``lowered_of``,
+    ``generate``): the ``build`` that follows reuses them instead of lowering, running
+    the target's passes and printing the kernel a second time.
+    """
+    from workbench.backends.common.build import lowered_of
 
     target = _as_target(target)
-    lowered = lower(func)
+    lowered = lowered_of(func)
     with _COMPILE_LOCK:
         if (lowered, target.key()) in _MEMORY_CACHE:
             return True
-    generated = target.kind.printer.from_target(
-        target.run_passes(lowered), target, cache=True
-    ).run()
+    generated = generate(lowered, target)
     module_name = f"{kernel_cache.MODULE_PREFIX}{generated.func_name}_" \
                   f"{source_digest(generated.source)}"
     directory = kernel_cache_dir()
     return (directory / f"{module_name}.py").exists() and \
         any((directory / "__pycache__").glob(f"{module_name}.*.nbi"))
+
+
+def generate(lowered: PrimFunc, target, *, cache: bool = True) -> GeneratedSource:
+    """The module text of lowered ``lowered`` for ``target``: the target's passes, then its
+    printer (``@numba.njit(cache=cache)``). Kept per process (bounded, ``_GENERATED``): the
+    text is what this process generated, so reusing it trusts nothing read from disk."""
+    key = (lowered, target.key(), cache)
+    generated = _GENERATED.get(key)
+    if generated is None:
+        generated = _print(lowered, target, cache)
+        _GENERATED[key] = generated
+    return generated
+
+
+def _print(lowered: PrimFunc, target, cache: bool) -> GeneratedSource:
+    return target.kind.printer.from_target(target.run_passes(lowered), target,
+                                           cache=cache).run()
 
 
 def clear_memory_cache() -> int:
@@ -141,8 +163,12 @@ def clear_memory_cache() -> int:
     >>> build(add_relu(8), target="cpu").cache_hit != "memory"
     True
     """
+    from workbench.backends.common.build import clear_lowered
+
     with _COMPILE_LOCK:
         dropped = _MEMORY_CACHE.clear()
+        _GENERATED.clear()
+        clear_lowered()
         for name in [m for m in sys.modules if m.startswith(kernel_cache.MODULE_PREFIX)]:
             del sys.modules[name]
     return dropped
@@ -175,9 +201,7 @@ def _compile(lowered: PrimFunc, target, *, debug: bool, cache: bool = True) -> C
     import numpy as np
     from numba import types
 
-    generated = target.kind.printer.from_target(
-        target.run_passes(lowered), target, cache=cache
-    ).run()
+    generated = generate(lowered, target, cache=cache)
     source = generated.source
     if debug:
         source = source.replace("@numba.njit(", "@numba.njit(debug=True, ", 1)
