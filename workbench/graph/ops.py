@@ -292,14 +292,21 @@ def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5, ndim: int = 1):
     return out
 
 
-def sdpa(q, k, v, scale: float | None = None, causal: bool = False):
-    """Scaled dot-product attention over the last two axes."""
+def sdpa(q, k, v, mask=None, scale: float | None = None, causal: bool = False,
+         mask_kind: str = "additive"):
+    """Scaled dot-product attention over the last two axes. An optional fourth input
+    ``mask`` (broadcast against the scores): ``mask_kind="bool"`` keeps the scores where it
+    is not 0 (``-inf`` elsewhere; the graph's booleans are 0/1 floats), ``"additive"`` adds
+    it to the scaled scores."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = (np.where(mask != 0, scores, -np.inf) if mask_kind == "bool"
+                  else scores + mask)
     if causal:
         L, S = scores.shape[-2:]
-        mask = np.tril(np.ones((L, S), dtype=bool))
-        scores = np.where(mask, scores, -np.inf)
+        keep = np.tril(np.ones((L, S), dtype=bool))
+        scores = np.where(keep, scores, -np.inf)
     return np.matmul(softmax(scores, -1), v)
 
 

@@ -29,6 +29,9 @@ from workbench.graph.passes.dce import eliminate_dead_code
 READERS = ("sdpa",)
 """Ops whose kernels take index-mapped inputs and output (4-D ``sdpa``: the library
 operator's parameters are the node's values in their own shapes)."""
+FOLDED = 3
+"""Inputs of a reader that may be folded: ``q, k, v`` (an ``sdpa`` mask, its fourth input,
+is viewed in grouped axes by the lowering, so it keeps its own layout)."""
 LAYOUT = ("transpose", "slice", "select", "reshape", "broadcast_to")
 """Layout ops folded (each has an index map: ``lower_layout.step_map``)."""
 
@@ -36,10 +39,10 @@ LAYOUT = ("transpose", "slice", "select", "reshape", "broadcast_to")
 def _is_reader(graph: Graph, node: Node) -> bool:
     if node.op not in READERS:
         return False
-    shapes = [graph.type_of(name).shape for name in node.inputs] + [node.type.shape]
     views = dict((p, steps) for p, steps in node.attrs.get("views", ()))
-    return all(len(s) == 4 for i, s in enumerate(shapes) if i not in views) and \
-        len(node.type.shape) == 4
+    shapes = [graph.type_of(name).shape for p, name in enumerate(node.inputs[:FOLDED])
+              if p not in views]
+    return all(len(s) == 4 for s in shapes) and len(node.type.shape) == 4
 
 
 def _chain(graph: Graph, name: str) -> tuple[str, list[Node]]:
@@ -58,7 +61,7 @@ def _chain(graph: Graph, name: str) -> tuple[str, list[Node]]:
 def _fold_inputs(graph: Graph, node: Node) -> Node:
     inputs = list(node.inputs)
     views = {p: list(steps) for p, steps in node.attrs.get("views", ())}
-    for position, name in enumerate(node.inputs):
+    for position, name in enumerate(node.inputs[:FOLDED]):
         source, nodes = _chain(graph, name)
         if not nodes:
             continue
