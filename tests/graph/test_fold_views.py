@@ -165,3 +165,31 @@ def test_a_node_carrying_views_computes_on_the_viewed_inputs():
                                   .transpose(0, 2, 1, 3)) for i in range(3)]
     plain = evaluate_op("sdpa", heads, {"causal": True}).transpose(0, 2, 1, 3)
     np.testing.assert_array_equal(viewed, plain)
+
+
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+def test_masked_attention_folds_q_k_v_and_keeps_the_mask(kind):
+    from workbench.graph.builder import GraphBuilder
+    from workbench.graph.ir import TensorType
+
+    b = GraphBuilder()
+    qkv = b.input("qkv", TensorType((2, 7, 3 * 48)))
+    mask = b.input("mask", TensorType((2, 1, 1, 7)))
+    heads = [b.node("transpose", [b.node("reshape", [b.node("slice", [qkv], dict(
+        axis=2, start=48 * i, stop=48 * i + 48))], dict(shape=[2, 7, 1, 48]))],
+        dict(perm=[0, 2, 1, 3])) for i in range(3)]
+    out = b.node("transpose", [b.node("sdpa", [*heads, mask], dict(causal=True,
+                                                                   mask_kind=kind))],
+                 dict(perm=[0, 2, 1, 3]))
+    graph = b.finish([out])
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 7, 144)).astype("float32")
+    m = (rng.random((2, 1, 1, 7)) < 0.7).astype("float32")
+    m[..., 0] = 1.0  # every row keeps a key
+    if kind == "additive":
+        m = np.where(m > 0, 0.0, -1e4).astype("float32") + rng.standard_normal(m.shape
+                                                                              ).astype("float32")
+    want = run(graph, x, m)[0]
+    compiled = wb.compile(graph, target="cpu", progress=False)
+    assert [k.pattern for k in compiled.kernels] == ["sdpa"]
+    np.testing.assert_allclose(np.asarray(compiled(x, m)), want, rtol=1e-5, atol=1e-5)
