@@ -5,8 +5,9 @@ width 16, 4-8 channels, 8x8 images), compared with PyTorch (max relative error <
 The simulator runs a Python thread per CUDA thread, and the cuda recipes' schedules take
 seconds each to build: ``make test`` runs the CNNs (a resnet-style net of torchvision's
 ``BasicBlock``, a mobilenet-style one of ``InvertedResidual``), the Conv1d net, the LSTM
-and BERT; ``WB_ZOO_CUDA=1`` adds GPT-2, Llama (grouped-query attention through
-transformers' ``repeat_kv``) and torchvision's ViT. Every model's attention goes to the
+and BERT, and an efficientnet-style net of torchvision's ``MBConv`` (squeeze-excitation,
+SiLU, a strided depthwise); ``WB_ZOO_CUDA=1`` adds the mobilenet-style net, GPT-2, Llama
+(grouped-query attention through transformers' ``repeat_kv``) and torchvision's ViT. Every model's attention goes to the
 fused ``warp_rows`` kernel (its keys staged in shared memory: ``K_shared``).
 """
 
@@ -27,7 +28,7 @@ import workbench as wb  # noqa: E402
 pytestmark = pytest.mark.cuda
 
 ALL = os.environ.get("WB_ZOO_CUDA") == "1"
-HEAVY = ("gpt2", "llama", "vit")
+HEAVY = ("mobilenet", "gpt2", "llama", "vit")
 """Models behind ``WB_ZOO_CUDA=1`` (30-60 s each under the simulator on a loaded machine)."""
 
 
@@ -67,6 +68,16 @@ def _vision(name):
                             nn.ReLU(), nn.MaxPool2d(3, 2, 1), BasicBlock(4, 4),
                             BasicBlock(4, 8, stride=2, downsample=down),
                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5))
+    elif name == "efficientnet":  # MBConv: expansion, depthwise, squeeze-excitation, SiLU
+        from functools import partial
+
+        from torchvision.models.efficientnet import MBConv, MBConvConfig
+
+        norm = partial(nn.BatchNorm2d, eps=1e-3)
+        blocks = [MBConv(MBConvConfig(2, 3, stride, 8, 8, 1, 1.0, 1.0), 0.0, norm)
+                  for stride in (2, 1)]  # channels 8: MBConvConfig rounds to multiples of 8
+        net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.SiLU(),
+                            *blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5))
     else:  # mobilenet: depthwise 3x3, expansion, relu6, a residual
         from torchvision.models.mobilenetv2 import InvertedResidual
 
@@ -81,7 +92,7 @@ def _model(name):
     torch.manual_seed(0)
     if name in ("gpt2", "bert", "llama"):
         return _text(name)
-    if name in ("vit", "resnet", "mobilenet"):
+    if name in ("vit", "resnet", "mobilenet", "efficientnet"):
         return _vision(name)
     if name == "conv1d":
         return zoo_models.randomize_bn(zoo_models.Conv1dNet(channels=4)), (torch.randn(1, 3, 8),)
@@ -95,7 +106,7 @@ def _first(out):
     return out[0] if isinstance(out, (list, tuple)) else out
 
 
-@pytest.mark.parametrize("name", ["resnet", "mobilenet", "conv1d", "lstm", "bert", *HEAVY])
+@pytest.mark.parametrize("name", ["resnet", "efficientnet", "conv1d", "lstm", "bert", *HEAVY])
 def test_zoo_model_on_cuda_matches_torch(name):
     if name in HEAVY and not ALL:
         pytest.skip("WB_ZOO_CUDA=1 runs the larger transformers under the simulator")
