@@ -29,7 +29,7 @@ pytestmark = pytest.mark.cuda
 
 ALL = os.environ.get("WB_ZOO_CUDA") == "1"
 HEAVY = ("mobilenet", "gpt2", "llama", "vit")
-"""Models behind ``WB_ZOO_CUDA=1`` (30-60 s each under the simulator on a loaded machine)."""
+"""Models behind ``WB_ZOO_CUDA=1`` (10-110 s each under the simulator on a loaded machine)."""
 
 
 def _text(name):
@@ -109,7 +109,7 @@ def _first(out):
 @pytest.mark.parametrize("name", ["resnet", "efficientnet", "conv1d", "lstm", "bert", *HEAVY])
 def test_zoo_model_on_cuda_matches_torch(name):
     if name in HEAVY and not ALL:
-        pytest.skip("WB_ZOO_CUDA=1 runs the larger transformers under the simulator")
+        pytest.skip("WB_ZOO_CUDA=1 runs the larger models under the simulator")
     model, inputs = _model(name)
     with torch.no_grad():
         expected = _first(model(*inputs)).numpy()
