@@ -85,3 +85,26 @@ def test_compiled_depthwise_convs_fuse_their_epilogues_and_match_torch():
     patterns = [k.pattern for k in compiled.kernels]
     assert patterns == ["conv2d+clamp", "conv2d+silu", "conv2d+add"]
     assert all("compute_at" in k.trace_json for k in compiled.kernels)
+
+
+@pytest.mark.parametrize("N, C, H, W, kernel, stride", [(2, 97, 7, 7, 7, 1), (1, 30, 13, 11, 3, 2),
+                                                        (16, 5, 56, 56, 56, 1)])
+def test_direct_avg_pool_matches_torch(N, C, H, W, kernel, stride):
+    from workbench.recipes.pool_cpu import direct_cpu
+
+    x = np.random.default_rng(3).standard_normal((N, C, H, W)).astype("float32")
+    want = F.avg_pool2d(torch.from_numpy(x), kernel, stride).numpy()
+    sch = direct_cpu(ops.avg_pool2d(N, C, H, W, kernel=kernel, stride=stride))
+    assert "pad_temp" not in sch.mod.script()
+    out = np.full(want.shape, np.nan, "float32")
+    build(sch, target="cpu")(x, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_direct_avg_pool_refuses_padding():
+    from workbench.recipes.pool_cpu import direct_cpu, direct_rule
+
+    padded = ops.avg_pool2d(1, 4, 8, 8, kernel=3, stride=2, padding=1)
+    assert direct_rule(padded) is None
+    with pytest.raises(ValueError, match="is not an unpadded ops.avg_pool2d"):
+        direct_cpu(padded)

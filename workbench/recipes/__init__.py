@@ -15,7 +15,7 @@ Example
 -------
 >>> from workbench import ops, recipes
 >>> [f"{r.op}/{r.name}" for r in recipes.list(target="cpu")][:3]
-['attention/rows', 'conv2d/blocked', 'conv2d/packed']
+['attention/rows', 'avg_pool2d/direct', 'conv2d/blocked']
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 
@@ -30,6 +30,7 @@ from workbench.recipes import (
     layernorm,
     matmul,
     matmul_cuda,
+    pool_cpu,
     rows_cuda,
     softmax,
     softmax_lowering,
@@ -41,4 +42,4 @@ list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the iss
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
            "attention_cuda", "conv2d_cpu", "conv2d_depthwise_cpu", "conv2d_packed_cpu",
            "layernorm", "matmul", "softmax", "conv2d_cuda",
-           "elementwise_cuda", "matmul_cuda", "rows_cuda", "softmax_lowering"]
+           "elementwise_cuda", "matmul_cuda", "pool_cpu", "rows_cuda", "softmax_lowering"]

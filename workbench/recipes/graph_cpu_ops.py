@@ -24,7 +24,9 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   inlined into its write-back (``recipes.conv2d_packed_cpu``);
 - ``ops.depthwise_conv2d_nchw`` (depthwise convs keep NCHW and their weights): the
   ``("depthwise_conv2d", "plane")`` recipe, one pass per channel plane, the padded plane
-  local, the output row vectorized, the epilogue inlined (``recipes.conv2d_depthwise_cpu``).
+  local, the output row vectorized, the epilogue inlined (``recipes.conv2d_depthwise_cpu``);
+- ``ops.avg_pool2d`` without padding (global pools, squeeze-excitation): the
+  ``("avg_pool2d", "direct")`` recipe, the input copy inlined (``recipes.pool_cpu``).
 
 Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
 ``ValueError``) leaves the kernel to the generic rules of ``workbench.recipes.graph_cpu``.
@@ -229,8 +231,16 @@ def depthwise_plane(func, parallel: bool = True) -> Schedule | None:
     return plane_rule(func, parallel)
 
 
+def avg_pool_direct(func, parallel: bool = True) -> Schedule | None:
+    """An unpadded ``ops.avg_pool2d`` (global pools, squeeze-excitation) with the
+    ``("avg_pool2d", "direct")`` recipe (``workbench.recipes.pool_cpu.direct_rule``)."""
+    from workbench.recipes.pool_cpu import direct_rule
+
+    return direct_rule(func, parallel)
+
+
 RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused, conv2d_packed,
-         depthwise_plane, conv2d_blocked)
+         depthwise_plane, avg_pool_direct, conv2d_blocked)
 """Tried in order; the first that returns a schedule wins."""
 
 
