@@ -189,7 +189,12 @@ class _Converter(AtenOps):
         val = fx_node.meta.get("val")
         shape = tuple(int(s) for s in val.shape)
         dtype = str(val.dtype).replace("torch.", "")
-        self.values[fx_node.name] = self.b.input(fx_node.name, TensorType(shape, dtype))
+        value = self.b.input(fx_node.name, TensorType(shape, dtype))
+        if dtype == "bool":  # the graph's booleans are 0/1 floats: one cast at the boundary
+            self.source, self.hint = source_location(fx_node), fx_node.name
+            value = self._emit("cast", [value], {"dtype": "float32"})
+            self.booleans.add(value)
+        self.values[fx_node.name] = value
 
     def _call(self, fx_node) -> None:
         name = op_name(fx_node.target)
