@@ -455,9 +455,9 @@ def _composed_head(node: Node, ctx: Context) -> Head:
 
 
 def _param_dtype(dtype: str) -> str:
-    """Integer tensors (indices) and float64 ones keep their type; everything else is
-    float32."""
-    return dtype if dtype.startswith(("int", "uint")) or dtype == "float64" else "float32"
+    """Integer tensors (indices), booleans (a model's mask inputs) and float64 ones keep
+    their type; everything else is float32."""
+    return dtype if dtype.startswith(("int", "uint")) or dtype in ("float64", "bool") else "float32"
 
 
 def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor) -> None:
