@@ -104,13 +104,14 @@ def test_compiled_model_packs_weights_once_and_matches_torch():
         want = model(x).numpy()
     np.testing.assert_allclose(compiled(x), want, rtol=1e-4, atol=1e-4)
     patterns = [k.pattern for k in compiled.kernels]
-    # the depthwise conv keeps NCHW and its weights (layout.PACK_DEPTHWISE): the plane recipe
-    assert patterns[:3] == ["conv2d_packed+relu", "conv2d+clamp", "conv2d_packed"]
-    assert "compute_at" in compiled.kernels[1].trace_json
+    # a depthwise conv 7 columns wide is packed (layout.PACK_DEPTHWISE_WIDTH; wider ones keep
+    # NCHW: tests/recipes/test_conv2d_depthwise_cpu.py)
+    assert patterns[:3] == ["conv2d_packed+relu", "depthwise_conv2d_packed+clamp",
+                            "conv2d_packed"]
     assert "conv2d" in patterns and "conv2d_packed+add+silu" in patterns
     lanes = target_vector_lanes("cpu", "float32")
     packed = [v for k, v in compiled.graph.constants.items() if "_packed" in k]
-    assert len(packed) == 3 and all(v.shape[-1] in (lanes, lanes // 2) for v in packed)
+    assert len(packed) == 4 and all(v.shape[-1] in (lanes, lanes // 2) for v in packed)
     assert all("pack_weights" not in n.op for n in compiled.graph.nodes)
 
 

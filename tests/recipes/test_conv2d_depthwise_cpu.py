@@ -77,7 +77,8 @@ def test_compiled_depthwise_convs_fuse_their_epilogues_and_match_torch():
         model.bn.running_var.uniform_(0.5, 2)
         model.bn.weight.uniform_(0.5, 1.5)
         model.bn.bias.uniform_(-1, 1)
-    x = torch.randn(2, 30, 13, 13)
+    x = torch.randn(2, 30, 17, 17)  # 9 columns after the stride 2: wider than
+    # layout.PACK_DEPTHWISE_WIDTH (narrower depthwise convs are packed)
     compiled = wb.compile(model, (x,), jobs=1)
     with torch.no_grad():
         want = model(x).numpy()
