@@ -145,3 +145,16 @@ def test_a_known_op_with_unsupported_arguments_is_listed_with_the_others():
     with pytest.raises(UnsupportedOperatorError, match=r"(?s)aten\.flip.*aten\.softplus"
                                                        r"\.default \(node softplus .*beta"):
         from_torch(Fn(fn), (torch.randn(3, 4),))
+
+
+def test_a_boolean_mask_input_written_then_indexed():
+    def fn(x, m, j):
+        y = x * 1.5
+        y[m] = -0.25
+        return y[:, :, j] + 1
+
+    gen = torch.Generator().manual_seed(7)
+    x, m = torch.randn(3, 4, 5, generator=gen), torch.rand(3, 4, generator=gen) > 0.5
+    j = torch.randint(-5, 5, (7,), generator=gen)
+    compiled = wb.compile(Fn(fn), (x, m, j), target="numpy")
+    np.testing.assert_allclose(compiled(x, m, j), fn(x, m, j).numpy(), rtol=1e-6)
