@@ -28,7 +28,7 @@ def _matmul(rng, m, n, k, **options):
 def test_interior_blocks_keep_wide_loads_edges_are_guarded(rng):
     """37 x 44 x 16 in 16 x 16 tiles (4 x 4 threads x 4 x 4): 3 x 3 blocks, 2 x 2 interior."""
     src = _matmul(rng, 37, 44, 16, threads=4, per_thread=4)
-    interior, edge = src.split("    else:\n")
+    interior, edge = src.split("\n    else:\n", 1)  # the edge copy has else: of its own
     assert "if i_0 * 16 + 15 < 37 and j_0 * 16 + 15 < 44:" in interior
     for wide in ("= load4(A, ", "= load4(B, ", "store4(B_shared, ", "store4(C, "):
         assert wide in interior
@@ -134,7 +134,7 @@ def test_edge_guards_kept_where_a_shared_tile_is_clipped(rng):
     it (the simulator bounds-checks every access)."""
     src = _matmul(rng, 33, 29, 16, threads=4, per_thread=8)
     assert "B_shared = cuda.shared.array((2, 8, 29)" in src
-    assert "j_0 * 32 + j_1 * 8 + ax0_2_0_1 * 4 + ax0_2_1_1 < 29" in src.split("    else:\n")[1]
+    assert "j_0 * 32 + j_1 * 8 + ax0_2_0_1 * 4 + ax0_2_1_1 < 29" in src.split("\n    else:\n", 1)[1]
 
 
 @pytest.mark.parametrize("k", [7, 8])

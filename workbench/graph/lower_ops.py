@@ -391,17 +391,26 @@ def _lib_mean(node: Node, ctx: Context) -> Head | None:
 
 
 def _lib_sdpa(node: Node, ctx: Context) -> Head | None:
-    q, k, v = node.inputs
+    """``ops.attention``; a fourth input (the mask) becomes its ``mask`` parameter, viewed
+    in the attention's four axes (None where it does not broadcast axis group by group)."""
+    q, k, v = node.inputs[:3]
     sq, sk, sv = ctx.shape(q), ctx.shape(k), ctx.shape(v)
     if not (sq[:-2] == sk[:-2] == sv[:-2]):
         return None
     n = len(sq)
     L, D, S, E = sq[-2], sq[-1], sk[-2], sv[-1]
     batch, heads = (sq[0], sq[1]) if n == 4 else (1, math.prod(sq[:-2]))
-    func = ops.attention(batch, heads, L, D, node.attrs.get("scale"), kv_seq=S,
-                         value_dim=E, causal=bool(node.attrs.get("causal", False)))
     groups = identity(4) if n == 4 else ((), tuple(range(n - 2)), (n - 2,), (n - 1,))
-    return Head(func, [q, k, v], groups)
+    mask, mask_shape = None, None
+    if len(node.inputs) > 3:
+        mask = "bool" if node.attrs.get("mask_kind") == "bool" else "additive"
+        mask_shape = grouped_operand(ctx.shape(node.inputs[3]), tuple(sq[:-1]) + (S,), groups)
+        if mask_shape is None:
+            return None
+    func = ops.attention(batch, heads, L, D, node.attrs.get("scale"), kv_seq=S,
+                         value_dim=E, causal=bool(node.attrs.get("causal", False)),
+                         mask=mask, mask_shape=mask_shape)
+    return Head(func, list(node.inputs), groups)
 
 
 def _lib_take(node: Node, ctx: Context) -> Head | None:

@@ -42,6 +42,7 @@ from workbench.ir import (
     BlockRealize,
     BufferLoad,
     BufferStore,
+    FloatImm,
     For,
     ForKind,
     IfThenElse,
@@ -158,7 +159,9 @@ class _DropOnChip(_Drop):
     Such a guard only skips positions outside C; running them computes values that no
     guarded global store reads (a position's fragments feed only that position), so the
     edge copy needs no branch in its inner loops and the kernel no extra registers for
-    them (at 4000^3 the guarded copy took the kernel from 123 to 240 registers).
+    them (at 4000^3 the guarded copy took the kernel from 123 to 240 registers). The
+    loads those positions read, where their guards stay, write 0 past the edge
+    (``_zero_fill``): the dropped guards compute on zeros, not on uninitialised memory.
     """
 
     def __init__(self, implied: set, ranges: dict):
@@ -170,12 +173,52 @@ class _DropOnChip(_Drop):
 
     def visit_IfThenElse(self, node: IfThenElse):
         node = self.generic_visit(node)
-        if node.else_case is not None or not self._on_chip(node.then_case):
+        if node.else_case is not None:
             return node
+        if not self._on_chip(node.then_case):
+            return self._zero_fill(node)
         rest = self._rest(node.condition)
         if rest is None:
             return node.then_case
         return node.replace(condition=rest)
+
+    def _zero_fill(self, node: IfThenElse) -> Stmt:
+        """A kept edge guard over one store into a ``local`` or ``shared`` tile (a
+        fragment loaded from past the edge of its shared tile, a shared tile loaded from
+        past the edge of A): the positions it skips get 0 (a predicated load).
+
+        The unguarded FMA loop above reads those positions; without the zero it computed
+        on whatever the registers or shared memory held (uninitialised: NaN or inf
+        products under the simulator, results the guarded write-back then discarded)::
+
+            if others:
+                if edge: tile[...] = source[...]
+                else: tile[...] = 0
+        """
+        store = node.then_case
+        if not isinstance(store, BufferStore) or store.buffer.scope not in ("local", "shared"):
+            return node
+        if not store.buffer.dtype.startswith("float"):
+            return node
+        parts = _conjuncts(node.condition)
+        edge = [c for c in parts if c in self.implied]
+        others = [c for c in parts if c not in self.implied]
+        if not edge or not self._in_bounds(store):
+            return node
+        zero = store.replace(value=FloatImm(0.0, store.buffer.dtype))
+        inner = IfThenElse(_all(edge), store, zero)
+        return IfThenElse(_all(others), inner) if others else inner
+
+    def _in_bounds(self, store: BufferStore) -> bool:
+        """Every index of ``store`` inside its buffer for all values of the kernel's
+        loops (the zero store runs where the edge guard fails)."""
+        for index, size in zip(store.indices, store.buffer.shape, strict=True):
+            if not _vars(index) <= set(self.ranges):
+                return False
+            low, high = int_bounds(index, self.ranges)
+            if low is None or high is None or low < 0 or high >= int(size):
+                return False
+        return True
 
     def _on_chip(self, stmt: Stmt) -> bool:
         accesses = collect(stmt, lambda n: isinstance(n, (BufferLoad, BufferStore)))
@@ -191,6 +234,13 @@ class _DropOnChip(_Drop):
                 if low is None or high is None or low < 0 or high >= int(size):
                     return False
         return True
+
+
+def _all(conds: list[PrimExpr]) -> PrimExpr:
+    out = conds[0]
+    for c in conds[1:]:
+        out = And(out, c)
+    return out
 
 
 def _split_head(kernel: Stmt) -> tuple[list[Stmt], Stmt]:
