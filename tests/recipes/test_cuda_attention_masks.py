@@ -71,10 +71,13 @@ def test_bad_masks_are_refused_before_any_work():
         ops.attention(1, 1, 4, 2, mask="float")
     with pytest.raises(ValueError, match=r"mask_shape \(1, 1, 3, 4\) does not broadcast"):
         ops.attention(1, 1, 4, 2, mask="bool", mask_shape=(1, 1, 3, 4))
+    with pytest.raises(ValueError, match="an additive mask must be floating"):
+        ops.attention(1, 1, 4, 2, mask="additive", mask_dtype="bool")
 
 
 @pytest.mark.parametrize(("q_shape", "S", "mask_shape", "kind", "causal"), [
     ((1, 2, 7, 4), 7, (1, 1, 1, 7), "bool", False),
+    ((1, 2, 7, 4), 7, (1, 1, 7, 7), "bool array", False),  # a torch.bool / numpy bool input
     ((2, 2, 5, 4), 7, (2, 1, 5, 7), "additive", True),
     ((2, 5, 4), 5, (5, 5), "additive", False),  # 3-D: the heads and batch as one axis
 ])
@@ -82,15 +85,35 @@ def test_masked_sdpa_node_compiles_to_the_fused_kernel(rng, q_shape, S, mask_sha
                                                         causal):
     b = GraphBuilder()
     kv_shape = q_shape[:-2] + (S, q_shape[-1])
-    names = [b.input(n, TensorType(s)) for n, s in
-             (("q", q_shape), ("k", kv_shape), ("v", kv_shape), ("mask", mask_shape))]
+    boolean = kind == "bool array"
+    kind = "bool" if boolean else kind
+    names = [b.input(n, TensorType(s, "bool" if n == "mask" and boolean else "float32"))
+             for n, s in (("q", q_shape), ("k", kv_shape), ("v", kv_shape),
+                          ("mask", mask_shape))]
     out = b.node("sdpa", names, {"scale": None, "causal": causal, "mask_kind": kind})
     graph = b.finish([out])
     q, k, v = (rng.standard_normal(s).astype(np.float32) for s in (q_shape, kv_shape, kv_shape))
     mask = _mask(rng, mask_shape, kind)
+    mask = mask != 0 if boolean else mask
     compiled = wb.compile(graph, target="cuda")
     [kernel] = compiled.kernels
     assert "K_shared" in kernel.schedule.mod.script()  # warp_rows, not the fallback
     got = compiled(q, k, v, mask)
     np.testing.assert_allclose(got, _torch_sdpa(q, k, v, mask, kind, causal), rtol=1e-4,
                                atol=1e-5)
+
+
+def test_grouped_query_attention_on_cuda_matches_torch():
+    """``enable_gqa`` (4 query heads over 2 key/value heads), causal, 7 tokens: the
+    frontend repeats the key/value heads (decomposed attention, not yet the fused kernel)."""
+
+    class GQA(torch.nn.Module):
+        def forward(self, q, k, v):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                    enable_gqa=True)
+
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 4, 7, 8), torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8))
+    compiled = wb.compile(GQA(), inputs, target="cuda")
+    got = compiled(*[x.numpy() for x in inputs])
+    np.testing.assert_allclose(got, GQA()(*inputs).numpy(), rtol=1e-4, atol=1e-5)

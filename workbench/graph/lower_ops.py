@@ -401,15 +401,18 @@ def _lib_sdpa(node: Node, ctx: Context) -> Head | None:
     L, D, S, E = sq[-2], sq[-1], sk[-2], sv[-1]
     batch, heads = (sq[0], sq[1]) if n == 4 else (1, math.prod(sq[:-2]))
     groups = identity(4) if n == 4 else ((), tuple(range(n - 2)), (n - 2,), (n - 1,))
-    mask, mask_shape = None, None
+    mask, mask_shape, mask_dtype = None, None, None
     if len(node.inputs) > 3:
         mask = "bool" if node.attrs.get("mask_kind") == "bool" else "additive"
+        mask_dtype = "bool" if ctx.types[node.inputs[3]].dtype == "bool" else "float32"
+        if mask_dtype == "bool" and mask != "bool":
+            return None
         mask_shape = grouped_operand(ctx.shape(node.inputs[3]), tuple(sq[:-1]) + (S,), groups)
         if mask_shape is None:
             return None
     func = ops.attention(batch, heads, L, D, node.attrs.get("scale"), kv_seq=S,
                          value_dim=E, causal=bool(node.attrs.get("causal", False)),
-                         mask=mask, mask_shape=mask_shape)
+                         mask=mask, mask_shape=mask_shape, mask_dtype=mask_dtype)
     return Head(func, list(node.inputs), groups)
 
 
@@ -452,9 +455,9 @@ def _composed_head(node: Node, ctx: Context) -> Head:
 
 
 def _param_dtype(dtype: str) -> str:
-    """Integer tensors (indices) and float64 ones keep their type; everything else is
-    float32."""
-    return dtype if dtype.startswith(("int", "uint")) or dtype == "float64" else "float32"
+    """Integer tensors (indices), booleans (a model's mask inputs) and float64 ones keep
+    their type; everything else is float32."""
+    return dtype if dtype.startswith(("int", "uint")) or dtype in ("float64", "bool") else "float32"
 
 
 def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor) -> None:

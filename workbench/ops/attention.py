@@ -32,7 +32,8 @@ def attention(batch: int = 1, heads: int = 2, seq: int = 16, dim: int = 8,
               scale: float | None = None, dtype: str = "float32", *,
               kv_seq: int | None = None, value_dim: int | None = None,
               causal: bool = False, mask: str | None = None,
-              mask_shape: tuple[int, ...] | None = None) -> PrimFunc:
+              mask_shape: tuple[int, ...] | None = None,
+              mask_dtype: str | None = None) -> PrimFunc:
     """Attention of ``Q (batch, heads, seq, dim)`` over ``K (batch, heads, kv_seq, dim)`` and
     ``V (batch, heads, kv_seq, value_dim)``; the output is ``(batch, heads, seq, value_dim)``.
 
@@ -49,7 +50,8 @@ def attention(batch: int = 1, heads: int = 2, seq: int = 16, dim: int = 8,
     full): ``"bool"`` keeps score ``(b, h, i, j)`` where the mask is not 0 (``-inf``
     elsewhere: the graph's booleans are 0/1 floats), ``"additive"`` adds it to the scaled
     score, before the row max. Both apply in the three softmax blocks, where the scaled
-    score is read (with ``causal`` too: both masks apply).
+    score is read (with ``causal`` too: both masks apply). ``mask_dtype`` defaults to
+    ``dtype``; a ``"bool"`` mask may be a ``bool`` array (``mask_dtype="bool"``).
 
     Example
     -------
@@ -124,7 +126,10 @@ def attention(batch: int = 1, heads: int = 2, seq: int = 16, dim: int = 8,
     if len(shape) != 4 or any(n not in (1, f) for n, f in zip(shape, full, strict=True)):
         raise ValueError(f"attention: mask_shape {shape} does not broadcast to (batch, heads, "
                          f"seq, kv_seq) = {full} axis by axis (each axis 1 or full)")
-    return _with_mask(func, Buffer("mask", shape, dtype), mask == "bool")
+    mask_dtype = dtype if mask_dtype is None else mask_dtype
+    if mask_dtype == "bool" and mask != "bool":
+        raise ValueError("attention: an additive mask must be floating, got mask_dtype 'bool'")
+    return _with_mask(func, Buffer("mask", shape, mask_dtype), mask == "bool")
 
 
 class _Mask(IRMapper):
@@ -144,8 +149,8 @@ class _Mask(IRMapper):
         if region not in self.regions:
             self.regions.append(region)
         if self.keep:
-            return Select(NE(value, FloatImm(0.0, self.buf.dtype)), node,
-                          FloatImm(float("-inf"), self.buf.dtype))
+            keep = value if self.buf.dtype == "bool" else NE(value, FloatImm(0.0, self.buf.dtype))
+            return Select(keep, node, FloatImm(float("-inf"), node.dtype))
         return node + value
 
 

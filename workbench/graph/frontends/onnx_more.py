@@ -1,6 +1,7 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
-(``take``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal, comparisons, And, Not.
+(``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
+comparisons, And, Not.
 
 Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
 ``x != x``, which holds for NaN under IEEE comparisons; the exporter puts it after
@@ -32,6 +33,28 @@ class MoreOps:
         if constant is not None and constant.ndim == 0:
             return self.emit("select", [x], {"axis": axis, "index": int(constant) % extent})
         return self.emit("take", [x, index], {"axis": axis, "wrap": True})
+
+    def op_GatherND(self):
+        """``data[indices[..., 0], ..., indices[..., q-1]]`` (``batch_dims`` 0): one ``take``
+        over the first ``q`` axes merged, by the flat index ``sum_k i_k * stride_k`` (each
+        term a ``take`` of ``arange * stride`` by one column, so negatives wrap)."""
+        data, indices = self.ins[:2]
+        if self.attrs.get("batch_dims", 0):
+            raise NotImplementedError(f"{self.where}: GatherND with batch_dims")
+        shape, ishape = self.shape(data), self.shape(indices)
+        q = ishape[-1]
+        extents = shape[:q]
+        flat = None
+        for k in range(q):
+            stride = int(np.prod(extents[k + 1:], dtype=np.int64))
+            column = self.emit("select", [indices], {"axis": len(ishape) - 1, "index": k})
+            table = self.b.constant("stride", np.arange(extents[k], dtype=np.float64) * stride)
+            term = self.emit("take", [table, column], {"axis": 0, "wrap": True})
+            flat = term if flat is None else self.emit("add", [flat, term])
+        flat = self.emit("cast", [flat], {"dtype": "int64"})
+        merged = self.emit("reshape", [data], {"shape": [int(np.prod(extents, dtype=np.int64))]
+                                               + list(shape[q:])})
+        return self.emit("take", [merged, flat], {"axis": 0, "wrap": False})
 
     def op_Cast(self):
         """A dtype conversion (``cast``; to ``bool``: ``x != 0``); the same dtype, or float16

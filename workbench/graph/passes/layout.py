@@ -119,6 +119,14 @@ output channels; a convolution whose channels no block from ``MIN_BLOCK`` up div
 its KCRS weights (and the generic ``conv2d`` kernel)."""
 
 
+PACK_DEPTHWISE = False
+"""Whether depthwise convs get packed weights too (``depthwise_conv2d_packed``). Off: they
+keep NCHW and their ``(C, 1, R, S)`` weights, scheduled one channel plane at a time
+(``recipes.conv2d_depthwise_cpu``), which reads the activation once; the packed form
+vectorizes over channels and so needs a channels-last copy of it first (measured slower:
+docs/decisions.md, "dwconv")."""
+
+
 def channel_block(channels: int, lanes: int) -> int | None:
     """The weight block for ``channels`` output channels: ``lanes`` halved until it divides
     them (None below ``MIN_BLOCK``).
@@ -145,15 +153,15 @@ def _packed_form(graph: Graph, node: Node, constants) -> tuple[str, bool] | None
     groups = node.attrs.get("groups", 1)
     if groups == 1:
         return "conv2d_packed", False
-    if groups == C == K and Cg == 1:
+    if groups == C == K and Cg == 1 and PACK_DEPTHWISE:
         return "depthwise_conv2d_packed", True
     return None
 
 
 def pack_conv_weights(graph: Graph, target="cpu") -> Graph:
-    """Every ``conv2d`` with constant weights (groups 1, or depthwise) becomes a
-    ``conv2d_packed`` / ``depthwise_conv2d_packed`` reading its weights packed by blocks of
-    ``kb`` output channels (``channel_block`` of the target's vector lanes): a
+    """Every ``conv2d`` with constant weights (groups 1; depthwise where ``PACK_DEPTHWISE``)
+    becomes a ``conv2d_packed`` / ``depthwise_conv2d_packed`` reading its weights packed by
+    blocks of ``kb`` output channels (``channel_block`` of the target's vector lanes): a
     ``pack_weights`` node, constant-folded here, so the packed weight is a graph constant and
     packing happens once, at compile time. The CPU target's ``graph_layout`` hook (run by
     ``wb.compile`` before fusion).
