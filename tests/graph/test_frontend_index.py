@@ -158,3 +158,24 @@ def test_a_boolean_mask_input_written_then_indexed():
     j = torch.randint(-5, 5, (7,), generator=gen)
     compiled = wb.compile(Fn(fn), (x, m, j), target="numpy")
     np.testing.assert_allclose(compiled(x, m, j), fn(x, m, j).numpy(), rtol=1e-6)
+
+
+def test_onnx_dynamo_export_of_a_mask_write_is_a_where(tmp_path):
+    """``x[mask] = v`` through ``torch.onnx.export(dynamo=True)``: NonZero + ScatterND."""
+    pytest.importorskip("onnxscript")
+    import onnx
+
+    from workbench.graph.frontends.onnx import from_onnx
+
+    def fn(x):
+        y = x * 2
+        y[x < 0.2] = 0.5
+        return y
+
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(8))
+    path = tmp_path / "mask.onnx"
+    torch.onnx.export(Fn(fn), (x,), str(path), dynamo=True)
+    graph = from_onnx(onnx.load(str(path)))
+    assert "where" in [n.op for n in graph.nodes]
+    np.testing.assert_allclose(wb.compile(graph, target="numpy")(x.numpy()), fn(x).numpy(),
+                               rtol=1e-6)
