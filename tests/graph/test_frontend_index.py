@@ -179,3 +179,22 @@ def test_onnx_dynamo_export_of_a_mask_write_is_a_where(tmp_path):
     assert "where" in [n.op for n in graph.nodes]
     np.testing.assert_allclose(wb.compile(graph, target="numpy")(x.numpy()), fn(x).numpy(),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_onnx_export_of_two_index_tensors_matches_torch(tmp_path, dynamo):
+    """``x[:, i, j]`` through both exporters (the dynamo one writes GatherND)."""
+    if dynamo:
+        pytest.importorskip("onnxscript")
+    import onnx
+
+    from workbench.graph.frontends.onnx import from_onnx
+
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randn(2, 5, 3, generator=gen)
+    i, j = torch.randint(0, 5, (4, 1), generator=gen), torch.randint(0, 3, (2,), generator=gen)
+    path = tmp_path / "index.onnx"
+    torch.onnx.export(Fn(_two_index), (x, i, j), str(path), dynamo=dynamo)
+    compiled = wb.compile(from_onnx(onnx.load(str(path))), target="numpy")
+    np.testing.assert_allclose(compiled(x.numpy(), i.numpy(), j.numpy()),
+                               _two_index(x, i, j).numpy(), rtol=1e-6)
