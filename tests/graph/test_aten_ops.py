@@ -172,6 +172,7 @@ CASES = {
     "_assert_scalar": (lambda x: x[:, _CONST["mask"][:3, :4]] + 1, [(2, 3, 4)]),
     "tril": (lambda x: torch.tril(x, -1) + 1, [(2, 5, 6)]),
     "triu": (lambda x: torch.triu(x, 2) + 1, [(5, 4)]),
+    "cumsum": (lambda x, i: torch.cumsum(x, 1) + torch.cumsum(i, -1), [X, ("int", (3, 4))]),
     "diff": (lambda x: torch.diff(x, 2, -1, append=x[..., :2]), [X]),
     "constant_pad_nd": (lambda x: aten.constant_pad_nd(x, [1, 2, 0, 1], 0.5), [X]),
     "pad": (lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [X]),

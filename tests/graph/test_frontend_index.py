@@ -145,3 +145,56 @@ def test_a_known_op_with_unsupported_arguments_is_listed_with_the_others():
     with pytest.raises(UnsupportedOperatorError, match=r"(?s)aten\.flip.*aten\.softplus"
                                                        r"\.default \(node softplus .*beta"):
         from_torch(Fn(fn), (torch.randn(3, 4),))
+
+
+def test_a_boolean_mask_input_written_then_indexed():
+    def fn(x, m, j):
+        y = x * 1.5
+        y[m] = -0.25
+        return y[:, :, j] + 1
+
+    gen = torch.Generator().manual_seed(7)
+    x, m = torch.randn(3, 4, 5, generator=gen), torch.rand(3, 4, generator=gen) > 0.5
+    j = torch.randint(-5, 5, (7,), generator=gen)
+    compiled = wb.compile(Fn(fn), (x, m, j), target="numpy")
+    np.testing.assert_allclose(compiled(x, m, j), fn(x, m, j).numpy(), rtol=1e-6)
+
+
+def test_onnx_dynamo_export_of_a_mask_write_is_a_where(tmp_path):
+    """``x[mask] = v`` through ``torch.onnx.export(dynamo=True)``: NonZero + ScatterND."""
+    pytest.importorskip("onnxscript")
+    import onnx
+
+    from workbench.graph.frontends.onnx import from_onnx
+
+    def fn(x):
+        y = x * 2
+        y[x < 0.2] = 0.5
+        return y
+
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(8))
+    path = tmp_path / "mask.onnx"
+    torch.onnx.export(Fn(fn), (x,), str(path), dynamo=True)
+    graph = from_onnx(onnx.load(str(path)))
+    assert "where" in [n.op for n in graph.nodes]
+    np.testing.assert_allclose(wb.compile(graph, target="numpy")(x.numpy()), fn(x).numpy(),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_onnx_export_of_two_index_tensors_matches_torch(tmp_path, dynamo):
+    """``x[:, i, j]`` through both exporters (the dynamo one writes GatherND)."""
+    if dynamo:
+        pytest.importorskip("onnxscript")
+    import onnx
+
+    from workbench.graph.frontends.onnx import from_onnx
+
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randn(2, 5, 3, generator=gen)
+    i, j = torch.randint(0, 5, (4, 1), generator=gen), torch.randint(0, 3, (2,), generator=gen)
+    path = tmp_path / "index.onnx"
+    torch.onnx.export(Fn(_two_index), (x, i, j), str(path), dynamo=dynamo)
+    compiled = wb.compile(from_onnx(onnx.load(str(path))), target="numpy")
+    np.testing.assert_allclose(compiled(x.numpy(), i.numpy(), j.numpy()),
+                               _two_index(x, i, j).numpy(), rtol=1e-6)

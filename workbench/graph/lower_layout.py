@@ -65,7 +65,7 @@ class _Redirect(IRMapper):
         new = self.generic_visit(node)
         if new is node or node.name == "root":
             return new
-        reads, writes = block_access_regions(new.body, new.init)
+        reads, writes = block_access_regions(new.body, new.init, new.alloc_buffers)
         return new.replace(reads=reads, writes=writes)
 
 

@@ -488,13 +488,21 @@ def _row_reduction(fb: FuncBuilder, name: str, x: Tensor, axes: set[int], init, 
     return buf, index
 
 
+def max_and_expsum(fb, node, x, prefix: str):
+    """The two row reductions of a (log-)softmax over ``node.attrs["axis"]``: the row maximum
+    ``{prefix}maxelem`` and ``{prefix}expsum`` = sum of exp(x - max). Returns
+    ``(max, expsum, index)``, ``index(vs)`` mapping a point of ``x`` to its row."""
+    axes = {node.attrs["axis"] % len(x.shape)}
+    mx, index = _row_reduction(fb, f"{prefix}maxelem", x, axes, const(-math.inf),
+                               lambda acc, vs: Max(acc, x[vs]))
+    sm, _ = _row_reduction(fb, f"{prefix}expsum", x, axes, const(0.0),
+                           lambda acc, vs: acc + Call("exp", (x[vs] - mx[index(vs)],)))
+    return mx, sm, index
+
+
 def _softmax_composed(fb, node, ins, out):
     (x,) = ins
-    axes = {node.attrs["axis"] % len(x.shape)}
-    mx, index = _row_reduction(fb, "T_softmax_maxelem", x, axes, const(-math.inf),
-                               lambda acc, vs: Max(acc, x[vs]))
-    sm, _ = _row_reduction(fb, "T_softmax_expsum", x, axes, const(0.0),
-                           lambda acc, vs: acc + Call("exp", (x[vs] - mx[index(vs)],)))
+    mx, sm, index = max_and_expsum(fb, node, x, "T_softmax_")
     fb.spatial("T_softmax_norm", out,
                lambda vs: Call("exp", (x[vs] - mx[index(vs)],)) / sm[index(vs)])
 

@@ -127,6 +127,63 @@ class MoreOps:
                                        "keepdims": bool(self.attrs.get("keepdims", 1))})
 
 
+def mask_scatters_as_where(model):
+    """The model with ``x[mask] = v`` as the dynamo exporter writes it,
+    ``ScatterND(data, Transpose(NonZero(mask)), Reshape(Expand(v, count)))`` with one value
+    ``v`` and a mask over every axis of ``data``, rewritten as ``Where(mask, v, data)`` (a
+    static shape; the NonZero's data-dependent chain is then dead and dropped)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    ranks = {}
+    for info in list(onnx.shape_inference.infer_shapes(model).graph.value_info) + list(
+            graph.input):
+        if info.type.tensor_type.HasField("shape"):
+            ranks[info.name] = len(info.type.tensor_type.shape.dim)
+
+    def source(name, through):
+        node = producer.get(name)
+        while node is not None and node.op_type in through:
+            name = node.input[0]
+            node = producer.get(name)
+        return name, node
+
+    rewritten = False
+    for k, node in enumerate(graph.node):
+        reduction = next((helper.get_attribute_value(a) for a in node.attribute
+                          if a.name == "reduction"), b"none")
+        if node.op_type != "ScatterND" or reduction not in ("none", b"none"):
+            continue
+        _, nonzero = source(node.input[1], ("Transpose",))
+        value, _ = source(node.input[2], ("Reshape", "Expand"))
+        if nonzero is None or nonzero.op_type != "NonZero" or value not in inits:
+            continue
+        mask, data = nonzero.input[0], node.input[0]
+        if inits[value].size != 1 or ranks.get(mask) is None or ranks.get(mask) != ranks.get(
+                data):
+            continue
+        graph.node[k].CopyFrom(helper.make_node("Where", [mask, value, data], list(node.output),
+                                                name=node.name))
+        rewritten = True
+    if rewritten:
+        _drop_dead(graph)
+    return model
+
+
+def _drop_dead(graph) -> None:
+    live = {out.name for out in graph.output}
+    keep = []
+    for node in reversed(graph.node):
+        if any(o in live for o in node.output):
+            keep.append(node)
+            live.update(i for i in node.input if i)
+    del graph.node[:]
+    graph.node.extend(reversed(keep))
+
+
 def _comparison(op: str):
     def handler(self):
         return self.emit(op, self.ins[:2])
@@ -137,4 +194,4 @@ def _comparison(op: str):
 for _name, _op in COMPARISONS.items():
     setattr(MoreOps, f"op_{_name}", _comparison(_op))
 
-__all__ = ["COMPARISONS", "MoreOps"]
+__all__ = ["COMPARISONS", "MoreOps", "mask_scatters_as_where"]

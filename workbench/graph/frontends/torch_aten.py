@@ -333,6 +333,24 @@ class AtenOps(IndexOps, PromotionOps):
         """The upper triangle of the last two axes (a ``where`` with a constant mask)."""
         return self._triangle(x, int(diagonal), lower=False)
 
+    def _op_cumsum(self, x, dim, dtype=None):
+        """A running sum along ``dim``: a matmul with a constant upper-triangular matrix of
+        ones (integers in float32, the matmul kernels' dtype, exact while the sums stay
+        under 2**24 (position ids from a padding mask), and cast back)."""
+        shape = self._shape(x)
+        axis, n = int(dim) % len(shape), len(shape)
+        result = self.result_dtype or self._dtype(x)
+        compute = "float32"
+        y = self._cast(x, compute)
+        perm = [a for a in range(n) if a != axis] + [axis]
+        if axis != n - 1:
+            y = self._emit("transpose", [y], {"perm": perm})
+        ones = np.triu(np.ones((shape[axis], shape[axis]), compute))
+        y = self._emit("matmul", [y, self.b.constant("running_sum", ones)])
+        if axis != n - 1:
+            y = self._emit("transpose", [y], {"perm": [int(a) for a in np.argsort(perm)]})
+        return self._cast(y, result)
+
     def _op_diff(self, x, n=1, dim=-1, prepend=None, append=None):
         """``x[1:] - x[:-1]`` along ``dim``, ``n`` times (after ``prepend``/``append``)."""
         parts = [v for v in (prepend, x, append) if v is not None]
