@@ -110,11 +110,18 @@ def first(output):
     return output.detach().numpy() if hasattr(output, "detach") else np.asarray(output)
 
 
-def onnx_session(model, x):
+def onnx_session(model, x, dynamo: bool = False):
+    """onnxruntime's CPU provider on the export of ``model``: the TorchScript exporter for the
+    vision models, the dynamo one (onnxscript) for transformers, where the TorchScript one
+    fails (docs/decisions.md, "the ONNX route for transformers")."""
     import onnxruntime as ort
 
     buffer = io.BytesIO()
-    torch.onnx.export(model, (x,), buffer, dynamo=False)
+    if dynamo:
+        program = torch.onnx.export(model, (x,), dynamo=True, verbose=False)
+        program.save(buffer)
+    else:
+        torch.onnx.export(model, (x,), buffer, dynamo=False)
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = THREADS, 1
     session = ort.InferenceSession(buffer.getvalue(), options,
@@ -160,7 +167,7 @@ def bench_model(name: str, batch: int, rounds: int, calls: int, log) -> dict:
     except Exception as error:  # noqa: BLE001
         row["inductor"] = f"fails: {type(error).__name__}"
     try:
-        ort_run = onnx_session(model, x)
+        ort_run = onnx_session(model, x, dynamo=name in TEXT)
         candidates["onnxruntime"] = lambda: time_calls(ort_run, (), calls)
     except Exception as error:  # noqa: BLE001
         row["onnxruntime"] = f"fails: {type(error).__name__}"

@@ -102,3 +102,14 @@ def install(machine: Machine, setattr=None):
 
 def _plain_setattr(obj, name, value):
     setattr(obj, name, value)
+
+
+def write_sysfs_caches(directory, caches: list[tuple[int, str, str]]) -> None:
+    """A fake ``/sys/devices/system/cpu/cpu0/cache`` under ``directory``: one ``index<n>``
+    folder per ``(level, type, size)``, e.g. ``(1, "Data", "48K")``."""
+    for index, (level, kind, size) in enumerate(caches):
+        folder = directory / f"index{index}"
+        folder.mkdir()
+        (folder / "level").write_text(f"{level}\n")
+        (folder / "type").write_text(f"{kind}\n")
+        (folder / "size").write_text(f"{size}\n")

@@ -3,6 +3,8 @@ layer that asks about the host sees the facts a test injects."""
 
 from __future__ import annotations
 
+from machines import write_sysfs_caches
+
 from workbench.backends import Target
 from workbench.backends.common import machine
 from workbench.backends.common.machine import MachineFacts, machine_facts, use_machine_facts
@@ -49,13 +51,8 @@ def test_the_host_is_read_once_per_process():
 
 
 def test_reading_a_fake_sysfs_tree(tmp_path):
-    for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
-                                                 (2, "Unified", "1024K"), (3, "Unified", "32M")]):
-        d = tmp_path / f"index{index}"
-        d.mkdir()
-        (d / "level").write_text(f"{level}\n")
-        (d / "type").write_text(f"{kind}\n")
-        (d / "size").write_text(f"{size}\n")
+    write_sysfs_caches(tmp_path, [(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                  (2, "Unified", "1024K"), (3, "Unified", "32M")])
     (tmp_path / "index0" / "coherency_line_size").write_text("64\n")
     (tmp_path / "index0" / "ways_of_associativity").write_text("12\n")
     cpuinfo = tmp_path / "cpuinfo"

@@ -166,6 +166,14 @@ CASES = {
     "index_select": (lambda x: torch.index_select(x, 2, torch.tensor([3, 0, 0])), [X]),
     "gather": (lambda x, i: torch.gather(x, 2, i), [X, ("int", (2, 3, 2), 4)]),
     "index": (lambda x, i: x[:, i - 3] * 2, [X, ("int", (5,))]),
+    "index_put": (lambda x: torch.where(x > 0, x, -x).index_put_((x[..., 0] > 0,),
+                                                                torch.tensor(-1.5)), [X]),
+    "sym_size": (lambda x: x[_CONST["mask"][:3]] * 2, [(3, 5, 2)]),
+    "_assert_scalar": (lambda x: x[:, _CONST["mask"][:3, :4]] + 1, [(2, 3, 4)]),
+    "tril": (lambda x: torch.tril(x, -1) + 1, [(2, 5, 6)]),
+    "triu": (lambda x: torch.triu(x, 2) + 1, [(5, 4)]),
+    "cumsum": (lambda x, i: torch.cumsum(x, 1) + torch.cumsum(i, -1), [X, ("int", (3, 4))]),
+    "diff": (lambda x: torch.diff(x, 2, -1, append=x[..., :2]), [X]),
     "constant_pad_nd": (lambda x: aten.constant_pad_nd(x, [1, 2, 0, 1], 0.5), [X]),
     "pad": (lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [X]),
     # recurrent layers (modules built once: their weights are the case's constants)
@@ -206,7 +214,8 @@ NOT_IN_EXPORT = {"_assert_tensor_metadata", "_assert_async", "_to_copy", "to", "
                  "native_batch_norm", "batch_norm", "dropout", "feature_dropout",
                  "alpha_dropout", "max_pool2d_with_indices", "_adaptive_avg_pool2d",
                  "bitwise_not", "native_layer_norm", "flatten", "reshape", "native_group_norm", "_softmax",
-                 "_log_softmax", "relu6", "max_pool3d_with_indices", "chunk", "narrow", "unbind", "convolution"}
+                 "_log_softmax", "relu6", "max_pool3d_with_indices", "chunk", "narrow", "unbind", "convolution",
+                 "index_put"}
 """Ops the case calls but export rewrites (into another handled op): not asserted present."""
 
 
@@ -255,3 +264,71 @@ def test_op_matches_torch(name):
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     compiled = wb.compile(graph, target="numpy")
     np.testing.assert_allclose(compiled(*arrays), expected, rtol=1e-4, atol=1e-5)
+
+
+# The audit of issue 19's op list: variants the one-case-per-op table above does not reach
+# (each through ``wb.compile`` of a torch module, against PyTorch on random inputs).
+_GQA_Q, _GQA_KV = (1, 4, 5, 8), (1, 2, 7, 8)
+_ARANGE = (3, 7)
+VARIANTS = {
+    "conv2d_depthwise": (lambda x: F.conv2d(x, _CONST["dw"], stride=2, padding=1, groups=4),
+                         [(1, 4, 7, 6)]),
+    "conv2d_grouped": (lambda x: F.conv2d(x, _CONST["w2"][:, :2], padding=(1, 0), groups=2),
+                       [(1, 4, 5, 7)]),
+    "conv1d_depthwise": (lambda x: F.conv1d(x, _CONST["w1"][:4, :1], groups=4), [(2, 4, 9)]),
+    "sdpa_additive_mask": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m),
+                           [(1, 2, 3, 8), (1, 2, 5, 8), (1, 2, 5, 8), (3, 5)]),
+    "sdpa_runtime_bool_mask": (lambda q, k, v, m: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=(m > -0.5)), [(1, 2, 3, 8), (1, 2, 5, 8), (1, 2, 5, 8), (3, 5)]),
+    "sdpa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                    [(1, 2, 5, 8)] * 3),
+    "sdpa_gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+                 [_GQA_Q, _GQA_KV, _GQA_KV]),
+    "sdpa_gqa_causal_mask": (lambda q, k, v: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=torch.ones(5, 7, dtype=torch.bool).tril(2), enable_gqa=True),
+                             [_GQA_Q, _GQA_KV, _GQA_KV]),
+    # the causal-mask family, folded at import (its inputs are shapes and constants)
+    "causal_mask_family": (lambda x: x.masked_fill(
+        ((torch.arange(7).cumsum(0) - torch.arange(7).cumsum(0).diff(prepend=torch.zeros(1))
+          ).unsqueeze(0) > torch.arange(3).unsqueeze(1)) & (torch.arange(7) != 2)
+        & (torch.arange(7).eq(torch.arange(7))) & (torch.arange(7) >= 0)
+        & (torch.arange(7).le(6)), -1e4) + x.new_ones(_ARANGE)
+        + torch.zeros(_ARANGE).pow(2) + aten.to.dtype_layout(
+            torch.ones(7, dtype=torch.int64), dtype=torch.float32)
+        + aten.to.dtype_layout(x.pow(2), dtype=torch.float64).float(), [_ARANGE]),
+    "mean_var_amax_amin_all_axes": (lambda x: x.mean((1, 3), keepdim=True)
+                                    + x.var((0, 2, 3), keepdim=True) + x.amax((0, 1, 2, 3))
+                                    - x.amin(2, keepdim=True), [(2, 3, 4, 5)]),
+    "interpolate_nearest_size": (lambda x: F.interpolate(x, size=(7, 3), mode="nearest"),
+                                 [(1, 2, 5, 4)]),
+    "index_two_tensors": (lambda x, i, j: x[i, j] * 2, [(3, 5, 4), ("int", (2, 1), 3),
+                                                        ("int", (3,), 5)]),
+    "index_two_tensors_middle": (lambda x, i, j: x[:, i - 4, j] * 2,
+                                 [(2, 5, 4, 3), ("int", (3, 2), 5), ("int", (2,), 4)]),
+    "index_two_tensors_apart": (lambda x, i, j: x[i, :, j] + 1,
+                                [(3, 5, 4), ("int", (2, 3), 3), ("int", (3,), 4)]),
+    "clamp_tensor_bounds": (lambda x, lo: torch.clamp(x, lo, lo + 0.5) + x.clamp(max=lo),
+                            [X, (4,)]),
+    "index_put_accumulate": (lambda x: x.index_put((x[:, 0] > 0,), torch.arange(5.0),
+                                                   accumulate=True), [(3, 5)]),
+    "index_put_rows": (lambda x: _put_rows(x), [(2, 3, 4)]),
+}
+
+
+def _put_rows(x):
+    y = x * 1
+    y[:, x[0, :, 0] > 0] = x[0, 0, :] * 3
+    return y
+
+
+_CONST["dw"] = torch.randn(4, 1, 3, 3, generator=_GEN)
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_variant_matches_torch(name):
+    fn, specs = VARIANTS[name]
+    model, inputs = _Case(fn).eval(), _inputs(specs)
+    with torch.no_grad():
+        expected = model(*inputs).numpy()
+    compiled = wb.compile(model, inputs, target="numpy")
+    np.testing.assert_allclose(compiled(*inputs), expected, rtol=1e-4, atol=1e-5)

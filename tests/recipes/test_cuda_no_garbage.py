@@ -78,3 +78,22 @@ def test_the_poison_catches_a_garbage_read(rng, poisoned):
 
     with pytest.raises(RuntimeWarning, match="overflow"):
         garbage[1, 1](np.zeros(1, np.float32))
+
+
+@pytest.mark.parametrize("func", [
+    ops.conv2d_nchw(1, 6, 9, 9, 20, 3, 3, stride=2, padding=1),  # edges of every tile
+    ops.attention(1, 2, 7, 8, causal=True),                       # 7 keys of 32 lanes
+    ops.softmax(3, 100),
+], ids=["conv2d", "attention", "softmax"])
+def test_graph_defaults_compute_no_garbage(rng, poisoned, func):
+    """The other cuda defaults of a compiled graph at sizes off their tiles."""
+    from workbench.recipes.graph_cuda import graph_schedule
+    from workbench.schedule import Schedule
+
+    kernel = build(graph_schedule(func), target="cuda")
+    arrays = [rng.standard_normal(p.shape).astype(np.float32) for p in func.params[:-1]]
+    out = np.full(func.params[-1].shape, np.nan, np.float32)
+    kernel(*arrays, out)
+    want = np.full_like(out, np.nan)
+    build(Schedule(func), target="numpy")(*arrays, want)  # the reference executor
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)

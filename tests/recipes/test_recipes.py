@@ -34,6 +34,9 @@ FUNCS = {
     ("layernorm", "fused"): lambda: ops.layernorm(4, 8 * LANES),
     ("conv2d", "blocked"): lambda: ops.conv2d_nchw(1, 3, 7, 7, 8, 3, 3),
     ("conv2d", "packed"): lambda: conv2d_nchw_packed(1, 3, 7, 5, 16, 3, 3, kb=8, stride=2),
+    ("depthwise_conv2d", "plane"): lambda: ops.depthwise_conv2d_nchw(1, 5, 9, 7, 3, 3,
+                                                                     stride=2),
+    ("avg_pool2d", "direct"): lambda: ops.avg_pool2d(2, 3, 9, 7, kernel=3, stride=2),
     ("attention", "rows"): lambda: ops.attention(2, 2, 6, 4, kv_seq=5, value_dim=3,
                                                  causal=True),
 }

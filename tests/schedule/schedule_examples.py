@@ -18,6 +18,19 @@ def matmul(
 
 
 @T.prim_func
+def elementwise(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    B = T.alloc_buffer((16, 16), "float32")
+    for i, j in T.grid(16, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i_1, j_1 in T.grid(16, 16):
+        with T.block("C"):
+            vi_1, vj_1 = T.axis.remap("SS", [i_1, j_1])
+            C[vi_1, vj_1] = B[vi_1, vj_1] + T.float32(1)
+
+
+@T.prim_func
 def scale(A: T.Buffer((100,), "float32"), B: T.Buffer((100,), "float32")):
     for i in T.serial(100):
         with T.block("B"):

@@ -5,6 +5,7 @@ and cpu targets against the unscheduled function, trace JSON round trip and repl
 
 import pytest
 from schedule_checks import assert_computes_same, make_golden, raises_unchanged
+from schedule_examples import matmul
 
 from workbench import T
 from workbench.ir import IterKind
@@ -51,20 +52,6 @@ def rowsum(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
             with T.init():
                 B[vi] = T.float32(0)
             B[vi] = B[vi] + A[vi, vk]
-
-
-@T.prim_func
-def matmul(
-    A: T.Buffer((16, 16), "float32"),
-    B: T.Buffer((16, 16), "float32"),
-    C: T.Buffer((16, 16), "float32"),
-):
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
 def iter_extents(sch, block):

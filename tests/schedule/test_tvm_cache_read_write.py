@@ -15,6 +15,7 @@ from schedule_checks import (
     raises_unchanged,
     verify_trace_roundtrip,
 )
+from schedule_examples import elementwise
 
 from workbench import T
 from workbench.ir import Block, For
@@ -39,19 +40,6 @@ def summary(func) -> list[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str
             writes = tuple(w.buffer.name for w in stmt.writes)
             rows.append((stmt.name, reads, writes, loops))
     return rows
-
-
-@T.prim_func
-def elementwise(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
-    B = T.alloc_buffer((16, 16), "float32")
-    for i, j in T.grid(16, 16):
-        with T.block("B"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = A[vi, vj] * T.float32(2)
-    for i_1, j_1 in T.grid(16, 16):
-        with T.block("C"):
-            vi, vj = T.axis.remap("SS", [i_1, j_1])
-            C[vi, vj] = B[vi, vj] + T.float32(1)
 
 
 @T.prim_func

@@ -5,6 +5,7 @@ compute the reference result."""
 
 import pytest
 from schedule_checks import assert_computes_same, make_golden, raises_unchanged
+from schedule_examples import matmul
 
 from workbench import T
 from workbench.backends.common.lower import lower
@@ -55,20 +56,6 @@ def element_wise_invalid_annotation(
             with T.block("C"):
                 vi_1, vj_1 = T.axis.remap("SS", [i0, i1])
                 C[vi_1, vj_1] = B[vi_1, vj_1] + T.float32(1)
-
-
-@T.prim_func
-def matmul(
-    A: T.Buffer((16, 16), "float32"),
-    B: T.Buffer((16, 16), "float32"),
-    C: T.Buffer((16, 16), "float32"),
-):
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
 def annotation(sch, name):

@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from machines import write_sysfs_caches  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from ir_examples import add_relu  # noqa: E402
@@ -124,13 +125,8 @@ def test_shared_memory_warning_for_gpu_tiles():
 
 
 def test_cache_sizes_read_from_sysfs(tmp_path):
-    for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
-                                                 (2, "Unified", "2048K"), (3, "Unified", "32M")]):
-        d = tmp_path / f"index{index}"
-        d.mkdir()
-        (d / "level").write_text(f"{level}\n")
-        (d / "type").write_text(f"{kind}\n")
-        (d / "size").write_text(f"{size}\n")
+    write_sysfs_caches(tmp_path, [(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                  (2, "Unified", "2048K"), (3, "Unified", "32M")])
     assert cache_sizes(tmp_path) == {"L1d": 48 << 10, "L2": 2 << 20, "L3": 32 << 20}
     real = cache_sizes()
     assert real["L1d"] >= 8 << 10 and real["L2"] >= real["L1d"]

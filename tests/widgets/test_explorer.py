@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from explorer_helpers import PEAKS
 
 import workbench as wb
 from workbench import ops
-from workbench.measure import MachinePeaks
 from workbench.schedule import ReductionLoopError
 from workbench.widgets import panes
-
-PEAKS = MachinePeaks(gflops=200.0, gbps=20.0)
-
-
-@pytest.fixture
-def ex():
-    explorer = wb.explore(ops.matmul(64, 64, 64), peaks=PEAKS, measure=False)
-    yield explorer.wait()
-    explorer.close()
 
 
 def loop_names(explorer) -> list[str]:

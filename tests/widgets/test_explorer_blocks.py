@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from explorer_helpers import PEAKS
 
 import workbench as wb
 from workbench import ops
-from workbench.measure import MachinePeaks
 from workbench.schedule.trace import INSTRUCTIONS
-
-PEAKS = MachinePeaks(gflops=200.0, gbps=20.0)
 
 
 def explorer(func):

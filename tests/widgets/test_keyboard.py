@@ -3,11 +3,10 @@ split, ``f p v r u``; each key is the public action, a refused one changes nothi
 
 from __future__ import annotations
 
+from explorer_helpers import PEAKS
+
 import workbench as wb
 from workbench import ops
-from workbench.measure import MachinePeaks
-
-PEAKS = MachinePeaks(gflops=200.0, gbps=20.0)
 
 
 def loops(ex) -> list[str]:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from explorer_helpers import PEAKS
 
 import workbench as wb
 from workbench import ops
@@ -17,10 +18,8 @@ from workbench.backends.common.target import (
     register_target,
     unregister_target,
 )
-from workbench.measure import MachinePeaks
 from workbench.widgets.target_views import cpu_views, cuda_views, generic_views, views_for
 
-PEAKS = MachinePeaks(gflops=200.0, gbps=20.0)
 WIDGETS = Path(wb.__file__).parent / "widgets"
 
 

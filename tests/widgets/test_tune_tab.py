@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from explorer_helpers import PEAKS
 
 import workbench as wb
 from workbench import ops
-from workbench.measure import MachinePeaks
 from workbench.schedule import Trace
 from workbench.widgets.actions import continue_trace
 from workbench.widgets.explorer import PANES
-
-PEAKS = MachinePeaks(gflops=200.0, gbps=20.0)
 
 
 def test_continue_trace_appends_a_recorded_trace_to_a_schedule():

@@ -6,6 +6,7 @@ import numpy as np
 
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.ops import OPS, infer_type
+from workbench.ir.names import fresh_name
 
 
 class GraphBuilder:
@@ -29,12 +30,7 @@ class GraphBuilder:
 
     def fresh(self, hint: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
-        name, count = base, 0
-        while name in self._taken:
-            count += 1
-            name = f"{base}_{count}"
-        self._taken.add(name)
-        return name
+        return fresh_name(base, self._taken)
 
     def input(self, hint: str, ty: TensorType) -> str:
         name = self.fresh(hint)

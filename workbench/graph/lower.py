@@ -70,7 +70,12 @@ def kernel_name(pattern: str) -> str:
 
 def lower_node(graph: Graph, node: Node) -> LoweredKernel:
     """The kernel for ``node`` (a plain node or a ``fused`` group), its function named by
-    its pattern (``kernel_name``)."""
+    its pattern (``kernel_name``); a node reading views of its inputs or writing its output
+    transposed (``passes.fold_views``) gets those index maps (``lower_layout.lower_viewed``)."""
+    if node.attrs.get("views") or node.attrs.get("out_perm") is not None:
+        from workbench.graph.lower_layout import lower_viewed
+
+        return lower_viewed(graph, node, lower_node)
     members, types, scalars = _members(graph, node)
     pattern = node.attrs.get("pattern", node.op)
     lowered = lower_members("k_" + node.name, members, types, scalars, node.type)

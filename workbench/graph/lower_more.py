@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from workbench.graph.lower_ops import _row_reduction
+from workbench.graph.lower_ops import _row_reduction, max_and_expsum
 from workbench.ir.expr import GE, LT, And, Call, IntImm, Max, Min, PrimExpr, Select
 from workbench.ops.compose import const
 
@@ -121,11 +121,7 @@ def _reduce(fb, node, ins, out):
 
 def _log_softmax(fb, node, ins, out):
     (x,) = ins
-    axes = {node.attrs["axis"] % len(x.shape)}
-    mx, index = _row_reduction(fb, "T_maxelem", x, axes, const(-math.inf),
-                               lambda acc, vs: Max(acc, x[vs]))
-    sm, _ = _row_reduction(fb, "T_expsum", x, axes, const(0.0),
-                           lambda acc, vs: acc + Call("exp", (x[vs] - mx[index(vs)],)))
+    mx, sm, index = max_and_expsum(fb, node, x, "T_")
     fb.spatial("T_log_softmax", out,
                lambda vs: x[vs] - mx[index(vs)] - Call("log", (sm[index(vs)],)))
 

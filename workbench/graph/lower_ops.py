@@ -391,17 +391,29 @@ def _lib_mean(node: Node, ctx: Context) -> Head | None:
 
 
 def _lib_sdpa(node: Node, ctx: Context) -> Head | None:
-    q, k, v = node.inputs
+    """``ops.attention``; a fourth input (the mask) becomes its ``mask`` parameter, viewed
+    in the attention's four axes (None where it does not broadcast axis group by group)."""
+    q, k, v = node.inputs[:3]
     sq, sk, sv = ctx.shape(q), ctx.shape(k), ctx.shape(v)
     if not (sq[:-2] == sk[:-2] == sv[:-2]):
         return None
     n = len(sq)
     L, D, S, E = sq[-2], sq[-1], sk[-2], sv[-1]
     batch, heads = (sq[0], sq[1]) if n == 4 else (1, math.prod(sq[:-2]))
-    func = ops.attention(batch, heads, L, D, node.attrs.get("scale"), kv_seq=S,
-                         value_dim=E, causal=bool(node.attrs.get("causal", False)))
     groups = identity(4) if n == 4 else ((), tuple(range(n - 2)), (n - 2,), (n - 1,))
-    return Head(func, [q, k, v], groups)
+    mask, mask_shape, mask_dtype = None, None, None
+    if len(node.inputs) > 3:
+        mask = "bool" if node.attrs.get("mask_kind") == "bool" else "additive"
+        mask_dtype = "bool" if ctx.types[node.inputs[3]].dtype == "bool" else "float32"
+        if mask_dtype == "bool" and mask != "bool":
+            return None
+        mask_shape = grouped_operand(ctx.shape(node.inputs[3]), tuple(sq[:-1]) + (S,), groups)
+        if mask_shape is None:
+            return None
+    func = ops.attention(batch, heads, L, D, node.attrs.get("scale"), kv_seq=S,
+                         value_dim=E, causal=bool(node.attrs.get("causal", False)),
+                         mask=mask, mask_shape=mask_shape, mask_dtype=mask_dtype)
+    return Head(func, list(node.inputs), groups)
 
 
 def _lib_take(node: Node, ctx: Context) -> Head | None:
@@ -443,9 +455,9 @@ def _composed_head(node: Node, ctx: Context) -> Head:
 
 
 def _param_dtype(dtype: str) -> str:
-    """Integer tensors (indices) and float64 ones keep their type; everything else is
-    float32."""
-    return dtype if dtype.startswith(("int", "uint")) or dtype == "float64" else "float32"
+    """Integer tensors (indices), booleans (a model's mask inputs) and float64 ones keep
+    their type; everything else is float32."""
+    return dtype if dtype.startswith(("int", "uint")) or dtype in ("float64", "bool") else "float32"
 
 
 def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor) -> None:
@@ -476,13 +488,21 @@ def _row_reduction(fb: FuncBuilder, name: str, x: Tensor, axes: set[int], init, 
     return buf, index
 
 
+def max_and_expsum(fb, node, x, prefix: str):
+    """The two row reductions of a (log-)softmax over ``node.attrs["axis"]``: the row maximum
+    ``{prefix}maxelem`` and ``{prefix}expsum`` = sum of exp(x - max). Returns
+    ``(max, expsum, index)``, ``index(vs)`` mapping a point of ``x`` to its row."""
+    axes = {node.attrs["axis"] % len(x.shape)}
+    mx, index = _row_reduction(fb, f"{prefix}maxelem", x, axes, const(-math.inf),
+                               lambda acc, vs: Max(acc, x[vs]))
+    sm, _ = _row_reduction(fb, f"{prefix}expsum", x, axes, const(0.0),
+                           lambda acc, vs: acc + Call("exp", (x[vs] - mx[index(vs)],)))
+    return mx, sm, index
+
+
 def _softmax_composed(fb, node, ins, out):
     (x,) = ins
-    axes = {node.attrs["axis"] % len(x.shape)}
-    mx, index = _row_reduction(fb, "T_softmax_maxelem", x, axes, const(-math.inf),
-                               lambda acc, vs: Max(acc, x[vs]))
-    sm, _ = _row_reduction(fb, "T_softmax_expsum", x, axes, const(0.0),
-                           lambda acc, vs: acc + Call("exp", (x[vs] - mx[index(vs)],)))
+    mx, sm, index = max_and_expsum(fb, node, x, "T_softmax_")
     fb.spatial("T_softmax_norm", out,
                lambda vs: Call("exp", (x[vs] - mx[index(vs)],)) / sm[index(vs)])
 

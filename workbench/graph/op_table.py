@@ -29,8 +29,8 @@ def _aten_rows() -> list[str]:
         elif name in _SHAPE_ONLY:
             how = "a constant (depends on the input's shape only)"
         else:
-            doc = (getattr(AtenOps, f"_op_{name}").__doc__ or "").strip().splitlines()
-            how = doc[0].rstrip(".") if doc else ""
+            doc = (getattr(AtenOps, f"_op_{name}").__doc__ or "").strip().split("\n\n")[0]
+            how = " ".join(line.strip() for line in doc.splitlines()).rstrip(".")
         rows.append(f"| `aten.{name}` | {how} |")
     return rows
 
@@ -81,11 +81,18 @@ def op_table() -> str:
         "graph's booleans are 0/1 masks in a floating dtype. Dtypes follow PyTorch's "
         "promotion (`torch.result_type`: operands are `cast` to the result's dtype; integer "
         "results are computed in float64, exact to 2**53, and cast back). Run-time int64 "
-        "index tensors (`embedding`, `index_select`, `gather`, `index.Tensor` with one index "
-        "tensor) become `take`/`gather`: negative indices wrap for `index.Tensor` only, as in "
-        "PyTorch; an out-of-range index raises `IndexOutOfRangeError` when it is a constant "
-        "or an input of the model (checked on each call); an index computed inside the model "
-        "is clamped into the axis by the kernel (no error).",
+        "index tensors (`embedding`, `index_select`, `gather`, `index.Tensor`) become "
+        "`take`/`gather`: negative indices wrap for `index.Tensor` only, as in PyTorch; "
+        "several index tensors (`x[i, j]`, `x[:, i, j]`, broadcast together) are one `take` "
+        "by a flat index whose every term is a `take` by one of them, so each is checked; an "
+        "out-of-range index raises `IndexOutOfRangeError` when it is a constant or an input "
+        "of the model (checked on each call); an index computed inside the model is clamped "
+        "into the axis by the kernel (no error). Boolean masks: `x[mask] = v` "
+        "(`index_put`) is a `where`; `x[mask]` by a constant mask is its constant positions; "
+        "`x[mask]` by a run-time mask has a data-dependent shape and is refused (the error "
+        "names the node and suggests `torch.where`/`masked_fill`). Recurrent layers: LSTM "
+        "and GRU are **unrolled** over the static sequence length (about 15 graph nodes a "
+        "step, meant for short sequences); a plain `nn.RNN` is refused.",
         "",
         "| ATen op | notes |",
         "|---|---|",

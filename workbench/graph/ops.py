@@ -292,14 +292,21 @@ def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5, ndim: int = 1):
     return out
 
 
-def sdpa(q, k, v, scale: float | None = None, causal: bool = False):
-    """Scaled dot-product attention over the last two axes."""
+def sdpa(q, k, v, mask=None, scale: float | None = None, causal: bool = False,
+         mask_kind: str = "additive"):
+    """Scaled dot-product attention over the last two axes. An optional fourth input
+    ``mask`` (broadcast against the scores): ``mask_kind="bool"`` keeps the scores where it
+    is not 0 (``-inf`` elsewhere; the graph's booleans are 0/1 floats), ``"additive"`` adds
+    it to the scaled scores."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        scores = (np.where(mask != 0, scores, -np.inf) if mask_kind == "bool"
+                  else scores + mask)
     if causal:
         L, S = scores.shape[-2:]
-        mask = np.tril(np.ones((L, S), dtype=bool))
-        scores = np.where(mask, scores, -np.inf)
+        keep = np.tril(np.ones((L, S), dtype=bool))
+        scores = np.where(keep, scores, -np.inf)
     return np.matmul(softmax(scores, -1), v)
 
 
@@ -430,8 +437,31 @@ def kind(op: str) -> str:
     return OPS[op][1]
 
 
+VIEW_ATTRS = ("views", "out_perm")
+"""Attributes any node may carry (``workbench.graph.passes.fold_views``): ``views``, a list of
+``[position, [[op, attrs], ...]]``: input ``position`` is the value the node names passed
+through those layout ops (``reshape``, ``transpose``, ``slice``, ``select``,
+``broadcast_to``) in order; ``out_perm``: the node's value is its operator's result
+transposed by that permutation."""
+
+
+def apply_views(arrays: list[np.ndarray], views) -> list[np.ndarray]:
+    """``arrays`` with every ``views`` entry's layout ops applied to its input."""
+    arrays = list(arrays)
+    for position, steps in views or ():
+        for op, attrs in steps:
+            arrays[position] = OPS[op][0](arrays[position], **attrs)
+    return arrays
+
+
 def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
-    """``op`` applied to ``arrays`` (float64 math, result in the first input's dtype)."""
+    """``op`` applied to ``arrays`` (float64 math, result in the first input's dtype);
+    ``VIEW_ATTRS`` are applied around it."""
+    if any(key in attrs for key in VIEW_ATTRS):
+        rest = {k: v for k, v in attrs.items() if k not in VIEW_ATTRS}
+        result = evaluate(op, apply_views(arrays, attrs.get("views")), rest)
+        perm = attrs.get("out_perm")
+        return result if perm is None else np.ascontiguousarray(np.transpose(result, perm))
     function = OPS[op][0]
     dtype = arrays[0].dtype if arrays else np.float32
     if op == "cast":

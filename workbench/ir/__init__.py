@@ -40,7 +40,7 @@ from workbench.ir.expr import (
     is_int,
 )
 from workbench.ir.function import PrimFunc
-from workbench.ir.functor import IRMapper, IRVisitor, collect, substitute
+from workbench.ir.functor import IRMapper, IRVisitor, collect, expr_vars, substitute
 from workbench.ir.node import Node, ir_node
 from workbench.ir.stmt import (
     TRUE,
@@ -103,6 +103,7 @@ __all__ = [
     "IRMapper",
     "IRVisitor",
     "collect",
+    "expr_vars",
     "substitute",
     "Node",
     "ir_node",

@@ -10,17 +10,25 @@ subtrees are shared between the old and the new tree (as in Exo's ``LoopIR_Rewri
 
 from __future__ import annotations
 
+from workbench.ir.expr import Var
 from workbench.ir.node import Node, node_fields
 
 
-class IRVisitor:
-    """Read-only walk over an IR tree, children in field order."""
+class _Dispatch:
+    """``visit(node)`` calls ``visit_<ClassName>(node)`` when defined, else ``generic_visit``."""
 
     def visit(self, node):
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is not None:
             return method(node)
         return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        raise NotImplementedError
+
+
+class IRVisitor(_Dispatch):
+    """Read-only walk over an IR tree, children in field order."""
 
     def generic_visit(self, node):
         for _, value in node_fields(node):
@@ -34,14 +42,8 @@ class IRVisitor:
                 self._visit_value(item)
 
 
-class IRMapper:
+class IRMapper(_Dispatch):
     """Rebuilding walk over an IR tree that shares unchanged subtrees."""
-
-    def visit(self, node):
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic_visit(node)
 
     def generic_visit(self, node):
         changes = {}
@@ -93,3 +95,8 @@ def collect(node, predicate) -> list:
 
     _Collector().visit(node)
     return found
+
+
+def expr_vars(node) -> set[Var]:
+    """The variables used in ``node`` (an expression or a statement)."""
+    return set(collect(node, lambda n: isinstance(n, Var)))

@@ -39,7 +39,7 @@ from workbench.ir.expr import (
     Var,
     const_value,
 )
-from workbench.ir.functor import collect, substitute
+from workbench.ir.functor import collect, expr_vars, substitute
 from workbench.ir.stmt import Block, BlockRealize, BufferRegion, For, IterKind, IterVar, Stmt
 
 Interval = tuple[PrimExpr, PrimExpr]
@@ -64,10 +64,6 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 # Loops
 # ---------------------------------------------------------------------------------------
-
-
-def expr_vars(expr) -> set[Var]:
-    return set(collect(expr, lambda n: isinstance(n, Var)))
 
 
 def for_ancestors(ancestors: tuple[Stmt, ...]) -> list[For]:

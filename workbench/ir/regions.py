@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import Add, BufferLoad, IntImm, PrimExpr, Sub, Var
+from workbench.ir.expr_text import expr_text
 from workbench.ir.functor import IRVisitor, collect, substitute
-from workbench.ir.stmt import BlockRealize, BufferRegion, BufferStore, For, Range, Stmt
+from workbench.ir.stmt import Block, BlockRealize, BufferRegion, BufferStore, For, Range, Stmt
 
 WHOLE = None
 """An index standing for "anywhere in this dimension" (a nested block's relaxed access)."""
@@ -59,23 +60,49 @@ class _AccessCollector(IRVisitor):
         return index
 
 
-def _split_offset(expr: PrimExpr) -> tuple[PrimExpr | None, int]:
+def split_offset(expr: PrimExpr) -> tuple[PrimExpr | None, int]:
     """Write ``expr`` as ``base + offset`` with a constant offset (base None for a constant)."""
     if isinstance(expr, IntImm):
         return None, expr.value
     if isinstance(expr, Add) and isinstance(expr.b, IntImm):
-        base, offset = _split_offset(expr.a)
+        base, offset = split_offset(expr.a)
         return base, offset + expr.b.value
     if isinstance(expr, Sub) and isinstance(expr.b, IntImm):
-        base, offset = _split_offset(expr.a)
+        base, offset = split_offset(expr.a)
         return base, offset - expr.b.value
     return expr, 0
+
+
+def stop_expr(start: PrimExpr, extent: PrimExpr) -> PrimExpr:
+    """The end of ``[start, start + extent)``, written so the parser recovers ``extent``."""
+    if isinstance(extent, IntImm):
+        base, offset = split_offset(start)
+        end = offset + extent.value
+        if base is None:
+            return IntImm(end, extent.dtype)
+        if end == 0:
+            return base
+        if end > 0:
+            return base + IntImm(end, extent.dtype)
+        return base - IntImm(-end, extent.dtype)
+    return start + extent
+
+
+def region_text(region: BufferRegion) -> str:
+    """``B[vk]``, ``A[vi - 1:vi + 2, 0:16]``: a region as the DSL writes it (``X[()]`` for none)."""
+    parts = []
+    for rng in region.region:
+        if rng.extent == IntImm(1):
+            parts.append(expr_text(rng.min))
+        else:
+            parts.append(f"{expr_text(rng.min)}:{expr_text(stop_expr(rng.min, rng.extent))}")
+    return f"{region.buffer.name}[{', '.join(parts) if parts else '()'}]"
 
 
 def _merge_dimension(indices: list[PrimExpr | None], extent: int) -> Range:
     if any(index is WHOLE for index in indices):
         return Range(IntImm(0), IntImm(extent))
-    parts = [_split_offset(index) for index in indices]
+    parts = [split_offset(index) for index in indices]
     bases = {base for base, _ in parts}
     if len(bases) != 1:
         return Range(IntImm(0), IntImm(extent))
@@ -106,12 +133,14 @@ def _regions(accesses: dict[Buffer, list[tuple[PrimExpr, ...]]]) -> tuple[Buffer
 
 
 def block_access_regions(
-    body: Stmt, init: Stmt | None = None
+    body: Stmt, init: Stmt | None = None, alloc_buffers: tuple[Buffer, ...] = ()
 ) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """Infer ``(reads, writes)`` of a block from its ``body`` and ``init``.
 
     Reads come in the order buffers are first loaded in ``body``; writes in the order they
-    are first stored (``init`` stores count as writes, its loads as reads).
+    are first stored (``init`` stores count as writes, its loads as reads). As in TVM, a
+    block's regions never name a buffer it allocates (``alloc_buffers``, the block's own) or
+    a block inside ``body`` allocates: those live and die within the block.
 
     Example
     -------
@@ -122,4 +151,13 @@ def block_access_regions(
     collector.visit(body)
     if init is not None:
         collector.visit(init)
-    return _regions(collector.reads), _regions(collector.writes)
+    local = set(alloc_buffers) | _allocated_within(body)
+    reads = {b: i for b, i in collector.reads.items() if b not in local}
+    writes = {b: i for b, i in collector.writes.items() if b not in local}
+    return _regions(reads), _regions(writes)
+
+
+def _allocated_within(body: Stmt) -> set[Buffer]:
+    """Buffers allocated by a block inside ``body``."""
+    blocks = collect(body, lambda n: isinstance(n, Block))
+    return {buffer for block in blocks for buffer in block.alloc_buffers}

@@ -28,6 +28,7 @@ Example
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.ir.analysis import block_infos
@@ -117,15 +118,21 @@ def _stmt_access_bytes(stmt: Stmt | None) -> int:
     return counter.bytes
 
 
-def access_bytes(func: PrimFunc) -> int:
-    """Bytes of all loads and stores executed in one call (see the module doc)."""
+def executed_total(func: PrimFunc, per_run: Callable[[Stmt], int]) -> int:
+    """``per_run(body)`` times the executions of each block, plus ``per_run(init)`` once per
+    spatial point (the init runs once per reduction), summed over the blocks of ``func``."""
     total = 0
     for info in block_infos(func):
         block = info.block
-        total += _stmt_access_bytes(block.body) * info.executions
+        total += per_run(block.body) * info.executions
         if block.init is not None:
             reduce_extent = math.prod(
                 iv.dom.extent.value for iv in block.iter_vars if iv.kind is IterKind.REDUCE
             )
-            total += _stmt_access_bytes(block.init) * (info.executions // max(reduce_extent, 1))
+            total += per_run(block.init) * (info.executions // max(reduce_extent, 1))
     return total
+
+
+def access_bytes(func: PrimFunc) -> int:
+    """Bytes of all loads and stores executed in one call (see the module doc)."""
+    return executed_total(func, _stmt_access_bytes)

@@ -5,14 +5,35 @@ from __future__ import annotations
 import math
 
 from workbench import T
+from workbench.ir import (
+    NE,
+    Block,
+    Buffer,
+    BufferLoad,
+    BufferRegion,
+    FloatImm,
+    IntImm,
+    IRMapper,
+    Mul,
+    Range,
+    Select,
+)
 from workbench.ir.arith import simplify_stmt
 from workbench.ir.function import PrimFunc
+
+MASKS = ("bool", "additive")
+"""The kinds of ``attention``'s ``mask``: PyTorch's boolean ``attn_mask`` (keep where true)
+and its floating one (added to the scaled scores)."""
+
+SOFTMAX_BLOCKS = ("T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm")
 
 
 def attention(batch: int = 1, heads: int = 2, seq: int = 16, dim: int = 8,
               scale: float | None = None, dtype: str = "float32", *,
               kv_seq: int | None = None, value_dim: int | None = None,
-              causal: bool = False) -> PrimFunc:
+              causal: bool = False, mask: str | None = None,
+              mask_shape: tuple[int, ...] | None = None,
+              mask_dtype: str | None = None) -> PrimFunc:
     """Attention of ``Q (batch, heads, seq, dim)`` over ``K (batch, heads, kv_seq, dim)`` and
     ``V (batch, heads, kv_seq, value_dim)``; the output is ``(batch, heads, seq, value_dim)``.
 
@@ -24,6 +45,14 @@ def attention(batch: int = 1, heads: int = 2, seq: int = 16, dim: int = 8,
     ``is_causal``: the top-left aligned lower triangle); without it the mask test
     ``j <= i + kv_seq`` always holds and ``simplify_stmt`` removes it.
 
+    ``mask`` (one of ``MASKS``) adds a parameter ``mask`` before ``out``, of
+    ``mask_shape`` (default ``(batch, heads, seq, kv_seq)``; each axis 1, broadcast, or
+    full): ``"bool"`` keeps score ``(b, h, i, j)`` where the mask is not 0 (``-inf``
+    elsewhere: the graph's booleans are 0/1 floats), ``"additive"`` adds it to the scaled
+    score, before the row max. Both apply in the three softmax blocks, where the scaled
+    score is read (with ``causal`` too: both masks apply). ``mask_dtype`` defaults to
+    ``dtype``; a ``"bool"`` mask may be a ``bool`` array (``mask_dtype="bool"``).
+
     Example
     -------
     >>> from workbench.ir.analysis import find_blocks
@@ -31,7 +60,11 @@ def attention(batch: int = 1, heads: int = 2, seq: int = 16, dim: int = 8,
     ['scores', 'T_softmax_maxelem', 'T_softmax_expsum', 'T_softmax_norm', 'attention']
     >>> attention(1, 2, 4, 8, kv_seq=6, value_dim=3).params[-1].shape
     (1, 2, 4, 3)
+    >>> [p.shape for p in attention(2, 2, 4, 8, mask="bool", mask_shape=(2, 1, 1, 4)).params]
+    [(2, 2, 4, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 1, 1, 4), (2, 2, 4, 8)]
     """
+    if mask is not None and mask not in MASKS:
+        raise ValueError(f"attention: mask must be one of {MASKS} or None, got {mask!r}")
     scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
     neg_inf = float("-inf")
     B, H, L, D = batch, heads, seq, dim
@@ -85,4 +118,58 @@ def attention(batch: int = 1, heads: int = 2, seq: int = 16, dim: int = 8,
                 out[vb4, vh4, vi4, vd4] = out[vb4, vh4, vi4, vd4] + T_softmax_norm[
                     vb4, vh4, vi4, vk4] * V[vb4, vh4, vk4, vd4]
 
-    return simplify_stmt(attention)
+    func = simplify_stmt(attention)
+    if mask is None:
+        return func
+    full = (B, H, L, S)
+    shape = full if mask_shape is None else tuple(int(n) for n in mask_shape)
+    if len(shape) != 4 or any(n not in (1, f) for n, f in zip(shape, full, strict=True)):
+        raise ValueError(f"attention: mask_shape {shape} does not broadcast to (batch, heads, "
+                         f"seq, kv_seq) = {full} axis by axis (each axis 1 or full)")
+    mask_dtype = dtype if mask_dtype is None else mask_dtype
+    if mask_dtype == "bool" and mask != "bool":
+        raise ValueError("attention: an additive mask must be floating, got mask_dtype 'bool'")
+    return _with_mask(func, Buffer("mask", shape, mask_dtype), mask == "bool")
+
+
+class _Mask(IRMapper):
+    """The scaled score ``scores[b, h, i, j] * scale`` of a softmax block, masked."""
+
+    def __init__(self, buf: Buffer, keep: bool):
+        self.buf, self.keep, self.regions = buf, keep, []
+
+    def visit_Mul(self, node: Mul):
+        load = node.a
+        if not (isinstance(load, BufferLoad) and load.buffer.name == "scores"):
+            return self.generic_visit(node)
+        indices = tuple(IntImm(0) if n == 1 else v
+                        for n, v in zip(self.buf.shape, load.indices, strict=True))
+        value = BufferLoad(self.buf, indices)
+        region = BufferRegion(self.buf, tuple(Range(i, IntImm(1)) for i in indices))
+        if region not in self.regions:
+            self.regions.append(region)
+        if self.keep:
+            keep = value if self.buf.dtype == "bool" else NE(value, FloatImm(0.0, self.buf.dtype))
+            return Select(keep, node, FloatImm(float("-inf"), node.dtype))
+        return node + value
+
+
+class _MaskBlocks(IRMapper):
+    def __init__(self, buf: Buffer, keep: bool):
+        self.buf, self.keep = buf, keep
+
+    def visit_Block(self, node: Block):
+        node = self.generic_visit(node)
+        if node.name not in SOFTMAX_BLOCKS:
+            return node
+        mask = _Mask(self.buf, self.keep)
+        body = mask.visit(node.body)
+        return node.replace(body=body, reads=tuple(node.reads) + tuple(mask.regions))
+
+
+def _with_mask(func: PrimFunc, buf: Buffer, keep: bool) -> PrimFunc:
+    """``func`` with the parameter ``buf`` before ``out`` applied to the scaled scores
+    (``keep``: a boolean mask, else an additive one)."""
+    body = _MaskBlocks(buf, keep).visit(func.body)
+    params = tuple(func.params[:-1]) + (buf, func.params[-1])
+    return func.replace(params=params, body=body)

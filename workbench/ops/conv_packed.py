@@ -13,10 +13,11 @@ the kernel's boundary: channels last and split by stride phase,
 ``pad_temp[n, py, px, h, w, c] = padded[n, c, h * sh + py, w * sw + px]``, so the
 convolution reads ``pad_temp[n, (ry*dh) % sh, (rx*dw) % sw, y + (ry*dh) // sh,
 x + (rx*dw) // sw, c]``: consecutive output columns are ``C`` elements apart whatever the
-stride. Measured on one AVX-512 core (a 256-channel 3x3 conv at 14x14): with the input row
-unit-stride (NCHW) LLVM vectorizes the tile along the output columns instead of the
-channels (~0.6 GFLOP/s); with a stride-2 row in channels-last it gathers (~0.9); in this
-layout ~105-110 GFLOP/s for stride 1 and 2 alike.
+stride. ``conv2d_nchw_packed`` copies only the phases it reads (one for a 1x1 strided conv:
+resnet's downsampling convs). Measured on one AVX-512 core (a 256-channel 3x3 conv at
+14x14): with the input row unit-stride (NCHW) LLVM vectorizes the tile along the output
+columns instead of the channels (~0.6 GFLOP/s); with a stride-2 row in channels-last it
+gathers (~0.9); in this layout ~105-110 GFLOP/s for stride 1 and 2 alike.
 """
 
 from __future__ import annotations
@@ -91,13 +92,16 @@ def conv2d_nchw_packed(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 
     (sh, sw), (ph, pw), (dh, dw), P, Q, HS, WS = _phases(H, W, R, S, stride, padding,
                                                          dilation)
     KB = K // kb
+    # stride phases the kernel reads (a 1x1 strided conv reads one: copy only that one)
+    PH = max(ry * dh % sh for ry in range(R)) + 1
+    PW = max(rx * dw % sw for rx in range(S)) + 1
 
     @T.prim_func
     def conv2d_nchw_packed(data: T.Buffer((N, C, H, W), dtype),
                            weight: T.Buffer((KB, C, R, S, kb), dtype),
                            conv: T.Buffer((N, K, P, Q), dtype)):
-        pad_temp = T.alloc_buffer((N, sh, sw, HS, WS, C), dtype)
-        for i0, i1, i2, i3, i4, i5 in T.grid(N, sh, sw, HS, WS, C):
+        pad_temp = T.alloc_buffer((N, PH, PW, HS, WS, C), dtype)
+        for i0, i1, i2, i3, i4, i5 in T.grid(N, PH, PW, HS, WS, C):
             with T.block("pad_temp"):
                 v0, v1, v2, v3, v4, v5 = T.axis.remap("SSSSSS", [i0, i1, i2, i3, i4, i5])
                 pad_temp[v0, v1, v2, v3, v4, v5] = T.if_then_else(

@@ -15,7 +15,7 @@ Example
 -------
 >>> from workbench import ops, recipes
 >>> [f"{r.op}/{r.name}" for r in recipes.list(target="cpu")][:3]
-['attention/rows', 'conv2d/blocked', 'layernorm/fused']
+['attention/rows', 'avg_pool2d/direct', 'conv2d/blocked']
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 
@@ -24,11 +24,13 @@ from workbench.recipes import (
     attention_cuda,
     conv2d_cpu,
     conv2d_cuda,
+    conv2d_depthwise_cpu,
     conv2d_packed_cpu,
     elementwise_cuda,
     layernorm,
     matmul,
     matmul_cuda,
+    pool_cpu,
     rows_cuda,
     softmax,
     softmax_lowering,
@@ -38,6 +40,6 @@ from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, regis
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
-           "attention_cuda", "conv2d_cpu", "conv2d_packed_cpu", "layernorm", "matmul",
-           "softmax", "conv2d_cuda",
-           "elementwise_cuda", "matmul_cuda", "rows_cuda", "softmax_lowering"]
+           "attention_cuda", "conv2d_cpu", "conv2d_depthwise_cpu", "conv2d_packed_cpu",
+           "layernorm", "matmul", "softmax", "conv2d_cuda",
+           "elementwise_cuda", "matmul_cuda", "pool_cpu", "rows_cuda", "softmax_lowering"]

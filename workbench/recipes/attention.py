@@ -6,7 +6,7 @@ from __future__ import annotations
 from workbench.backends.cpu.cpu_facts import reduction_lanes
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
-from workbench.ir.expr import BufferLoad
+from workbench.ir.expr import BufferLoad, Var
 from workbench.ir.functor import collect
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
@@ -36,12 +36,15 @@ def _keys_transposed(sch: Schedule, scores, keys_loop) -> None:
     vj, vd = block.iter_vars[3].var, block.iter_vars[4].var
     load = next(x for x in collect(block.body, lambda n: isinstance(n, BufferLoad))
                 if x.buffer.name.endswith("_global"))
-    axis_j = next(a for a, e in enumerate(load.indices) if e == vj)
-    axis_d = next(a for a, e in enumerate(load.indices) if e == vd)
+
+    def axis_of(var) -> int:  # K may be read through a view (fold_views): K[b, j, h*D + d]
+        return next(a for a, e in enumerate(load.indices)
+                    if any(v == var for v in collect(e, lambda n: isinstance(n, Var))))
+    axis_j, axis_d = axis_of(vj), axis_of(vd)
     order = [a for a in range(len(load.indices)) if a not in (axis_j, axis_d)] + [axis_d, axis_j]
-    maps = {4: lambda a0, a1, a2, a3: tuple((a0, a1, a2, a3)[o] for o in order),
-            5: lambda a0, a1, a2, a3, a4: tuple((a0, a1, a2, a3, a4)[o] for o in order)}
-    sch.transform_layout(keys, ("write", 0), maps[len(order)])
+    names = [f"a{a}" for a in range(len(order))]
+    sch.transform_layout(keys, ("write", 0), f"lambda {', '.join(names)}: "
+                                             f"({', '.join(names[o] for o in order)},)")
 
 
 @register("attention", "rows")

@@ -25,8 +25,12 @@ the scores and probabilities kept on chip.
 - the causal mask is the operator's own ``if_then_else`` (scores of masked keys count as
   ``-inf``); a ``kv_seq`` or head dim that is not a multiple of ``lanes`` leaves guards.
 
-``stage_keys`` is turned off when the keys would not fit in ``MAX_STAGED`` bytes of
-shared memory (the rows then read them from global memory).
+The defaults fit the device's shared memory per block (``shared_budget``, from the
+target's device facts): each row of the tile keeps its scores and probabilities there
+(``8 * kv_seq`` bytes), so long rows take fewer rows per block (``fit_rows``: 8, 4, 2,
+1); ``stage_keys`` is turned off when the keys would not fit in ``MAX_STAGED`` bytes or
+beside the rows (the rows then read them from global memory). A single row that does not
+fit is refused (``ValueError``: the graph then takes the next rule).
 
 Example
 -------
@@ -47,8 +51,7 @@ SOFTMAX = ("T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm")
 """The row softmax's blocks, in the order they run."""
 
 MAX_STAGED = 32 * 1024
-"""Bytes of shared memory the staged keys may take (with the rows' scores and
-probabilities, a block stays under the 48 KiB of static shared memory)."""
+"""Bytes of shared memory the staged keys may take at most."""
 
 LANES = 32
 """Threads per query row: one warp."""
@@ -65,6 +68,36 @@ def default_rows(queries: int) -> int:
     (8, 8, 3)
     """
     return 8 if queries >= 8 else 4 if queries >= 4 else queries
+
+
+def shared_budget() -> int:
+    """Bytes of shared memory one block may use on the ``cuda`` target's device (48 KiB
+    under the simulator and without a device)."""
+    from workbench.backends.common.target import Target
+
+    return int(Target("cuda").device.shared_memory_per_block)
+
+
+def fit_rows(queries: int, keys: int, dim: int, budget: int | None = None
+             ) -> tuple[int, bool]:
+    """``(rows, stage_keys)`` for ``warp_rows`` within ``budget`` bytes of shared memory
+    (default ``shared_budget()``): ``default_rows(queries)`` halved while the rows' scores
+    and probabilities (``rows * keys * 8`` bytes) exceed it; the keys staged where they
+    take at most ``MAX_STAGED`` and fit beside the rows. ``ValueError`` when one row does
+    not fit.
+
+    >>> fit_rows(128, 128, 64), fit_rows(1024, 1024, 64), fit_rows(512, 512, 16)
+    ((8, True), (4, False), (8, False))
+    """
+    budget = shared_budget() if budget is None else budget
+    rows = default_rows(queries)
+    while rows > 1 and rows * keys * 8 > budget:
+        rows //= 2
+    if rows * keys * 8 > budget:
+        raise ValueError(f"warp_rows: a row of {keys} keys keeps {keys * 8} bytes of scores "
+                         f"and probabilities in shared memory, over the device's {budget}")
+    staged = keys * dim * 4
+    return rows, staged <= MAX_STAGED and staged + rows * keys * 8 <= budget
 
 
 def _lane_sums(sch: Schedule, name: str, lanes: int, tile: bool) -> None:
@@ -101,10 +134,11 @@ def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None =
               lanes: int = LANES, tile: bool = False) -> Schedule:
     """A tile of ``rows`` query rows per block, a warp per row (module docstring).
 
-    ``rows`` defaults to ``default_rows(seq)``; ``stage_keys`` to whether the head's keys
-    fit in ``MAX_STAGED`` bytes. ``tile`` gives each lane consecutive keys and outputs as a
-    register tile (``_lane_sums``; the staged keys are then read 4 at a time,
-    ``ld.shared.v4``, where a lane's keys are a multiple of 4). Off by default: built and
+    ``rows`` and ``stage_keys`` default to ``fit_rows`` (within the device's shared memory
+    per block); ``rows`` given alone keeps ``stage_keys``'s rule for those rows. ``tile``
+    gives each lane consecutive keys and outputs as a register tile (``_lane_sums``; the
+    staged keys are then read 4 at a time, ``ld.shared.v4``, where a lane's keys are a
+    multiple of 4). Off by default: built and
     checked under the simulator, not yet timed on a GPU.
     """
     blocks = find_blocks(func)
@@ -113,9 +147,13 @@ def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None =
         raise ValueError(f"warp_rows needs the five blocks of ops.attention; got {names}")
     scores_info = blocks[0]
     queries, keys, dim = (_extent(scores_info, a) for a in (-3, -2, -1))
-    rows = default_rows(queries) if rows is None else rows
+    if rows is None:
+        rows, fits = fit_rows(queries, keys, dim)
+    else:
+        fits = keys * dim * 4 <= MAX_STAGED and (keys * dim * 4 + rows * keys * 8
+                                                  <= shared_budget())
     if stage_keys is None:
-        stage_keys = keys * dim * 4 <= MAX_STAGED
+        stage_keys = fits
     sch = Schedule(func)
     att = sch.get_block("attention")
     *batch, i, e, _k = sch.get_loops(att)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench.backends.cuda.numba_cuda_printer import FULL_REGISTER_THREADS
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
 from workbench.recipes.registry import register
@@ -75,7 +76,7 @@ MIN_THREADS = 40_000
 on the H200, resnet18's 7x7 and 14x14 layers at batch 16 took 1.0-1.7 ms with 14K-29K
 threads of 28 outputs each (3.5-7 warps per multiprocessor: latency-bound)."""
 
-MAX_BLOCK_THREADS = 256
+MAX_BLOCK_THREADS = FULL_REGISTER_THREADS  # 256
 """The most threads ``conv_tiling`` gives a block: a multiprocessor's 65,536 registers hold
 256 threads at the 255 registers a thread may use, so a block of 256 launches whatever
 ptxas allocates. Larger blocks (448 threads for resnet18's 7x7 layers) failed on the H200

@@ -21,7 +21,12 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
 - ``ops.conv2d_nchw_packed`` / ``ops.depthwise_conv2d_nchw_packed`` (the cpu target's
   layout pass packs every conv's weights: ``graph.passes.layout.pack_conv_weights``): the
   ``("conv2d", "packed")`` register tile, vectorized over output channels, the epilogue
-  inlined into its write-back (``recipes.conv2d_packed_cpu``).
+  inlined into its write-back (``recipes.conv2d_packed_cpu``);
+- ``ops.depthwise_conv2d_nchw`` (depthwise convs keep NCHW and their weights): the
+  ``("depthwise_conv2d", "plane")`` recipe, one pass per channel plane, the padded plane
+  local, the output row vectorized, the epilogue inlined (``recipes.conv2d_depthwise_cpu``);
+- ``ops.avg_pool2d`` without padding (global pools, squeeze-excitation): the
+  ``("avg_pool2d", "direct")`` recipe, the input copy inlined (``recipes.pool_cpu``).
 
 Every recipe is tried on a fresh ``Schedule``; one that does not apply (``ScheduleError``,
 ``ValueError``) leaves the kernel to the generic rules of ``workbench.recipes.graph_cpu``.
@@ -218,8 +223,24 @@ def conv2d_packed(func, parallel: bool = True) -> Schedule | None:
     return packed_rule(func, parallel)
 
 
+def depthwise_plane(func, parallel: bool = True) -> Schedule | None:
+    """``ops.depthwise_conv2d_nchw`` with the ``("depthwise_conv2d", "plane")`` recipe
+    (``workbench.recipes.conv2d_depthwise_cpu.plane_rule``)."""
+    from workbench.recipes.conv2d_depthwise_cpu import plane_rule
+
+    return plane_rule(func, parallel)
+
+
+def avg_pool_direct(func, parallel: bool = True) -> Schedule | None:
+    """An unpadded ``ops.avg_pool2d`` (global pools, squeeze-excitation) with the
+    ``("avg_pool2d", "direct")`` recipe (``workbench.recipes.pool_cpu.direct_rule``)."""
+    from workbench.recipes.pool_cpu import direct_rule
+
+    return direct_rule(func, parallel)
+
+
 RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused, conv2d_packed,
-         conv2d_blocked)
+         depthwise_plane, avg_pool_direct, conv2d_blocked)
 """Tried in order; the first that returns a schedule wins."""
 
 

@@ -204,6 +204,10 @@ def attention_rows(func) -> Schedule | None:
     blocks = _blocks(func)
     length = _extents(blocks[0])[-2]
     head_dim = _extents(blocks[4])[-2]
+    from workbench.recipes.attention_cuda import shared_budget
+
+    if 2 * length * 4 > shared_budget():  # the row's scores and probabilities, shared
+        return None
     threads = min(ROW_THREADS, max(32, 1 << max(0, (max(length, head_dim) - 1).bit_length())))
     try:
         sch = Schedule(func)

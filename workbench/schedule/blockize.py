@@ -28,6 +28,7 @@ from workbench.ir import (
     Var,
     collect,
     const_value,
+    expr_vars,
     substitute,
 )
 from workbench.ir.arith import int_bounds, simplify
@@ -52,9 +53,6 @@ from workbench.schedule.tree import (
 # ---------------------------------------------------------------------------------------
 
 
-def _vars_of(expr: PrimExpr) -> set[Var]:
-    return set(collect(expr, lambda n: isinstance(n, Var)))
-
 
 def divide_binding(
     binding: PrimExpr, inner_ranges: dict[Var, tuple[int, int]], extent: int
@@ -65,7 +63,7 @@ def divide_binding(
     Example: ``i_0 * 16 + i_1`` with ``i_1 < 16`` gives ``(i_0, i_1, 16)``.
     """
     inner_vars = set(inner_ranges)
-    used = _vars_of(binding)
+    used = expr_vars(binding)
     if not used & inner_vars:
         return binding, IntImm(0), 1
     if not used - inner_vars:  # only inner loops: the whole domain is inner
@@ -74,7 +72,7 @@ def divide_binding(
     form = linear_form(simplify(binding), binding.dtype)
     inner, outer = Linear(), Linear(const=form.const)
     for term, coeff in form.terms.items():
-        term_vars = _vars_of(term)
+        term_vars = expr_vars(term)
         if term_vars & inner_vars and term_vars - inner_vars:
             return None  # a term mixing both sides (i_0 * i_1, (i_0 + i_1) // 2)
         side = inner if term_vars & inner_vars else outer
@@ -95,16 +93,16 @@ def relax_region(region: BufferRegion, ranges: dict[Var, tuple[int, int]]) -> Bu
     relaxed = []
     for dim, rng in enumerate(region.region):
         start, extent = rng.min, const_value(rng.extent)
-        if not _vars_of(start) & set(ranges):
+        if not expr_vars(start) & set(ranges):
             relaxed.append(rng)
             continue
         form = linear_form(simplify(start), start.dtype)
         fixed, moving = Linear(const=form.const), Linear()
         for term, coeff in form.terms.items():
-            (moving if _vars_of(term) & set(ranges) else fixed).terms[term] = coeff
+            (moving if expr_vars(term) & set(ranges) else fixed).terms[term] = coeff
         lo, hi = int_bounds(from_linear(moving, start.dtype), ranges)
         mixed = any(
-            _vars_of(t) & set(ranges) and _vars_of(t) - set(ranges) for t in form.terms
+            expr_vars(t) & set(ranges) and expr_vars(t) - set(ranges) for t in form.terms
         )
         if lo is None or hi is None or not isinstance(extent, int) or mixed:
             relaxed.append(Range(IntImm(0), IntImm(region.buffer.shape[dim])))

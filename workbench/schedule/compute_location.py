@@ -95,15 +95,7 @@ class ComputeLocationMethods:
         >>> y = sch.get_loops(sch.get_block("conv2d_nchw"))[2]
         >>> sch.compute_at(sch.get_block("pad_temp"), y)
         """
-        new_func = compute_at(
-            self.mod,
-            self._name_of(block, "compute_at", "block", "block"),
-            self._name_of(loop, "compute_at"),
-            preserve_unit_loops=preserve_unit_loops,
-            index=index,
-        )
-        attrs = _location_attrs(preserve_unit_loops, index)
-        self._commit("compute_at", (block, loop), attrs, new_func, [])
+        self._move_under(compute_at, block, loop, preserve_unit_loops, index)
 
     def reverse_compute_at(
         self,
@@ -145,15 +137,7 @@ class ComputeLocationMethods:
         -------
         >>> sch.reverse_compute_at(sch.get_block("relu"), i_0)
         """
-        new_func = reverse_compute_at(
-            self.mod,
-            self._name_of(block, "reverse_compute_at", "block", "block"),
-            self._name_of(loop, "reverse_compute_at"),
-            preserve_unit_loops=preserve_unit_loops,
-            index=index,
-        )
-        attrs = _location_attrs(preserve_unit_loops, index)
-        self._commit("reverse_compute_at", (block, loop), attrs, new_func, [])
+        self._move_under(reverse_compute_at, block, loop, preserve_unit_loops, index)
 
     def compute_inline(self, block: BlockRV) -> None:
         """Inline a pure injective block into its consumers; the block and its buffer go.
@@ -171,10 +155,7 @@ class ComputeLocationMethods:
         -------
         >>> sch.compute_inline(sch.get_block("pad_temp"))
         """
-        new_func = compute_inline(
-            self.mod, self._name_of(block, "compute_inline", "block", "block")
-        )
-        self._commit("compute_inline", (block,), {}, new_func, [])
+        self._inline(compute_inline, block)
 
     def reverse_compute_inline(self, block: BlockRV) -> None:
         """Inline a pure injective consumer into its single, non-reduction producer.
@@ -192,10 +173,27 @@ class ComputeLocationMethods:
         -------
         >>> sch.reverse_compute_inline(sch.get_block("T_relu"))
         """
-        new_func = reverse_compute_inline(
-            self.mod, self._name_of(block, "reverse_compute_inline", "block", "block")
+        self._inline(reverse_compute_inline, block)
+
+    def _move_under(self, primitive, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool,
+                    index: int) -> None:
+        """``compute_at`` / ``reverse_compute_at``: resolve the handles, apply, record."""
+        name = primitive.__name__
+        new_func = primitive(
+            self.mod,
+            self._name_of(block, name, "block", "block"),
+            self._name_of(loop, name),
+            preserve_unit_loops=preserve_unit_loops,
+            index=index,
         )
-        self._commit("reverse_compute_inline", (block,), {}, new_func, [])
+        attrs = _location_attrs(preserve_unit_loops, index)
+        self._commit(name, (block, loop), attrs, new_func, [])
+
+    def _inline(self, primitive, block: BlockRV) -> None:
+        """``compute_inline`` / ``reverse_compute_inline``: resolve the handle, apply, record."""
+        name = primitive.__name__
+        new_func = primitive(self.mod, self._name_of(block, name, "block", "block"))
+        self._commit(name, (block,), {}, new_func, [])
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,8 +26,8 @@ from workbench.ir import (
     SeqStmt,
     Stmt,
     Var,
-    collect,
     const_value,
+    expr_vars,
     seq,
     substitute,
 )
@@ -40,6 +40,7 @@ from workbench.schedule.tree import (
     prove,
     replace_block,
     replace_loop,
+    replace_realize,
     simplify,
     used_names,
     walk,
@@ -54,9 +55,6 @@ __all__ = [
     "remove_allocation",
 ]
 
-
-def _vars(expr) -> set[Var]:
-    return set(collect(expr, lambda n: isinstance(n, Var)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -103,7 +101,7 @@ def predicate_in_iter_vars(
     kept = []
     for conjunct in _conjuncts(realize.predicate):
         rewritten = _ReplaceExprs(mapping).visit(simplify(conjunct, {}))
-        if _vars(rewritten) - own - allowed:
+        if expr_vars(rewritten) - own - allowed:
             raise PredicateNotMovableError(primitive, block.name, func, block)
         if not prove(rewritten, domains):
             kept.append(rewritten)
@@ -232,23 +230,6 @@ def insert_into_loop(func: PrimFunc, loop: str, index: int, stmt: Stmt) -> PrimF
         return node.replace(body=seq(*stmts))
 
     return replace_loop(func, loop, rewrite)
-
-
-class _ReplaceRealize(IRMapper):
-    def __init__(self, name: str, new: BlockRealize):
-        self.name, self.new = name, new
-
-    def visit_BlockRealize(self, node: BlockRealize):
-        if node.block.name == self.name:
-            return self.new
-        return self.generic_visit(node)
-
-    def visit_BufferStore(self, node):
-        return node
-
-
-def replace_realize(func: PrimFunc, name: str, new: BlockRealize) -> PrimFunc:
-    return func.replace(body=_ReplaceRealize(name, new).visit(func.body))
 
 
 def remove_allocation(func: PrimFunc, buffer: Buffer) -> PrimFunc:

@@ -96,16 +96,8 @@ class _InlineLoads(IRMapper):
         new = self.generic_visit(node)
         if new is node or self.buffer not in buffers(node.reads):
             return new  # the root block (no regions) keeps its own
-        reads, writes = block_access_regions(new.body, new.init)
-        inner = _allocated_within(new)  # a block's regions never name what it allocates (TVM)
-        return new.replace(reads=tuple(r for r in reads if r.buffer not in inner),
-                           writes=tuple(w for w in writes if w.buffer not in inner))
-
-
-def _allocated_within(block: Block) -> set[Buffer]:
-    """Buffers allocated by ``block`` or by a block inside it."""
-    return {b for node in collect(block, lambda n: isinstance(n, Block))
-            for b in node.alloc_buffers}
+        reads, writes = block_access_regions(new.body, new.init, new.alloc_buffers)
+        return new.replace(reads=reads, writes=writes)
 
 
 def inline_loads(func: PrimFunc, buffer: Buffer, index_vars: list[Var], value: PrimExpr):

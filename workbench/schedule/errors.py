@@ -251,6 +251,12 @@ def _template_init(self: ScheduleError, primitive: str, *values, **named) -> Non
 
 
 
+def did_you_mean(given: str, known, otherwise: str = "") -> str:
+    """``did you mean 'a' or 'b'?`` for the up to three names of ``known`` closest to ``given``."""
+    close = difflib.get_close_matches(given, list(known), n=3)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else otherwise
+
+
 def divisors(n: int) -> list[int]:
     """All divisors of ``n``, ascending."""
     return [d for d in range(1, n + 1) if n % d == 0]
@@ -313,44 +319,47 @@ class WrongHandleKindError(ScheduleError):
     why = "{primitive} works on {expected}s"
 
 
-class BlockNotFoundError(ScheduleError):
+class KnownNames:
+    """For a "no X named ..." error: ``known_text`` lists the names there are (the field
+    ``known``), ``did_you_mean`` suggests the closest to the one looked up (the field
+    ``looked_up``; ``otherwise`` when none is close)."""
+
+    looked_up: ClassVar[str]
+    quote_known: ClassVar[bool] = False
+    otherwise: ClassVar[str] = ""
+
+    @property
+    def known_text(self) -> str:
+        names = [repr(k) for k in self.known] if self.quote_known else list(self.known)
+        return ", ".join(names) or "none"
+
+    @property
+    def did_you_mean(self) -> str:
+        return did_you_mean(getattr(self, self.looked_up), self.known, self.otherwise)
+
+
+class BlockNotFoundError(KnownNames, ScheduleError):
     """No block of that name exists in the function; suggests close names."""
 
     fields = ("block", "func", "known")
+    looked_up, quote_known = "block", True
     message = "no block named {block!r} in {func.name}"
     why = "blocks in the function: {known_text}"
     suggestion = "{did_you_mean}"
 
     @property
-    def known_text(self) -> str:
-        return ", ".join(repr(k) for k in self.known) or "none"
-
-    @property
     def candidates(self) -> list[str]:
         return difflib.get_close_matches(self.block, self.known, n=3)
 
-    @property
-    def did_you_mean(self) -> str:
-        close = self.candidates
-        return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
-
-class LoopNotFoundError(ScheduleError):
+class LoopNotFoundError(KnownNames, ScheduleError):
     """No loop with that loop variable exists (pure functions take loop names)."""
 
     fields = ("loop", "func", "known")
+    looked_up = "loop"
     message = "no loop named {loop!r} in {func.name}"
     why = "loops in the function: {known_text}"
     suggestion = "{did_you_mean}"
-
-    @property
-    def known_text(self) -> str:
-        return ", ".join(self.known) or "none"
-
-    @property
-    def did_you_mean(self) -> str:
-        close = difflib.get_close_matches(self.loop, self.known, n=3)
-        return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 class AmbiguousNameError(ScheduleError):
@@ -387,8 +396,7 @@ class NameNotFoundError(ScheduleError):
 
     @property
     def did_you_mean(self) -> str:
-        close = difflib.get_close_matches(self.given, [*self.loops, *self.blocks], n=3)
-        return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        return did_you_mean(self.given, [*self.loops, *self.blocks])
 
 
 # ---------------------------------------------------------------------------------------

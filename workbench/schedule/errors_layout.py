@@ -6,9 +6,7 @@ A bad ``("read" | "write", index)`` buffer argument raises ``BufferIndexError`` 
 
 from __future__ import annotations
 
-import difflib
-
-from workbench.schedule.errors import ScheduleError
+from workbench.schedule.errors import KnownNames, ScheduleError
 
 __all__ = [
     "BufferNotFoundError",
@@ -20,26 +18,17 @@ __all__ = [
 ]
 
 
-class BufferNotFoundError(ScheduleError):
+class BufferNotFoundError(KnownNames, ScheduleError):
     """No parameter or allocated buffer of that name exists in the function."""
 
     fields = ("block", "buffer", "known")
     named_fields = ("block",)
     node_field = "block"
+    looked_up = "buffer"
+    otherwise = 'name a buffer, or pass ("read", i) / ("write", i) of the block'
     message = "no buffer named {buffer!r} in {func.name}"
     why = "buffers in the function: {known_text}"
     suggestion = "{did_you_mean}"
-
-    @property
-    def known_text(self) -> str:
-        return ", ".join(self.known) or "none"
-
-    @property
-    def did_you_mean(self) -> str:
-        close = difflib.get_close_matches(self.buffer, self.known, n=3)
-        if close:
-            return f"did you mean {' or '.join(repr(c) for c in close)}?"
-        return 'name a buffer, or pass ("read", i) / ("write", i) of the block'
 
 
 class _LayoutError(ScheduleError):

@@ -11,7 +11,6 @@ from workbench.ir import (
     Block,
     BlockRealize,
     For,
-    IRMapper,
     IterKind,
     IterVar,
     PrimExpr,
@@ -19,7 +18,6 @@ from workbench.ir import (
     Stmt,
     Var,
     const_value,
-    seq,
     substitute,
 )
 from workbench.ir.buffer import Buffer
@@ -32,6 +30,7 @@ from workbench.schedule.tree import (
     loop_ranges,
     prove,
     replace_block,
+    replace_loop,
     simplify,
     uses_var,
 )
@@ -109,31 +108,10 @@ def wrap(body: Stmt, loops: list[For]) -> Stmt:
     return body
 
 
-class _InsertAtLoop(IRMapper):
+def insert_at_loop(func: PrimFunc, name: str, make) -> PrimFunc:
     """Replace the loop called ``name`` by ``make(loop)`` (a statement or a sequence),
     flattening it into the enclosing sequence."""
-
-    def __init__(self, name: str, make):
-        self.name = name
-        self.make = make
-
-    def visit_For(self, node: For):
-        if node.loop_var.name == self.name:
-            return self.make(node)
-        return self.generic_visit(node)
-
-    def visit_SeqStmt(self, node):
-        stmts = [self.visit(s) for s in node.stmts]
-        if all(a is b for a, b in zip(stmts, node.stmts, strict=True)):
-            return node
-        return seq(*stmts)
-
-    def visit_BufferStore(self, node):
-        return node
-
-
-def insert_at_loop(func: PrimFunc, name: str, make) -> PrimFunc:
-    return func.replace(body=_InsertAtLoop(name, make).visit(func.body))
+    return replace_loop(func, name, make, flatten=True)
 
 
 def add_alloc(func: PrimFunc, scope: str, buffer: Buffer) -> PrimFunc:

@@ -3,13 +3,10 @@
 with blocks and loops looked up by name the schedule's way: an unknown name raises
 ``BlockNotFoundError`` / ``LoopNotFoundError`` naming the primitive, with the IR shown.
 
-Example
+Example (the fuller one is ``workbench.ir.dependence.scope``'s)
 -------
->>> scope = block_scope(add_relu)                 # the root scope
->>> scope.producers("C"), scope.consumers("T_add")
-(['T_add'], ['C'])
->>> [(d.src, d.dst, d.kind.value) for d in scope.deps_by_dst("C")]
-[('T_add', 'C', 'RAW')]
+>>> block_scope(add_relu).producers("C")           # the root scope
+['T_add']
 """
 
 from __future__ import annotations

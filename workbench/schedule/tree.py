@@ -27,9 +27,12 @@ from workbench.ir import (
     arith,
     collect,
     const_value,
+    seq,
 )
 
 # the walkers live in the IR layer (the dependence analysis uses them too)
+from workbench.ir.names import fresh_name  # noqa: F401
+from workbench.ir.region_infer import loop_ranges  # noqa: F401
 from workbench.ir.walk import reduce_binding, stmt_children, uses_var, walk  # noqa: F401
 from workbench.schedule.errors import BlockNotFoundError, LoopNotFoundError
 
@@ -116,23 +119,31 @@ def outer_realizes(stmt: Stmt) -> list[BlockRealize]:
 
 
 class _ReplaceLoop(IRMapper):
-    def __init__(self, name: str, rewrite: Callable[[For], Stmt]):
+    def __init__(self, name: str, rewrite: Callable[[For], Stmt], flatten: bool):
         self.name = name
         self.rewrite = rewrite
+        self.flatten = flatten
 
     def visit_For(self, node: For):
         if node.loop_var.name == self.name:
             return self.rewrite(node)
         return self.generic_visit(node)
 
+    def visit_SeqStmt(self, node: SeqStmt):
+        new = self.generic_visit(node)
+        return seq(*new.stmts) if self.flatten and new is not node else new
+
     # expressions never contain loops: do not descend into them
     def visit_BufferStore(self, node):
         return node
 
 
-def replace_loop(func: PrimFunc, name: str, rewrite: Callable[[For], Stmt]) -> PrimFunc:
-    """``func`` with the loop called ``name`` replaced by ``rewrite(loop)``."""
-    body = _ReplaceLoop(name, rewrite).visit(func.body)
+def replace_loop(
+    func: PrimFunc, name: str, rewrite: Callable[[For], Stmt], *, flatten: bool = False
+) -> PrimFunc:
+    """``func`` with the loop called ``name`` replaced by ``rewrite(loop)``; with ``flatten``
+    a sequence it returns is spliced into the enclosing sequence."""
+    body = _ReplaceLoop(name, rewrite, flatten).visit(func.body)
     return func if body is func.body else func.replace(body=body)
 
 
@@ -156,6 +167,24 @@ def replace_block(func: PrimFunc, name: str, rewrite: Callable[[Block], Block]) 
     return func if body is func.body else func.replace(body=body)
 
 
+class _ReplaceRealize(IRMapper):
+    def __init__(self, name: str, new: BlockRealize):
+        self.name, self.new = name, new
+
+    def visit_BlockRealize(self, node: BlockRealize):
+        if node.block.name == self.name:
+            return self.new
+        return self.generic_visit(node)
+
+    def visit_BufferStore(self, node):
+        return node
+
+
+def replace_realize(func: PrimFunc, name: str, new: BlockRealize) -> PrimFunc:
+    """``func`` with the realize of the block called ``name`` replaced by ``new``."""
+    return func.replace(body=_ReplaceRealize(name, new).visit(func.body))
+
+
 # ---------------------------------------------------------------------------------------
 # Names
 # ---------------------------------------------------------------------------------------
@@ -166,16 +195,6 @@ def used_names(func: PrimFunc) -> set[str]:
     names = {v.name for v in collect(func.body, lambda n: isinstance(n, Var))}
     names |= {b.name for b in collect(func, lambda n: isinstance(n, Buffer))}
     return names
-
-
-def fresh_name(base: str, taken: set[str]) -> str:
-    """``base`` if free, else ``base_1``, ``base_2``... The result is added to ``taken``."""
-    name, n = base, 0
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
-    taken.add(name)
-    return name
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,16 +222,6 @@ def conjoin(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     if b == TRUE or const_value(b) == 1:
         return a
     return And(a, b)
-
-
-def loop_ranges(loops: list[For]) -> dict[Var, tuple[int, int]]:
-    """Inclusive value ranges of loop variables with constant bounds."""
-    ranges = {}
-    for loop in loops:
-        lo, ext = const_value(loop.min), const_value(loop.extent)
-        if isinstance(lo, int) and isinstance(ext, int) and ext > 0:
-            ranges[loop.loop_var] = (lo, lo + ext - 1)
-    return ranges
 
 
 def is_zero(expr: PrimExpr) -> bool:

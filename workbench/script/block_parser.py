@@ -13,7 +13,7 @@ from workbench.ir.buffer import Buffer
 from workbench.ir.expr import Add, IntImm, PrimExpr, Sub, Var
 from workbench.ir.function import PrimFunc
 from workbench.ir.functor import collect
-from workbench.ir.regions import block_access_regions
+from workbench.ir.regions import block_access_regions, split_offset
 from workbench.ir.stmt import (
     TRUE,
     Block,
@@ -104,7 +104,8 @@ class BlockParser(ExprParser):
         body = seq(*stmts)
         reads, writes = frame.reads, frame.writes
         if reads is None or writes is None:
-            inferred_reads, inferred_writes = block_access_regions(body, frame.init)
+            inferred_reads, inferred_writes = block_access_regions(
+                body, frame.init, tuple(frame.allocs))
             reads = inferred_reads if reads is None else reads
             writes = inferred_writes if writes is None else writes
         self.check_reduction(frame, node)
@@ -343,18 +344,6 @@ def range_extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
         return IntImm(offset_stop - offset_start, stop.dtype)
     return Sub(stop, start)
 
-
-def split_offset(expr: PrimExpr) -> tuple[PrimExpr | None, int]:
-    """Write ``expr`` as ``base + offset`` with a constant offset (base None for a constant)."""
-    if isinstance(expr, IntImm):
-        return None, expr.value
-    if isinstance(expr, Add) and isinstance(expr.b, IntImm):
-        base, offset = split_offset(expr.a)
-        return base, offset + expr.b.value
-    if isinstance(expr, Sub) and isinstance(expr.b, IntImm):
-        base, offset = split_offset(expr.a)
-        return base, offset - expr.b.value
-    return expr, 0
 
 def target_names(target: ast.expr) -> list[str] | None:
     if isinstance(target, ast.Name):

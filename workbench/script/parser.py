@@ -27,6 +27,7 @@ import textwrap
 from workbench.ir.buffer import SCOPES, Buffer
 from workbench.ir.expr import IntImm, PrimExpr, Var
 from workbench.ir.function import PrimFunc
+from workbench.ir.names import fresh_name
 from workbench.ir.operators import NODE_OF
 from workbench.ir.stmt import (
     TRUE,
@@ -97,12 +98,7 @@ class Parser(BlockParser):
         return names + list(self.buffers)
 
     def declare_var(self, name: str) -> Var:
-        unique, n = name, 0
-        while unique in self.used_names:
-            n += 1
-            unique = f"{name}_{n}"
-        self.used_names.add(unique)
-        var = Var(unique, "int32")
+        var = Var(fresh_name(name, self.used_names), "int32")
         self.scopes[-1][name] = var
         return var
 

@@ -24,6 +24,7 @@ from workbench.ir.expr_text import dict_literal, expr_text, index_text
 from workbench.ir.function import PrimFunc
 from workbench.ir.functor import collect
 from workbench.ir.node import Node
+from workbench.ir.regions import region_text, stop_expr
 from workbench.ir.stmt import (
     TRUE,
     BlockRealize,
@@ -38,7 +39,6 @@ from workbench.ir.stmt import (
     SeqStmt,
     Stmt,
 )
-from workbench.script.parser import split_offset
 
 INDENT = "    "
 MARK_COLOR = "#ffe58f"
@@ -309,21 +309,6 @@ def _loop_call(node: For) -> str:
     return f"T.{node.kind.value}({', '.join(args)})"
 
 
-def stop_expr(start: PrimExpr, extent: PrimExpr) -> PrimExpr:
-    """The end of ``[start, start + extent)``, written so the parser recovers ``extent``."""
-    if isinstance(extent, IntImm):
-        base, offset = split_offset(start)
-        end = offset + extent.value
-        if base is None:
-            return IntImm(end, extent.dtype)
-        if end == 0:
-            return base
-        if end > 0:
-            return base + IntImm(end, extent.dtype)
-        return base - IntImm(-end, extent.dtype)
-    return start + extent
-
-
 def _domain_text(dom: Range) -> str:
     if dom.min == IntImm(0):
         return expr_text(dom.extent)
@@ -331,14 +316,4 @@ def _domain_text(dom: Range) -> str:
 
 
 def _regions_text(regions: tuple[BufferRegion, ...]) -> str:
-    return ", ".join(_region_text(region) for region in regions)
-
-
-def _region_text(region: BufferRegion) -> str:
-    parts = []
-    for rng in region.region:
-        if rng.extent == IntImm(1):
-            parts.append(expr_text(rng.min))
-        else:
-            parts.append(f"{expr_text(rng.min)}:{expr_text(stop_expr(rng.min, rng.extent))}")
-    return f"{region.buffer.name}[{', '.join(parts) if parts else '()'}]"
+    return ", ".join(region_text(region) for region in regions)

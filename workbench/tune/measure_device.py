@@ -13,37 +13,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.tune.isolation import CandidateError
-
 
 def measure_on_device(call, task, args: list[np.ndarray], expected: dict) -> list[float]:
     """Check ``call`` (a built kernel, perhaps wrapped by the task's hook) against
     ``expected`` and time it with events; seconds per call, ``task.repeats`` of them."""
     from workbench.backends.cuda.cuda_device import EventTimer, to_device, to_host
     from workbench.backends.cuda.numba_cuda import clear_memory_cache
+    from workbench.tune.runner import calls_per_timing, check_outputs, poisoned_outputs
 
-    host = [a.copy() for a in args]
-    for index in expected:
-        host[index][...] = np.nan if host[index].dtype.kind == "f" else 0
-    device = [to_device(a) for a in host]
+    device = [to_device(a) for a in poisoned_outputs(args, expected)]
     try:
         call(*device)
-        for index, want in expected.items():
-            got = to_host(device[index])
-            if not np.allclose(got, want, rtol=task.rtol, atol=task.atol, equal_nan=False):
-                worst = float(np.nanmax(np.abs(got.astype("float64") - want))) if got.size else 0
-                name = task.func.params[index].name
-                raise CandidateError(
-                    "wrong_result",
-                    f"output {name} differs from the reference (max |diff| {worst:.3g})",
-                )
+        check_outputs(task, {index: to_host(device[index]) for index in expected}, expected)
         timer = EventTimer()
         timer.start()
         call(*device)
-        first = timer.stop()
-        number = 1
-        if task.min_repeat_s > 0 and first < task.min_repeat_s:
-            number = int(task.min_repeat_s / max(first, 1e-7)) + 1
+        number = calls_per_timing(task, timer.stop())
         times = []
         for _ in range(max(1, task.repeats)):
             timer.start()

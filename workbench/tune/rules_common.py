@@ -185,6 +185,40 @@ def block_loops(sch: Schedule, block) -> tuple[list, list]:
     return loops, kinds
 
 
+@dataclasses.dataclass
+class Nest:
+    """A block whose loops all bind one iterator each, split by kind (``kinds``: "S"/"R")."""
+
+    block: object
+    node: object
+    kinds: list[str]
+    spatial: list
+    reduce: list
+
+
+def nests(sch: Schedule) -> list[Nest]:
+    """The blocks (program order) whose every loop binds one of their iterators 1-1."""
+    found = []
+    for block in blocks(sch):
+        loops, kinds = block_loops(sch, block)
+        if not loops or None in kinds:
+            continue
+        spatial = [lp for lp, k in zip(loops, kinds, strict=True) if k == "S"]
+        reduce_ = [lp for lp, k in zip(loops, kinds, strict=True) if k == "R"]
+        found.append(Nest(block, sch.get(block), kinds, spatial, reduce_))
+    return found
+
+
+def split_levels(sch: Schedule, loops: list, tiles: dict, levels: int) -> list[list]:
+    """Split each loop by ``tiles[loop]`` (``levels`` factors) and group the parts by level:
+    ``result[0]`` holds every loop's outermost part, ``result[-1]`` every innermost."""
+    grouped: list[list] = [[] for _ in range(levels)]
+    for loop in loops:
+        for level, part in enumerate(sch.split(loop, factors=tiles[loop])):
+            grouped[level].append(part)
+    return grouped
+
+
 def iter_var_of_loop(sch: Schedule, block, loop) -> str | None:
     """The name of the block iterator bound to ``loop`` (None if not bound 1-1)."""
     node = sch.get(block)

@@ -57,16 +57,16 @@ from workbench.tune.rules_common import (
     BlockPlan,
     Decisions,
     attempt,
-    block_loops,
-    blocks,
     divisors,
     has_reuse,
     inline_producers,
     is_reduction,
     iter_var_of_loop,
     legal,
+    nests,
     packable_read,
     panel_map,
+    split_levels,
     spread,
 )
 
@@ -188,13 +188,8 @@ def _apply_tiled(sch: Schedule, plan: _Plan, cores: int) -> None:
     if plan.pack:
         packed = sch.cache_read(c, plan.pack_read[0], "global")
     local = sch.cache_write(c, 0, "local") if plan.write_cache else None
-    levels_s, levels_r = [[], [], [], []], [[], []]
-    for loop in plan.spatial:
-        for level, part in enumerate(sch.split(loop, factors=plan.tiles[loop])):
-            levels_s[level].append(part)
-    for loop in plan.reduce_:
-        for level, part in enumerate(sch.split(loop, factors=plan.tiles[loop])):
-            levels_r[level].append(part)
+    levels_s = split_levels(sch, plan.spatial, plan.tiles, 4)
+    levels_r = split_levels(sch, plan.reduce_, plan.tiles, 2)
     sch.reorder(*levels_s[0], *levels_s[1], *levels_r[0], *levels_s[2], *levels_r[1],
                 *levels_s[3])
     outer = levels_s[0]
@@ -273,19 +268,14 @@ def apply_cpu(sch: Schedule, d: Decisions, lanes: int, cores: int | None = None)
     inline_producers(sch)
     params = {p.name for p in sch.mod.params}
     plans = []
-    for block in blocks(sch):
-        node = sch.get(block)
-        loops, kinds = block_loops(sch, block)
-        if not loops or None in kinds:
-            continue
-        spatial = [lp for lp, k in zip(loops, kinds, strict=True) if k == "S"]
-        reduce_ = [lp for lp, k in zip(loops, kinds, strict=True) if k == "R"]
-        tiled = is_reduction(node) and has_reuse(node) and bool(spatial)
-        plan = _Plan(block, node.name, tiled, spatial, reduce_)
+    for nest in nests(sch):
+        node = nest.node
+        tiled = is_reduction(node) and has_reuse(node) and bool(nest.spatial)
+        plan = _Plan(nest.block, node.name, tiled, nest.spatial, nest.reduce)
         if tiled:
             _sample_tiled(sch, plan, d, lanes)
         else:
-            _sample_simple(sch, plan, d, lanes, params, kinds)
+            _sample_simple(sch, plan, d, lanes, params, nest.kinds)
         plans.append(plan)
     for plan in plans:
         if plan.tiled:

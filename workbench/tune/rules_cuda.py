@@ -84,13 +84,14 @@ from workbench.tune.rules_common import (
     BlockPlan,
     Decisions,
     attempt,
-    block_loops,
     blocks,
     has_reuse,
     inline_producers,
     is_reduction,
     legal,
+    nests,
     reuse_reads,
+    split_levels,
 )
 
 MAX_REGISTER_TILE = 8
@@ -260,13 +261,8 @@ def _fragment(sch: Schedule, c, index: int, inner_r) -> None:
 
 def _apply_tiled(sch: Schedule, plan: _Plan) -> None:
     c, choices = plan.block, plan.choices
-    levels_s, levels_r = [[], [], []], [[], []]
-    for loop in plan.spatial:
-        for level, part in enumerate(sch.split(loop, factors=plan.tiles[loop])):
-            levels_s[level].append(part)
-    for loop in plan.reduce_:
-        for level, part in enumerate(sch.split(loop, factors=plan.tiles[loop])):
-            levels_r[level].append(part)
+    levels_s = split_levels(sch, plan.spatial, plan.tiles, 3)
+    levels_r = split_levels(sch, plan.reduce_, plan.tiles, 2)
     sch.reorder(*levels_s[0], *levels_s[1], *levels_r[0], *levels_r[1], *levels_s[2])
     bx = sch.fuse(*levels_s[0]) if len(levels_s[0]) > 1 else levels_s[0][0]
     tx = sch.fuse(*levels_s[1]) if len(levels_s[1]) > 1 else levels_s[1][0]
@@ -316,17 +312,12 @@ def apply_cuda(sch: Schedule, d: Decisions, max_threads: int = 1024,
     limits = limits or Limits()
     inline_producers(sch)
     plans = []
-    for block in blocks(sch):
-        node = sch.get(block)
-        loops, kinds = block_loops(sch, block)
-        if not loops or None in kinds:
-            continue
-        spatial = [lp for lp, k in zip(loops, kinds, strict=True) if k == "S"]
-        reduce_ = [lp for lp, k in zip(loops, kinds, strict=True) if k == "R"]
-        if not spatial or kinds[: len(spatial)] != ["S"] * len(spatial):
+    for nest in nests(sch):
+        spatial, node = nest.spatial, nest.node
+        if not spatial or nest.kinds[: len(spatial)] != ["S"] * len(spatial):
             continue  # no spatial loop to bind, or spatial loops under a reduction
         tiled = is_reduction(node) and has_reuse(node)
-        plan = _Plan(block, node.name, tiled, spatial, reduce_)
+        plan = _Plan(nest.block, node.name, tiled, spatial, nest.reduce)
         _sample(sch, plan, d, max_threads, limits)
         plans.append(plan)
     for plan in plans:

@@ -225,25 +225,12 @@ def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
         finally:
             clear_memory_cache()
     try:
-        run_args = [a.copy() for a in args]
-        for index in expected:
-            run_args[index][...] = np.nan if run_args[index].dtype.kind == "f" else 0
+        run_args = poisoned_outputs(args, expected)
         call(*run_args)
-        for index, want in expected.items():
-            got = run_args[index]
-            if not np.allclose(got, want, rtol=task.rtol, atol=task.atol, equal_nan=False):
-                worst = float(np.nanmax(np.abs(got.astype("float64") - want))) if got.size else 0
-                name = task.func.params[index].name
-                raise CandidateError(
-                    "wrong_result",
-                    f"output {name} differs from the reference (max |diff| {worst:.3g})",
-                )
+        check_outputs(task, {index: run_args[index] for index in expected}, expected)
         start = time.perf_counter()
         call(*run_args)
-        first = time.perf_counter() - start
-        number = 1  # calls per timing: enough that one timing lasts min_repeat_s
-        if task.min_repeat_s > 0 and first < task.min_repeat_s:
-            number = int(task.min_repeat_s / max(first, 1e-7)) + 1
+        number = calls_per_timing(task, time.perf_counter() - start)
         times = []
         for _ in range(max(1, task.repeats)):
             start = time.perf_counter()
@@ -253,6 +240,36 @@ def measure_candidate(task: Task, trace_json: str, config: dict) -> list[float]:
     finally:
         clear_memory_cache()
     return times
+
+
+def poisoned_outputs(args: list[np.ndarray], expected: dict) -> list[np.ndarray]:
+    """Copies of ``args`` whose outputs (the indices of ``expected``) hold NaN (or 0), so a
+    kernel that skips an element cannot pass on what a previous run left there."""
+    copies = [a.copy() for a in args]
+    for index in expected:
+        copies[index][...] = np.nan if copies[index].dtype.kind == "f" else 0
+    return copies
+
+
+def check_outputs(task, got: dict[int, np.ndarray], expected: dict) -> None:
+    """Raise ``CandidateError("wrong_result")`` naming the first output off the reference."""
+    for index, want in expected.items():
+        out = got[index]
+        if not np.allclose(out, want, rtol=task.rtol, atol=task.atol, equal_nan=False):
+            worst = float(np.nanmax(np.abs(out.astype("float64") - want))) if out.size else 0
+            name = task.func.params[index].name
+            raise CandidateError(
+                "wrong_result",
+                f"output {name} differs from the reference (max |diff| {worst:.3g})",
+            )
+
+
+def calls_per_timing(task, first: float) -> int:
+    """Calls per timing: enough that one timing lasts ``task.min_repeat_s`` (``first``: the
+    seconds of one call)."""
+    if task.min_repeat_s > 0 and first < task.min_repeat_s:
+        return int(task.min_repeat_s / max(first, 1e-7)) + 1
+    return 1
 
 
 # ----------------------------------------------------------------------------------------

@@ -30,27 +30,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.viz.html import ShowsHtml
+
 UNTOUCHED = (238, 238, 238)
 # three stops of viridis: first touched, middle, last
 STOPS = np.array([(68, 1, 84), (33, 145, 140), (253, 231, 37)], dtype=np.float64)
 
 
 @dataclass(frozen=True, repr=False)
-class AccessImages:
+class AccessImages(ShowsHtml):
     """HTML (one image per buffer) and the same facts as text; ``touched`` counts elements."""
 
     html: str
     text: str
     touched: dict[str, int]
-
-    def _repr_html_(self) -> str:
-        return self.html
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:

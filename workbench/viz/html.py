@@ -33,8 +33,21 @@ MONOSPACE = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', 
 _LEXER_ALIASES = {"numba": "python", "ptx": "text", "asm": "gas", "llvm": "llvm"}
 
 
-@dataclass(frozen=True)
-class HTMLView:
+class ShowsHtml:
+    """Shows as its ``html`` in a notebook and as its ``text`` elsewhere (``str``, ``repr``)."""
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, repr=False)
+class HTMLView(ShowsHtml):
     """Highlighted text that shows as HTML in a notebook and as text elsewhere.
 
     Attributes
@@ -50,15 +63,6 @@ class HTMLView:
     html: str
     text: str
     highlighted: list[int] = field(default_factory=list)
-
-    def _repr_html_(self) -> str:
-        return self.html
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def _function_of(obj):

@@ -201,10 +201,7 @@ def loop_dependencies(path: BlockPath, exprs) -> set[str]:
     """Names of the loops of ``path`` whose values the expressions (over the block's
     iteration variables) depend on, through the iteration values of the blocks, the blocks'
     predicates and the loops' lower bounds."""
-    from workbench.ir.functor import collect
-
-    def variables(expr) -> set:
-        return set(collect(expr, lambda n: isinstance(n, Var)))
+    from workbench.ir.functor import expr_vars as variables
 
     needed: set = set()
     for expr in exprs:

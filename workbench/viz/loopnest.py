@@ -32,11 +32,11 @@ import shutil
 from dataclasses import dataclass
 
 from workbench.ir.buffer import Buffer
-from workbench.ir.expr import IntImm
 from workbench.ir.function import PrimFunc
+from workbench.ir.names import fresh_name
+from workbench.ir.regions import region_text
 from workbench.ir.stmt import (
     BlockRealize,
-    BufferRegion,
     For,
     ForKind,
     IfThenElse,
@@ -83,19 +83,6 @@ def format_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _region_text(region: BufferRegion) -> str:
-    from workbench.ir.expr_text import expr_text
-    from workbench.script.printer import stop_expr
-
-    parts = []
-    for rng in region.region:
-        if rng.extent == IntImm(1):
-            parts.append(expr_text(rng.min))
-        else:
-            parts.append(f"{expr_text(rng.min)}:{expr_text(stop_expr(rng.min, rng.extent))}")
-    return f"{region.buffer.name}[{', '.join(parts)}]"
-
-
 def _extent_text(loop: For) -> str:
     from workbench.ir.expr_text import expr_text
 
@@ -121,12 +108,7 @@ class _NestBuilder:
 
     def unique(self, prefix: str, name: str) -> str:
         base = f"{prefix}_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
-        node_id, n = base, 1
-        while node_id in self.used_ids:
-            n += 1
-            node_id = f"{base}_{n}"
-        self.used_ids.add(node_id)
-        return node_id
+        return fresh_name(base, self.used_ids)
 
     def build(self) -> _Item:
         root = self.func.root_block
@@ -179,9 +161,9 @@ def _block_label(block, intermediates: set[Buffer]) -> tuple[bool, str]:
     if staged:
         lines[0] += "  (stage → " + ", ".join(f"{b.name} {b.scope}" for b in staged) + ")"
     if block.reads:
-        lines.append("reads " + ", ".join(_region_text(r) for r in block.reads))
+        lines.append("reads " + ", ".join(region_text(r) for r in block.reads))
     if block.writes:
-        lines.append("writes " + ", ".join(_region_text(r) for r in block.writes))
+        lines.append("writes " + ", ".join(region_text(r) for r in block.writes))
     return bool(staged), NL.join(lines)
 
 

@@ -26,19 +26,18 @@ Example
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from html import escape
 
 import numpy as np
 
-from workbench.ir.analysis import block_infos, find_blocks, flops
+from workbench.ir.analysis import find_blocks, flops
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import BufferLoad
 from workbench.ir.function import PrimFunc
 from workbench.ir.functor import IRVisitor
-from workbench.ir.stmt import BufferStore, IterKind
-from workbench.ir.traffic import access_bytes, pass_traffic
+from workbench.ir.stmt import BufferStore
+from workbench.ir.traffic import access_bytes, executed_total, pass_traffic
 from workbench.viz.tables import round_frame
 
 
@@ -144,15 +143,7 @@ def global_access_bytes(func: PrimFunc) -> int:
     >>> global_access_bytes(ops.softmax(4, 16))   # 64 x (12 + 16 + 16) + 2 x 4 x 4 inits
     2848
     """
-    total = 0
-    for info in block_infos(func):
-        block = info.block
-        total += _distinct_global_bytes(block.body) * info.executions
-        if block.init is not None:
-            reduce_extent = math.prod(
-                iv.dom.extent.value for iv in block.iter_vars if iv.kind is IterKind.REDUCE)
-            total += _distinct_global_bytes(block.init) * (info.executions // max(reduce_extent, 1))
-    return total
+    return executed_total(func, _distinct_global_bytes)
 
 
 def _random_inputs(func: PrimFunc, shape, seed: int) -> list[np.ndarray]:

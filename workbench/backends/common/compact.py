@@ -45,7 +45,7 @@ from workbench.ir import (
     Var,
 )
 from workbench.ir.arith import int_bounds, simplify
-from workbench.ir.functor import IRMapper, IRVisitor, collect, substitute
+from workbench.ir.functor import IRMapper, IRVisitor, collect, expr_vars, substitute
 
 
 def compact_local_buffers(func: PrimFunc) -> PrimFunc:
@@ -101,9 +101,6 @@ def _rebuild(terms: list[tuple[int, PrimExpr]]) -> PrimExpr:
     return simplify(result)
 
 
-def _free_vars(expr: PrimExpr) -> set[Var]:
-    return set(collect(expr, lambda n: isinstance(n, Var)))
-
 
 class _Accesses(IRVisitor):
     def __init__(self, name: str):
@@ -125,7 +122,7 @@ def _split_index(index: PrimExpr, inner: set[Var]) -> tuple[PrimExpr, PrimExpr] 
     """``index`` as ``(outer part, inner part)``, or None when a term mixes both."""
     outer_terms, inner_terms = [], []
     for sign, term in _signed_terms(index):
-        variables = _free_vars(term)
+        variables = expr_vars(term)
         if variables and variables <= inner:
             inner_terms.append((sign, term))
         elif not variables & inner:

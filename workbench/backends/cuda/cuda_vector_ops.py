@@ -113,6 +113,16 @@ def _make_intrinsics():
     return load4, store4
 
 
+def launch_bounds(threads: int) -> dict:
+    """``cuda.jit`` options of a kernel launched with ``threads`` per block: Numba's
+    ``launch_bounds`` (PTX ``.maxntid``), so the compiler keeps the registers per thread
+    within what a block of that size may use (65536 / threads: 64 at 1024 threads) and
+    the launch cannot fail with "too many resources requested"; nothing under the
+    simulator, whose ``jit`` takes no such option. The printer asks for it above
+    ``numba_cuda_printer.FULL_REGISTER_THREADS`` threads."""
+    return {} if _simulator() else {"launch_bounds": int(threads)}
+
+
 if _simulator():
     load4, store4 = _py_load4, _py_store4
     SHARED_ALIGN = None  # the simulator refuses an alignment (and needs none)

@@ -98,6 +98,13 @@ class CudaExprPrinter(ExprPrinter):
         raise NotImplementedError("no CUDA code generation for truncating integer division")
 
 
+FULL_REGISTER_THREADS = 256
+"""Kernels of more threads per block than this are compiled with launch bounds
+(``cuda_vector_ops.launch_bounds``): at 256 threads a thread may use the most registers
+the compiler gives (255); above, an unbounded compile could take more registers than the
+block can have (resnet18's 448-thread conv blocks failed to launch on the H200)."""
+
+
 class CudaPrinter(PythonPrinter):
     """The ``cuda`` target's printer (see the module docstring)."""
 
@@ -131,10 +138,11 @@ class CudaPrinter(PythonPrinter):
             if not self.lines:
                 self._emit(1, "pass")
             threads = config.threads_per_block
+            bounds = f", **launch_bounds({threads})" if threads > FULL_REGISTER_THREADS else ""
             head = [
                 f"# kernel {number}: grid {config.grid}, block {config.block} "
                 f"({threads} threads per block)",
-                f"@cuda.jit(fastmath={bool(self.fastmath)})",
+                f"@cuda.jit(fastmath={bool(self.fastmath)}{bounds})",
                 f"def {name}({', '.join(params)}):",
             ]
             sections.append("\n".join(head + self.lines))
@@ -163,6 +171,8 @@ class CudaPrinter(PythonPrinter):
         imports += ["import numba", "import numpy as np", "from numba import cuda"]
         if cuda_vector.uses_wide_accesses(self.func):
             imports.append(cuda_vector.IMPORT_LINE)
+        if any(config.threads_per_block > FULL_REGISTER_THREADS for _, config in self.kernels):
+            imports.append("from workbench.backends.cuda.cuda_vector_ops import launch_bounds")
         return lines + imports + ["", ""]
 
     # -- statements -------------------------------------------------------------------

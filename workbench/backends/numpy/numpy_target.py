@@ -61,6 +61,7 @@ NUMPY = register_target(
         cost_prior=True,
         warnings="workbench.viz.advice:cpu_schedule_warnings",
         explore_as="cpu",
+        graph_layout="workbench.graph.passes.fold_views:views_layout",
         module=__name__,
     )
 )

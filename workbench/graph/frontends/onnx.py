@@ -19,7 +19,7 @@ import numpy as np
 
 from workbench.graph.builder import GraphBuilder
 from workbench.graph.errors import UnsupportedOperatorError
-from workbench.graph.frontends.onnx_more import MoreOps
+from workbench.graph.frontends.onnx_more import MoreOps, mask_scatters_as_where
 from workbench.graph.ir import Graph, TensorType
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
@@ -45,6 +45,10 @@ def from_onnx(model) -> Graph:
 
     if isinstance(model, str):
         model = onnx.load(model)
+    if any(node.op_type == "ScatterND" for node in model.graph.node):
+        copy = type(model)()
+        copy.CopyFrom(model)
+        model = mask_scatters_as_where(copy)
     graph = model.graph
     b = GraphBuilder()
     values: dict[str, str] = {}

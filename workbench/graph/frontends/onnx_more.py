@@ -1,6 +1,7 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
-(``take``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal, comparisons, And, Not.
+(``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
+comparisons, And, Not.
 
 Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
 ``x != x``, which holds for NaN under IEEE comparisons; the exporter puts it after
@@ -32,6 +33,28 @@ class MoreOps:
         if constant is not None and constant.ndim == 0:
             return self.emit("select", [x], {"axis": axis, "index": int(constant) % extent})
         return self.emit("take", [x, index], {"axis": axis, "wrap": True})
+
+    def op_GatherND(self):
+        """``data[indices[..., 0], ..., indices[..., q-1]]`` (``batch_dims`` 0): one ``take``
+        over the first ``q`` axes merged, by the flat index ``sum_k i_k * stride_k`` (each
+        term a ``take`` of ``arange * stride`` by one column, so negatives wrap)."""
+        data, indices = self.ins[:2]
+        if self.attrs.get("batch_dims", 0):
+            raise NotImplementedError(f"{self.where}: GatherND with batch_dims")
+        shape, ishape = self.shape(data), self.shape(indices)
+        q = ishape[-1]
+        extents = shape[:q]
+        flat = None
+        for k in range(q):
+            stride = int(np.prod(extents[k + 1:], dtype=np.int64))
+            column = self.emit("select", [indices], {"axis": len(ishape) - 1, "index": k})
+            table = self.b.constant("stride", np.arange(extents[k], dtype=np.float64) * stride)
+            term = self.emit("take", [table, column], {"axis": 0, "wrap": True})
+            flat = term if flat is None else self.emit("add", [flat, term])
+        flat = self.emit("cast", [flat], {"dtype": "int64"})
+        merged = self.emit("reshape", [data], {"shape": [int(np.prod(extents, dtype=np.int64))]
+                                               + list(shape[q:])})
+        return self.emit("take", [merged, flat], {"axis": 0, "wrap": False})
 
     def op_Cast(self):
         """A dtype conversion (``cast``; to ``bool``: ``x != 0``); the same dtype, or float16
@@ -104,6 +127,63 @@ class MoreOps:
                                        "keepdims": bool(self.attrs.get("keepdims", 1))})
 
 
+def mask_scatters_as_where(model):
+    """The model with ``x[mask] = v`` as the dynamo exporter writes it,
+    ``ScatterND(data, Transpose(NonZero(mask)), Reshape(Expand(v, count)))`` with one value
+    ``v`` and a mask over every axis of ``data``, rewritten as ``Where(mask, v, data)`` (a
+    static shape; the NonZero's data-dependent chain is then dead and dropped)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    ranks = {}
+    for info in list(onnx.shape_inference.infer_shapes(model).graph.value_info) + list(
+            graph.input):
+        if info.type.tensor_type.HasField("shape"):
+            ranks[info.name] = len(info.type.tensor_type.shape.dim)
+
+    def source(name, through):
+        node = producer.get(name)
+        while node is not None and node.op_type in through:
+            name = node.input[0]
+            node = producer.get(name)
+        return name, node
+
+    rewritten = False
+    for k, node in enumerate(graph.node):
+        reduction = next((helper.get_attribute_value(a) for a in node.attribute
+                          if a.name == "reduction"), b"none")
+        if node.op_type != "ScatterND" or reduction not in ("none", b"none"):
+            continue
+        _, nonzero = source(node.input[1], ("Transpose",))
+        value, _ = source(node.input[2], ("Reshape", "Expand"))
+        if nonzero is None or nonzero.op_type != "NonZero" or value not in inits:
+            continue
+        mask, data = nonzero.input[0], node.input[0]
+        if inits[value].size != 1 or ranks.get(mask) is None or ranks.get(mask) != ranks.get(
+                data):
+            continue
+        graph.node[k].CopyFrom(helper.make_node("Where", [mask, value, data], list(node.output),
+                                                name=node.name))
+        rewritten = True
+    if rewritten:
+        _drop_dead(graph)
+    return model
+
+
+def _drop_dead(graph) -> None:
+    live = {out.name for out in graph.output}
+    keep = []
+    for node in reversed(graph.node):
+        if any(o in live for o in node.output):
+            keep.append(node)
+            live.update(i for i in node.input if i)
+    del graph.node[:]
+    graph.node.extend(reversed(keep))
+
+
 def _comparison(op: str):
     def handler(self):
         return self.emit(op, self.ins[:2])
@@ -114,4 +194,4 @@ def _comparison(op: str):
 for _name, _op in COMPARISONS.items():
     setattr(MoreOps, f"op_{_name}", _comparison(_op))
 
-__all__ = ["COMPARISONS", "MoreOps"]
+__all__ = ["COMPARISONS", "MoreOps", "mask_scatters_as_where"]

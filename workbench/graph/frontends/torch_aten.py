@@ -21,7 +21,7 @@ from workbench.graph.frontends.torch_promotion import PromotionOps
 
 IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_copy",
             "_assert_tensor_metadata", "feature_dropout", "alpha_dropout", "_assert_async",
-            "lift_fresh"}
+            "lift_fresh", "_assert_scalar"}
 """Ops that return their first argument."""
 
 REFUSED = {
@@ -90,6 +90,11 @@ class AtenOps(IndexOps, PromotionOps):
 
     def _op_getitem(self, seq, index):
         return seq[index]
+
+    def _op_sym_size(self, x, dim):
+        """The static size of an axis (a python int; export leaves it symbolic after an
+        index by a boolean mask, which the frontend makes constant positions)."""
+        return self._shape(x)[dim]
 
     # ---- contractions ----------------------------------------------------------------------
 
@@ -258,8 +263,13 @@ class AtenOps(IndexOps, PromotionOps):
         return self._op_hardtanh(x, 0.0, 6.0)
 
     def _op_clamp(self, x, min=None, max=None):  # noqa: A002 - ATen's names
-        if isinstance(min, str) or isinstance(max, str):
-            raise NotImplementedError("clamp with tensor bounds")
+        if isinstance(min, str) or isinstance(max, str):  # tensor bounds: two wheres
+            self.result_dtype = None
+            if min is not None:
+                x = self._promoted("where", [min, x], [self._promoted("lt", [x, min])])
+            if max is not None:
+                x = self._promoted("where", [max, x], [self._promoted("gt", [x, max])])
+            return x
         return self._emit("clamp", [x], {"min": None if min is None else float(min),
                                          "max": None if max is None else float(max)})
 
@@ -306,11 +316,54 @@ class AtenOps(IndexOps, PromotionOps):
     _op_bitwise_not = _op_logical_not
 
     def _op_where(self, cond, x, y):
-        return self._promoted("where", [x, y], [cond])
+        return self._promoted("where", [x, y], [self._as_mask(cond)])
+
+    def _triangle(self, x, diagonal: int, lower: bool):
+        rows, cols = self._shape(x)[-2:]
+        keep = (np.tril if lower else np.triu)(np.ones((rows, cols), np.float32), diagonal)
+        zero = np.zeros((), self._dtype(x))
+        return self._emit("where", [x, self.b.constant("zero", zero),
+                                    self.b.constant("triangle", keep)])
+
+    def _op_tril(self, x, diagonal=0):
+        """The lower triangle of the last two axes (a ``where`` with a constant mask)."""
+        return self._triangle(x, int(diagonal), lower=True)
+
+    def _op_triu(self, x, diagonal=0):
+        """The upper triangle of the last two axes (a ``where`` with a constant mask)."""
+        return self._triangle(x, int(diagonal), lower=False)
+
+    def _op_cumsum(self, x, dim, dtype=None):
+        """A running sum along ``dim``: a matmul with a constant upper-triangular matrix of
+        ones (integers in float32, the matmul kernels' dtype, exact while the sums stay
+        under 2**24 (position ids from a padding mask), and cast back)."""
+        shape = self._shape(x)
+        axis, n = int(dim) % len(shape), len(shape)
+        result = self.result_dtype or self._dtype(x)
+        compute = "float32"
+        y = self._cast(x, compute)
+        perm = [a for a in range(n) if a != axis] + [axis]
+        if axis != n - 1:
+            y = self._emit("transpose", [y], {"perm": perm})
+        ones = np.triu(np.ones((shape[axis], shape[axis]), compute))
+        y = self._emit("matmul", [y, self.b.constant("running_sum", ones)])
+        if axis != n - 1:
+            y = self._emit("transpose", [y], {"perm": [int(a) for a in np.argsort(perm)]})
+        return self._cast(y, result)
+
+    def _op_diff(self, x, n=1, dim=-1, prepend=None, append=None):
+        """``x[1:] - x[:-1]`` along ``dim``, ``n`` times (after ``prepend``/``append``)."""
+        parts = [v for v in (prepend, x, append) if v is not None]
+        y = self._op_cat(parts, dim) if len(parts) > 1 else x
+        for _ in range(int(n)):
+            extent = self._shape(y)[dim]
+            y = self._promoted("sub", [self._op_slice(y, dim, 1, extent),
+                                       self._op_slice(y, dim, 0, extent - 1)])
+        return y
 
     def _op_masked_fill(self, x, mask, value):
         self.result_dtype = self._dtype(x)
-        return self._promoted("where", [value, x], [mask])
+        return self._promoted("where", [value, x], [self._as_mask(mask)])
 
     # ---- pooling ---------------------------------------------------------------------------
 

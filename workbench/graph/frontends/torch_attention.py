@@ -37,6 +37,15 @@ def _repeat_heads(conv, x: str, heads: int) -> str:
     return conv._reshape_to(x, [*batch, heads, s, d])
 
 
+def _full_rank(conv, mask: str, rank: int) -> str:
+    """``mask`` with leading 1-axes up to ``rank`` (a broadcastable mask of the attention's
+    rank is 1 or full on every axis: what the fused kernel's mask parameter takes)."""
+    shape = conv._shape(mask)
+    if len(shape) == rank:
+        return mask
+    return conv._emit("reshape", [mask], {"shape": [1] * (rank - len(shape)) + list(shape)})
+
+
 def attention(conv, q: str, k: str, v: str, mask, causal: bool, scale) -> str:
     """The graph value of ``sdpa(q, k, v, mask, causal, scale)`` built through ``conv``."""
     length, source = conv._shape(q)[-2], conv._shape(k)[-2]
@@ -48,9 +57,13 @@ def attention(conv, q: str, k: str, v: str, mask, causal: bool, scale) -> str:
         elif kind == "causal" and causal:
             mask = None
     heads = conv._shape(q)[-3] if len(conv._shape(q)) >= 3 else 1
-    if mask is None and conv._shape(k)[:-2] == conv._shape(q)[:-2]:
+    same_heads = conv._shape(k)[:-2] == conv._shape(q)[:-2]
+    if same_heads and (mask is None or (constant is None and len(conv._shape(q)) <= 4)):
         attrs = {"scale": None if scale is None else float(scale), "causal": causal}
-        return conv._emit("sdpa", [q, k, v], attrs)
+        if mask is None:
+            return conv._emit("sdpa", [q, k, v], attrs)
+        return conv._emit("sdpa", [q, k, v, _full_rank(conv, mask, len(conv._shape(q)))],
+                          {**attrs, "mask_kind": "bool" if mask in conv.booleans else "additive"})
     k, v = _repeat_heads(conv, k, heads), _repeat_heads(conv, v, heads)
     scale = 1.0 / math.sqrt(conv._shape(q)[-1]) if scale is None else float(scale)
     n = len(conv._shape(k))

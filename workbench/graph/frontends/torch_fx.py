@@ -36,6 +36,7 @@ import numpy as np
 from workbench.graph.builder import GraphBuilder
 from workbench.graph.errors import UnsupportedOperatorError
 from workbench.graph.frontends.torch_aten import REFUSED, AtenOps
+from workbench.graph.frontends.torch_index import Refused
 from workbench.graph.ir import Graph, TensorType
 
 DECOMPOSITIONS: dict = {}
@@ -151,6 +152,7 @@ class _Converter(AtenOps):
         self.values: dict[str, object] = {}
         self.unsupported: list[tuple[str, str]] = []
         self.booleans: set[str] = set()  # values that are 0/1 masks of a torch.bool tensor
+        self.refusals: dict[str, str] = {}  # "op (node)" -> why this use is refused
 
     # ---- driving -------------------------------------------------------------------------
 
@@ -166,6 +168,7 @@ class _Converter(AtenOps):
         if self.unsupported:
             reasons = {op: REFUSED[op_name(op)] for op, _ in self.unsupported
                        if op_name(op) in REFUSED}
+            reasons.update(self.refusals)
             raise UnsupportedOperatorError(self.unsupported, reasons)
         return self.b.finish(outputs)
 
@@ -186,7 +189,12 @@ class _Converter(AtenOps):
         val = fx_node.meta.get("val")
         shape = tuple(int(s) for s in val.shape)
         dtype = str(val.dtype).replace("torch.", "")
-        self.values[fx_node.name] = self.b.input(fx_node.name, TensorType(shape, dtype))
+        value = self.b.input(fx_node.name, TensorType(shape, dtype))
+        if dtype == "bool":  # the graph's booleans are 0/1 floats: one cast at the boundary
+            self.source, self.hint = source_location(fx_node), fx_node.name
+            value = self._emit("cast", [value], {"dtype": "float32"})
+            self.booleans.add(value)
+        self.values[fx_node.name] = value
 
     def _call(self, fx_node) -> None:
         name = op_name(fx_node.target)
@@ -209,7 +217,12 @@ class _Converter(AtenOps):
         if handler is None or name in REFUSED:
             self.unsupported.append((str(fx_node.target), location))
             return
-        self.values[fx_node.name] = handler(*args, **kwargs)
+        try:
+            self.values[fx_node.name] = handler(*args, **kwargs)
+        except (Refused, NotImplementedError) as refusal:
+            self.unsupported.append((str(fx_node.target), location))
+            self.refusals[f"{fx_node.target} (node {fx_node.name} at {location})"] = str(refusal)
+            return
         if self.result_dtype == "bool":
             self.booleans.add(self.values[fx_node.name])
 

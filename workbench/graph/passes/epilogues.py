@@ -24,6 +24,7 @@ import numpy as np
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.ops import kind
 from workbench.graph.passes.dce import eliminate_dead_code
+from workbench.ir.names import fresh_name
 
 _AXIS_OPS = ("batch_norm", "bias_add")
 """Elementwise ops whose operands run along a named axis (not moved across a reshape)."""
@@ -188,27 +189,19 @@ def _sink(graph: Graph, node: Node, users: dict, taken: set,
     return None
 
 
-def _fresh(name: str, taken: set) -> str:
-    candidate, n = name, 1
-    while candidate in taken:
-        candidate, n = f"{name}_{n}", n + 1
-    taken.add(candidate)
-    return candidate
-
-
 def _rewrite(graph: Graph, node: Node, plan: list, flat: tuple, taken: set,
              operand_views: set) -> list[Node]:
     out: list[Node] = []
     inputs = []
     for how, name in plan:
         if how == "reshape":
-            reshaped = _fresh(f"{node.name}_{name}", taken)
+            reshaped = fresh_name(f"{node.name}_{name}", taken)
             operand_views.add(reshaped)
             out.append(Node(reshaped, "reshape", (name,), {"shape": list(flat)},
                             TensorType(tuple(flat), graph.type_of(name).dtype), node.source))
             name = reshaped
         inputs.append(name)
-    inner = _fresh(f"{node.name}_flat", taken)
+    inner = fresh_name(f"{node.name}_flat", taken)
     out.append(node.replace(name=inner, inputs=tuple(inputs),
                             type=TensorType(tuple(flat), node.type.dtype)))
     out.append(Node(node.name, "reshape", (inner,), {"shape": list(node.type.shape)},

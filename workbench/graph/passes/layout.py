@@ -119,6 +119,19 @@ output channels; a convolution whose channels no block from ``MIN_BLOCK`` up div
 its KCRS weights (and the generic ``conv2d`` kernel)."""
 
 
+PACK_DEPTHWISE = False
+"""Whether depthwise convs get packed weights too (``depthwise_conv2d_packed``). Off: they
+keep NCHW and their ``(C, 1, R, S)`` weights, scheduled one channel plane at a time
+(``recipes.conv2d_depthwise_cpu``), which reads the activation once; the packed form
+vectorizes over channels and so needs a channels-last copy of it first (measured slower:
+docs/decisions.md, "dwconv")."""
+PACK_DEPTHWISE_WIDTH = 7
+"""Output columns at or below which a depthwise conv is packed all the same: a row that
+short leaves the plane recipe's vector loop to LLVM's scalar remainder, and the channel
+vectors win (one thread: 672ch 14x14 5x5 stride 2, 0.46 ms packed vs 1.33 plane; 1152ch
+7x7 5x5, 0.31 vs 0.56; at 14 columns the two tie or the plane wins)."""
+
+
 def channel_block(channels: int, lanes: int) -> int | None:
     """The weight block for ``channels`` output channels: ``lanes`` halved until it divides
     them (None below ``MIN_BLOCK``).
@@ -145,15 +158,17 @@ def _packed_form(graph: Graph, node: Node, constants) -> tuple[str, bool] | None
     groups = node.attrs.get("groups", 1)
     if groups == 1:
         return "conv2d_packed", False
-    if groups == C == K and Cg == 1:
+    narrow = node.type.shape[3] <= PACK_DEPTHWISE_WIDTH
+    if groups == C == K and Cg == 1 and (PACK_DEPTHWISE or narrow):
         return "depthwise_conv2d_packed", True
     return None
 
 
 def pack_conv_weights(graph: Graph, target="cpu") -> Graph:
-    """Every ``conv2d`` with constant weights (groups 1, or depthwise) becomes a
-    ``conv2d_packed`` / ``depthwise_conv2d_packed`` reading its weights packed by blocks of
-    ``kb`` output channels (``channel_block`` of the target's vector lanes): a
+    """Every ``conv2d`` with constant weights (groups 1; depthwise where ``PACK_DEPTHWISE``
+    or its output is at most ``PACK_DEPTHWISE_WIDTH`` wide)
+    becomes a ``conv2d_packed`` / ``depthwise_conv2d_packed`` reading its weights packed by
+    blocks of ``kb`` output channels (``channel_block`` of the target's vector lanes): a
     ``pack_weights`` node, constant-folded here, so the packed weight is a graph constant and
     packing happens once, at compile time. The CPU target's ``graph_layout`` hook (run by
     ``wb.compile`` before fusion).

@@ -11,6 +11,7 @@ from workbench.graph.passes.cse import eliminate_common_subexpressions
 from workbench.graph.passes.dce import eliminate_dead_code
 from workbench.graph.passes.epilogues import match_gelu, sink_reshapes
 from workbench.graph.passes.fold_batchnorm import fold_batchnorm
+from workbench.graph.passes.fold_views import fold_views
 from workbench.graph.passes.fusion import fuse
 from workbench.graph.passes.layout import convert_layout_nhwc
 from workbench.graph.passes.simplify import simplify
@@ -24,6 +25,7 @@ PASSES: dict[str, Callable[[Graph], Graph]] = {
     "layout_nhwc": convert_layout_nhwc,
     "match_gelu": match_gelu,
     "sink_reshapes": sink_reshapes,
+    "fold_views": fold_views,
     "fuse": fuse,
 }
 """Every pass by name (graph -> graph)."""

@@ -17,7 +17,6 @@ from workbench.ir import (
     Block,
     BlockRealize,
     Buffer,
-    BufferRegion,
     For,
     IntImm,
     PrimExpr,
@@ -28,6 +27,7 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.arith import simplify
+from workbench.ir.regions import region_text
 
 Bounds = tuple[int | None, int | None]
 
@@ -49,19 +49,6 @@ class Access:
     text: str = ""
     predicate: tuple[PrimExpr, ...] = dataclasses.field(default=(), repr=False, compare=False)
     """The ``T.where`` conjuncts of the block and the blocks around it, in loop variables."""
-
-
-def region_text(region: BufferRegion) -> str:
-    """``B[vk]``, ``A[vi:vi + 2, 0:16]``: a declared region as the DSL prints it."""
-    from workbench.ir.expr_text import expr_text
-
-    parts = []
-    for rng in region.region:
-        if const_value(rng.extent) == 1:
-            parts.append(expr_text(rng.min))
-        else:
-            parts.append(f"{expr_text(rng.min)}:{expr_text(simplify(rng.min + rng.extent))}")
-    return f"{region.buffer.name}[{', '.join(parts)}]"
 
 
 def _binding(realize: BlockRealize) -> dict[Var, PrimExpr]:
@@ -115,15 +102,6 @@ def fix_unit_loops(access: Access, ranges: dict[Var, tuple[int, int]]) -> Access
     region = tuple((pin(start), pin(extent)) for start, extent in access.region)
     predicate = tuple(pin(cond) for cond in access.predicate)
     return dataclasses.replace(access, region=region, predicate=predicate)
-
-
-def loop_var_ranges(loops: tuple[For, ...]) -> dict[Var, tuple[int, int]]:
-    ranges = {}
-    for loop in loops:
-        lo, ext = const_value(loop.min), const_value(loop.extent)
-        if isinstance(lo, int) and isinstance(ext, int) and ext > 0:
-            ranges[loop.loop_var] = (lo, lo + ext - 1)
-    return ranges
 
 
 def loop_range(loop: For) -> Range:

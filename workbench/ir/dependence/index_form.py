@@ -28,6 +28,7 @@ from workbench.ir import (
     Var,
     collect,
     const_value,
+    expr_vars,
 )
 from workbench.ir.arith import int_bounds, simplify
 from workbench.ir.arith.linear import as_digit, from_linear, linear_form
@@ -57,7 +58,7 @@ def narrowed(access: Access, l_var: Var, ranges) -> tuple[dict[PrimExpr, Var], d
         if not isinstance(cond, (LT, LE, GT, GE)):
             continue
         expr, bound = cond.a, const_value(cond.b)
-        if not isinstance(bound, int) or l_var in vars_of(expr) or not vars_of(expr):
+        if not isinstance(bound, int) or l_var in expr_vars(expr) or not expr_vars(expr):
             continue
         if isinstance(expr, Var):  # a bound on one loop variable narrows its own range
             lo, hi = extra.get(expr, ranges.get(expr, (None, None)))
@@ -107,9 +108,6 @@ class Form:
     exact: bool = True
 
 
-def vars_of(expr: PrimExpr) -> set[Var]:
-    return set(collect(expr, lambda n: isinstance(n, Var)))
-
 
 def add_bounds(a: Bounds, b: Bounds) -> Bounds:
     lo = None if a[0] is None or b[0] is None else a[0] + b[0]
@@ -134,7 +132,7 @@ def split_l(expr: PrimExpr, l_var: Var) -> tuple[int, PrimExpr]:
     for term, c in form.terms.items():
         if term == l_var:
             coeff += c
-        elif l_var in vars_of(term):
+        elif l_var in expr_vars(term):
             raise Unreadable(expr)
         else:
             rest = rest + term * IntImm(c, expr.dtype) if c != 1 else rest + term
@@ -175,7 +173,7 @@ def read_index(
         form = _substitute_sum(form, bounded, var, ranges)
     result = Form({}, {}, form.const, (0, 0))
     for term, coeff in form.terms.items():
-        used = vars_of(term)
+        used = expr_vars(term)
         if l_var not in used:
             if used <= outer:
                 result.outer[term] = result.outer.get(term, 0) + coeff

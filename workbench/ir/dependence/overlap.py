@@ -40,6 +40,7 @@ from workbench.ir import (
     PrimExpr,
     Var,
     const_value,
+    expr_vars,
 )
 from workbench.ir.arith import int_bounds, simplify
 from workbench.ir.arith.linear import lift_quotient
@@ -47,7 +48,6 @@ from workbench.ir.dependence.access import (
     Access,
     Bounds,
     fix_unit_loops,
-    loop_var_ranges,
 )
 from workbench.ir.dependence.index_form import (
     Form,
@@ -60,8 +60,8 @@ from workbench.ir.dependence.index_form import (
     scale_bounds,
     split_l,
     sums_replaced,
-    vars_of,
 )
+from workbench.ir.region_infer import loop_ranges
 
 # ---------------------------------------------------------------------------------------
 # Digits of l and the elimination
@@ -230,7 +230,7 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
         return False
     if not _overlap_through_guarded_sums(first, second, loop):
         return False
-    ranges = loop_var_ranges(first.loops + second.loops)
+    ranges = loop_ranges(first.loops + second.loops)
     if len(first.region) == 1:
         return True
     # one-iteration loops pinned first: a guard ``f0 * 90 + f1 * 15 + f2 < 60`` with ``f0``
@@ -273,7 +273,7 @@ def _overlap_through_guarded_sums(first: Access, second: Access, loop: For) -> b
     the guarded sum is a digit of radix 3 although ``l``'s own coefficient, 2, is not.
     Conservative: True whenever a step cannot be shown."""
     l_var = loop.loop_var
-    ranges = loop_var_ranges(first.loops + second.loops)
+    ranges = loop_ranges(first.loops + second.loops)
     for cond in first.predicate:
         if cond not in second.predicate or not isinstance(cond, (LT, LE)):
             continue
@@ -312,17 +312,17 @@ def _as_digit_access(access: Access, loop: For, total: PrimExpr, digit: Var, dig
     replace = NarrowInside({total: digit}, ranges)
     region = []
     for start, extent in access.region:
-        if l_var in vars_of(extent):
+        if l_var in expr_vars(extent):
             return None
         rebuilt = sums_replaced(simplify(replace.visit(start), ranges), {total: digit}, ranges)
-        if l_var in vars_of(rebuilt):
+        if l_var in expr_vars(rebuilt):
             return None
         region.append((rebuilt, extent))
     if any(lp is loop for lp in access.loops):
         loops = tuple(digit_loop if lp is loop else lp for lp in access.loops)
     else:
         return None
-    predicate = tuple(c for c in access.predicate if l_var not in vars_of(c))
+    predicate = tuple(c for c in access.predicate if l_var not in expr_vars(c))
     return dataclasses.replace(access, region=tuple(region), loops=loops, predicate=predicate)
 
 
@@ -339,12 +339,12 @@ def _overlap(first: Access, second: Access, loop: For) -> bool:
         if chain_loop is loop or chain_loop.loop_var == l_var:
             break
         outer.add(chain_loop.loop_var)
-    ranges = loop_var_ranges(first.loops + second.loops)
+    ranges = loop_ranges(first.loops + second.loops)
     first, second = fix_unit_loops(first, ranges), fix_unit_loops(second, ranges)
     map1, extra1 = narrowed(first, l_var, ranges)
     map2, extra2 = narrowed(second, l_var, ranges)
     # a guarded sum of outer variables only is itself the same in both iterations
-    outer |= {var for bounded, var in (*map1.items(), *map2.items()) if vars_of(bounded) <= outer}
+    outer |= {var for bounded, var in (*map1.items(), *map2.items()) if expr_vars(bounded) <= outer}
     ranges1, ranges2 = {**ranges, **extra1}, {**ranges, **extra2}
     try:
         dims = []
@@ -459,7 +459,7 @@ def _guarded_to_one(access: Access, l_var: Var, lo) -> bool:
     first value ``lo`` (a split of a one-iteration loop: ``l_0 * 2 + l_1 < 1``)."""
     if not isinstance(lo, int):
         return False
-    ranges = loop_var_ranges(access.loops)
+    ranges = loop_ranges(access.loops)
     for cond in access.predicate:
         if not isinstance(cond, LT) or not isinstance(const_value(cond.b), int):
             continue
