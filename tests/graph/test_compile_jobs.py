@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -119,9 +122,19 @@ def test_warm_compile_lowers_prints_and_checks_each_kernel_once(tmp_path, monkey
     monkeypatch.setattr(numba_cpu, "_print", counted("print", numba_cpu._print))
     monkeypatch.setattr(numba_cpu, "_import_generated",
                         counted("import", kernel_cache.import_generated))
+    listed, real_listdir = [], os.listdir
+
+    def listdir(path="."):
+        listed.append(Path(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
     warm = wb.compile(model, (x,), jobs=1)
+    monkeypatch.setattr(os, "listdir", real_listdir)
     assert warm.build_stats.cold == 0 and warm.build_stats.distinct == distinct
     assert calls == {"lower": distinct, "print": distinct, "import": distinct}
+    # Numba's index files listed once for the model, not scanned once per kernel
+    assert listed.count(tmp_path / "__pycache__") == 1
     assert all(k.kernel.cache_hit == "disk" for k in warm.kernels)
     with torch.no_grad():
         want = model(x).numpy()
