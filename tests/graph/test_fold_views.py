@@ -193,3 +193,15 @@ def test_masked_attention_folds_q_k_v_and_keeps_the_mask(kind):
     compiled = wb.compile(graph, target="cpu", progress=False)
     assert [k.pattern for k in compiled.kernels] == ["sdpa"]
     np.testing.assert_allclose(np.asarray(compiled(x, m)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_query_attention_gets_the_rows_recipe():
+    """Two query heads read one key head: the staged keys are private to each (b, h), so
+    the rows recipe's parallel loop stays legal (it fell back to generic loops before)."""
+    torch.manual_seed(6)
+    compiled = _check(GroupedQuery(), torch.randn(2, 9, 64))
+    attention = next(k for k in compiled.kernels if k.pattern == "sdpa")
+    assert "transform_layout" in str(compiled.schedule(attention.node).trace)  # keys [d, j]
+    from workbench.recipes.attention import rows_cpu
+
+    assert "T.parallel" in rows_cpu(attention.func, parallel=True).mod.script()

@@ -43,7 +43,7 @@ def test_rows_recipe_keeps_rows_local_and_runs_heads_in_parallel():
     assert scopes == {"scores": "local", "T_softmax_maxelem": "local",
                       "T_softmax_expsum": "local", "T_softmax_norm": "local",
                       "out_local": "local",  # the output row accumulates in registers
-                      "K_global": "global"}  # the keys of one head, transposed
+                      "K_global": "local"}  # the keys of one head, transposed, private
     keys = next(b for b in sch.mod.root_block.alloc_buffers if b.name == "K_global")
     assert keys.shape == (1, 2, 4, 8)  # (b, h, dim, kv_seq)
 

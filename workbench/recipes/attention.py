@@ -32,6 +32,9 @@ def _keys_transposed(sch: Schedule, scores, keys_loop) -> None:
     over keys ``j`` then reads contiguous memory instead of a stride-``dim`` gather."""
     keys = sch.cache_read(scores, 2, "global")
     sch.compute_at(keys, keys_loop)
+    # a private copy per (b, h): with grouped-query heads (K read at h // group) two
+    # iterations of the parallel loop would otherwise write the same key head
+    sch.set_scope(keys, 0, "local")
     block = next(b for b in find_blocks(sch.mod) if b.name == "scores")
     vj, vd = block.iter_vars[3].var, block.iter_vars[4].var
     load = next(x for x in collect(block.body, lambda n: isinstance(n, BufferLoad))
