@@ -71,6 +71,7 @@ from workbench.ir import (
     seq,
 )
 from workbench.ir.functor import collect
+from workbench.ir.names import fresh_name
 from workbench.schedule.binding import thread_extents
 from workbench.schedule.reducers import Reducer, UpdateMismatch, match_update
 
@@ -206,12 +207,7 @@ class _KernelLowering:
         self.extent = {axis: extents.get(f"threadIdx.{axis}", (1, None))[0] for axis in "xyz"}
 
     def fresh(self, base: str) -> str:
-        name, n = base, 0
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def run(self) -> Stmt:
         new = self._visit(self.kernel, (), False)
