@@ -209,10 +209,10 @@ class _DropOnChip(_Drop):
         inner = IfThenElse(_all(edge), store, zero)
         return IfThenElse(_all(others), inner) if others else inner
 
-    def _in_bounds(self, store: BufferStore) -> bool:
-        """Every index of ``store`` inside its buffer for all values of the kernel's
+    def _in_bounds(self, access: BufferLoad | BufferStore) -> bool:
+        """Every index of ``access`` inside its buffer for all values of the kernel's
         loops (the zero store runs where the edge guard fails)."""
-        for index, size in zip(store.indices, store.buffer.shape, strict=True):
+        for index, size in zip(access.indices, access.buffer.shape, strict=True):
             if not _vars(index) <= set(self.ranges):
                 return False
             low, high = int_bounds(index, self.ranges)
@@ -225,14 +225,8 @@ class _DropOnChip(_Drop):
         if not accesses:
             return False
         for access in accesses:
-            if access.buffer.scope not in ("local", "shared"):
+            if access.buffer.scope not in ("local", "shared") or not self._in_bounds(access):
                 return False
-            for index, size in zip(access.indices, access.buffer.shape, strict=True):
-                if not _vars(index) <= set(self.ranges):
-                    return False
-                low, high = int_bounds(index, self.ranges)
-                if low is None or high is None or low < 0 or high >= int(size):
-                    return False
         return True
 
 
