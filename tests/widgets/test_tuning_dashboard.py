@@ -111,3 +111,19 @@ def test_tune_reports_every_candidate_stage_before_its_record(tmp_path):
         mine = [e[0] for e in events if e[1] == trial]
         assert mine == ["building", "measuring", "measured", "record"]
     assert events[0] == ("starting", None)
+
+
+def test_a_finished_result_is_shown_as_the_live_widget_with_its_last_plots(tmp_path):
+    """Notebook 06 shows ``from_result``'s widget, not a static figure: its picture holds
+    every record (what a saved or static page keeps), and Tune goes on into ``db``."""
+    from workbench.tune.api import TuneResult, make_space
+    from workbench.widgets.tuning_dashboard import TuningDashboard
+
+    func = ops.matmul(16, 16, 16)
+    result = TuneResult(func, "cpu", [record(i, 1e-3 * (i + 1)) for i in range(3)],
+                        space=make_space("matmul", func, "cpu"))
+    dash = TuningDashboard.from_result(result, db=tmp_path / "records.jsonl")
+    dash._build()
+    assert bytes(dash._image.value).startswith(PNG_MAGIC)
+    assert "plots drawn with 3 records" in dash._drawn.value
+    assert dash.db == str(tmp_path / "records.jsonl") and dash._dropdowns  # knobs to pin
