@@ -40,10 +40,8 @@ def pack_kcrs(weight: np.ndarray, kb: int) -> np.ndarray:
     >>> pack_kcrs(w, 2)[0, :, 0, 0].tolist()
     [[0, 3], [1, 4], [2, 5]]
     """
-    K = weight.shape[0]
-    if K % kb:
-        raise ValueError(f"pack_kcrs: {K} output channels are not a multiple of kb={kb}")
-    blocked = weight.reshape((K // kb, kb) + weight.shape[1:])
+    blocks = _blocks("pack_kcrs", weight.shape[0], "output channels", kb)
+    blocked = weight.reshape((blocks, kb) + weight.shape[1:])
     return np.ascontiguousarray(np.moveaxis(blocked, 1, -1))
 
 
@@ -64,6 +62,14 @@ def pack_depthwise(weight: np.ndarray, kb: int) -> np.ndarray:
     [[0.0, 1.0], [2.0, 3.0]]
     """
     return pack_kcrs(weight, kb)[:, 0]
+
+
+def _blocks(op: str, channels: int, what: str, kb: int) -> int:
+    """``channels // kb``, the blocks of ``kb`` channels; an error naming ``op`` when ``kb``
+    does not divide ``channels``."""
+    if channels % kb:
+        raise ValueError(f"{op}: {channels} {what} are not a multiple of kb={kb}")
+    return channels // kb
 
 
 def _phases(H: int, W: int, R: int, S: int, stride, padding, dilation):
@@ -120,12 +126,9 @@ def conv2d_nchw_packed(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 
     >>> [b.shape for b in f.params]
     [(1, 3, 8, 8), (2, 3, 3, 3, 8), (1, 16, 4, 4)]
     """
-    if K % kb:
-        raise ValueError(f"conv2d_nchw_packed: {K} output channels are not a multiple of "
-                         f"kb={kb}")
+    KB = _blocks("conv2d_nchw_packed", K, "output channels", kb)
     (sh, sw), (ph, pw), (dh, dw), P, Q, HS, WS = _phases(H, W, R, S, stride, padding,
                                                          dilation)
-    KB = K // kb
     # stride phases the kernel reads (a 1x1 strided conv reads one: copy only that one)
     PH = max(ry * dh % sh for ry in range(R)) + 1
     PW = max(rx * dw % sw for rx in range(S)) + 1
@@ -163,12 +166,9 @@ def depthwise_conv2d_nchw_packed(N: int = 1, C: int = 16, H: int = 8, W: int = 8
     >>> [b.shape for b in f.params]
     [(1, 16, 7, 7), (2, 3, 3, 8), (1, 16, 4, 4)]
     """
-    if C % kb:
-        raise ValueError(f"depthwise_conv2d_nchw_packed: {C} channels are not a multiple of "
-                         f"kb={kb}")
+    CB = _blocks("depthwise_conv2d_nchw_packed", C, "channels", kb)
     (sh, sw), (ph, pw), (dh, dw), P, Q, HS, WS = _phases(H, W, R, S, stride, padding,
                                                          dilation)
-    CB = C // kb
 
     @T.prim_func
     def depthwise_conv2d_nchw_packed(pad_temp: T.Buffer((N, sh, sw, HS, WS, C), dtype),
