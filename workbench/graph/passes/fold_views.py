@@ -106,8 +106,9 @@ def fold_views(graph: Graph) -> Graph:
         if reader is None or reader.name in graph.outputs or \
                 [c.name for c in consumers.get(reader.name, [])] != [node.name]:
             continue
-        moved[reader.name] = reader.replace(
-            type=node.type, attrs={**reader.attrs, "out_perm": [int(p) for p in node.attrs["perm"]]})
+        out_perm = [int(p) for p in node.attrs["perm"]]
+        moved[reader.name] = reader.replace(type=node.type,
+                                            attrs={**reader.attrs, "out_perm": out_perm})
         renamed[node.name] = reader.name
     if not moved:
         return graph
