@@ -54,13 +54,13 @@ def _w(*shape):
 
 
 def _sdpa(m, qkv):
-    q, k, v = (t.view(1, 7, 2, 4).transpose(1, 2) for t in qkv.split(8, dim=2))
+    q, k, v = (t.view(1, 5, 2, 4).transpose(1, 2) for t in qkv.split(8, dim=2))
     return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
 
 
 def _gqa(m, q, kv):
-    q = q.view(1, 5, 6, 4).transpose(1, 2)
-    k = kv.view(1, 5, 2, 4).transpose(1, 2)[:, :, None].expand(1, 2, 3, 5, 4).reshape(1, 6, 5, 4)
+    q = q.view(1, 3, 4, 4).transpose(1, 2)
+    k = kv.view(1, 3, 2, 4).transpose(1, 2)[:, :, None].expand(1, 2, 2, 3, 4).reshape(1, 4, 3, 4)
     return F.scaled_dot_product_attention(q, k, k, is_causal=True)
 
 
@@ -99,8 +99,8 @@ CASES = {  # name -> (module, inputs)
                      (torch.randn(1, 7, 5),)),
     "elementwise": (Fn(lambda m, x, y: torch.tanh(x) * torch.sigmoid(y) - x.abs().sqrt()),
                     (torch.randn(7, 9), torch.randn(1, 9))),
-    "sdpa (views)": (Fn(_sdpa), (torch.randn(1, 7, 24),)),
-    "sdpa (gqa)": (Fn(_gqa), (torch.randn(1, 5, 24), torch.randn(1, 5, 8))),
+    "sdpa (views)": (Fn(_sdpa), (torch.randn(1, 5, 24),)),
+    "sdpa (gqa)": (Fn(_gqa), (torch.randn(1, 3, 16), torch.randn(1, 3, 8))),
 }
 
 
