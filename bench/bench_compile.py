@@ -99,8 +99,8 @@ else:
     from bench_models_cpu import model_and_input
     model, x = model_and_input({name!r}, 1)
 def cpu():
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
 wall, start = time.perf_counter(), cpu()
 compiled = wb.compile(model, (x,), progress=False)
 print(json.dumps(dict(wall=time.perf_counter() - wall, cpu=cpu() - start,
