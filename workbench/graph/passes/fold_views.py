@@ -123,8 +123,8 @@ def views_layout(graph: Graph, target="numpy") -> Graph:
 
 def cpu_layout(graph: Graph, target="cpu") -> Graph:
     """The cpu target's ``graph_layout`` hook: conv weights packed
-    (``layout.pack_conv_weights``), then ``fold_views``. Folding is the cpu target's choice:
-    the cuda attention recipe stages keys assuming ``(B, H, S, D)`` parameters."""
+    (``layout.pack_conv_weights``), then ``fold_views`` (the cuda target's hook,
+    ``recipes.graph_cuda.graph_layout``, folds views only)."""
     from workbench.graph.passes.layout import pack_conv_weights
 
     return fold_views(pack_conv_weights(graph, target))
