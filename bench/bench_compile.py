@@ -18,13 +18,24 @@ points at a new empty directory, so Numba compiles and never loads from disk. A 
 untimed parallel build pays Numba's one-time start-up (its threading layer, its
 parfors machinery), reported on its own. Time = the wall time of ``wb.build`` (lowering,
 code generation, import, Numba compile); the Numba part is shown too.
+
+``--models cnn,resnet18`` measures a model's ``wb.compile`` instead (batch 1; ``cnn`` is
+``bench_graph_models.CNN`` on 32x32, ``resnet18`` torchvision's on 224x224): per round and
+model, a **cold** compile (fresh process, empty ``WORKBENCH_CACHE_DIR``) then a **warm** one
+(fresh process, the cache the cold one filled: Numba loads, nothing compiles); time = wall and
+CPU time (this process plus its worker processes) of the ``wb.compile`` call alone, imports
+and model construction excluded; medians over interleaved rounds.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from bench_matmul_cpu import schedule_best
 from benchlib import command_line, machine_lines, markdown_table, median, parser, write_section
@@ -75,8 +86,66 @@ def timed_build(func: PrimFunc) -> tuple[float, float, float]:
     return wall, cpu, kernel.compile_seconds
 
 
+MODEL_CODE = """
+import json, resource, sys, time
+sys.path.insert(0, {bench!r})
+import torch
+import workbench as wb
+torch.manual_seed(0)
+if {name!r} == "cnn":
+    from bench_graph_models import CNN
+    model, x = CNN().eval(), torch.randn(1, 3, 32, 32)
+else:
+    from bench_models_cpu import model_and_input
+    model, x = model_and_input({name!r}, 1)
+def cpu():
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+wall, start = time.perf_counter(), cpu()
+compiled = wb.compile(model, (x,), progress=False)
+print(json.dumps(dict(wall=time.perf_counter() - wall, cpu=cpu() - start,
+                      stats=str(compiled.build_stats))))
+"""
+
+
+def model_compile(name: str, cache: str) -> dict:
+    """One ``wb.compile`` of ``name`` in a fresh process with ``cache`` as its kernel cache."""
+    bench = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "WORKBENCH_CACHE_DIR": cache}
+    out = subprocess.run([sys.executable, "-c", MODEL_CODE.format(bench=bench, name=name)],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main_models(names: list[str], rounds: int) -> None:
+    """Cold then warm ``wb.compile`` of each model, interleaved rounds; medians printed."""
+    times = {(name, kind): [] for name in names for kind in ("cold", "warm")}
+    with tempfile.TemporaryDirectory(prefix="wb-bench-compile-") as root:
+        for r in range(rounds):
+            for name in names:
+                cache = os.path.join(root, f"{name}-{r}")
+                for kind in ("cold", "warm"):
+                    result = model_compile(name, cache)
+                    times[name, kind].append(result)
+                    print(f"  round {r + 1}/{rounds} {name} {kind}: {result['wall']:.2f} s wall, "
+                          f"{result['cpu']:.2f} s CPU, load {os.getloadavg()[0]:.1f}, "
+                          f"{result['stats']}", flush=True)
+    rows = [[name, kind, f"{median([t['cpu'] for t in ts]):.2f}",
+             f"{median([t['wall'] for t in ts]):.2f}",
+             " ".join(f"{t['cpu']:.2f}" for t in ts)]
+            for (name, kind), ts in times.items()]
+    print(markdown_table(["model (batch 1)", "kernel cache", "median CPU s", "median wall s",
+                          "per round CPU s"], rows))
+
+
 def main() -> None:
-    args = parser(__doc__.splitlines()[0]).parse_args()
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--models", default="", help="cnn,resnet18: a model's wb.compile, cold "
+                   "and warm, instead of the matmul steps (prints only)")
+    args = p.parse_args()
+    if args.models:
+        main_models(args.models.split(","), args.rounds or 3)
+        return
     n = 64 if args.quick else 512
     repeats = args.rounds or (1 if args.quick else 5)
     schedules = steps(n)

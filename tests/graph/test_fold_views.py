@@ -205,3 +205,14 @@ def test_grouped_query_attention_gets_the_rows_recipe():
     from workbench.recipes.attention import rows_cpu
 
     assert "T.parallel" in rows_cpu(attention.func, parallel=True).mod.script()
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_grouped_query_attention_in_row_blocks_reads_views(batch):
+    """64 tokens: the sdpa kernel gets the row-block recipe (four query rows per register
+    tile) and still reads Q, K, V through the folded views, 6 query heads over 2 kv heads."""
+    torch.manual_seed(7)
+    compiled = _check(GroupedQuery(width=48, heads=6, kv_heads=2), torch.randn(batch, 64, 48))
+    attention = next(k for k in compiled.kernels if k.pattern == "sdpa")
+    trace = str(compiled.schedule(attention.node).trace)
+    assert "transform_layout" in trace and "unroll" in trace

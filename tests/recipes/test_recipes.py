@@ -41,6 +41,8 @@ FUNCS = {
     ("avg_pool2d", "direct"): lambda: ops.avg_pool2d(2, 3, 9, 7, kernel=3, stride=2),
     ("attention", "rows"): lambda: ops.attention(2, 2, 6, 4, kv_seq=5, value_dim=3,
                                                  causal=True),
+    ("attention", "row_blocks"): lambda: ops.attention(1, 2, 8, 4, kv_seq=64, value_dim=3,
+                                                       causal=True),
 }
 
 

@@ -4,8 +4,10 @@ The kernels of ``take``/``gather``/``embedding`` (``workbench.ops.gather``) clam
 index (a kernel cannot raise), so an out-of-range index is found here where it can be known:
 
 - an index that is a constant: ``check_constants`` at compile time;
-- an index that is one of the model's inputs (through views: ``reshape``): ``IndexCheck``,
-  run on each call of the compiled model (a min/max over the integer input).
+- an index that is one of the model's inputs or a view of one (``reshape``, ``select``,
+  ``slice``, ``transpose``, ``broadcast_to``, an integer ``cast``: the column ``idx[..., k]``
+  that ONNX's GatherND indexes axis ``k`` by, for one): ``IndexCheck``, run on each call of
+  the compiled model (the view taken with numpy, then a min/max).
 
 An index computed inside the model (arithmetic on an input) reads the clamped element
 (docs/decisions.md). The interpreter (``workbench.graph.run``) checks every index.
@@ -31,15 +33,20 @@ input 'ids' of the model: index 10 is out of range for axis 0 (size 10) of take 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from workbench.graph.errors import IndexOutOfRangeError
 from workbench.graph.ir import Graph
+from workbench.graph.ops import evaluate
 
 INDEX_OPS = ("take", "gather", "embedding")
 """Operators whose second input is an index along ``attrs["axis"]`` (0 by default)."""
+
+VIEW_OPS = ("reshape", "select", "slice", "transpose", "broadcast_to")
+"""Operators that only move an index tensor's elements: a check follows an index back
+through them (and through a ``cast`` between integer types) to a model input."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,14 @@ class IndexCheck:
     node: str
     op: str
     axis: int
+    view: tuple = field(default=())
+    """``(op, attrs)`` steps from the input to the index tensor, applied before the check."""
+
+    def index(self, value: np.ndarray) -> np.ndarray:
+        """The index tensor this check bounds, from the input's ``value``."""
+        for op, attrs in self.view:
+            value = evaluate(op, [value], attrs)
+        return value
 
 
 def _index_nodes(graph: Graph):
@@ -64,12 +79,25 @@ def _index_nodes(graph: Graph):
             yield graph, node
 
 
-def _source(graph: Graph, name: str) -> str:
-    """``name`` followed back through ``reshape`` views."""
+def _is_view(graph: Graph, node) -> bool:
+    if node.op in VIEW_OPS:
+        return True
+    if node.op != "cast":
+        return False
+    source = graph.type_of(node.inputs[0]).dtype
+    return np.dtype(source).kind in "iu" and np.dtype(node.attrs["dtype"]).kind in "iu"
+
+
+def _source(graph: Graph, name: str) -> tuple[str, tuple]:
+    """``name`` followed back through views: the value it is a view of, and the steps."""
     producers = {n.name: n for n in graph.nodes}
-    while name in producers and producers[name].op == "reshape":
-        name = producers[name].inputs[0]
-    return name
+    steps = []
+    while name in producers and _is_view(graph, producers[name]):
+        node = producers[name]
+        if node.op != "cast":
+            steps.append((node.op, dict(node.attrs)))
+        name = node.inputs[0]
+    return name, tuple(reversed(steps))
 
 
 def _message(check: IndexCheck, bad: int) -> str:
@@ -98,10 +126,12 @@ def index_checks(graph: Graph) -> list[IndexCheck]:
         x, index = node.inputs[:2]
         axis = node.attrs.get("axis", 0)
         extent = owner.type_of(x).shape[axis]
-        check = IndexCheck(_source(graph, index), int(extent), bool(node.attrs.get("wrap")),
-                           node.name, node.op, axis)
+        source, view = _source(graph, index)
+        check = IndexCheck(source, int(extent), bool(node.attrs.get("wrap")), node.name,
+                           node.op, axis, view)
         if check.input in graph.constants:
-            bad = _first_bad(np.asarray(graph.constants[check.input]), check.extent, check.wrap)
+            bad = _first_bad(check.index(np.asarray(graph.constants[check.input])),
+                             check.extent, check.wrap)
             if bad is not None:
                 raise IndexOutOfRangeError(f"a constant index: {_message(check, bad)}")
         elif check.input in graph.inputs:
@@ -113,10 +143,10 @@ def check_inputs(checks: list[IndexCheck], values: dict[str, np.ndarray]) -> Non
     """Raise ``IndexOutOfRangeError`` naming the input and the node for the first index of
     ``values`` outside its axis."""
     for check in checks:
-        bad = _first_bad(values[check.input], check.extent, check.wrap)
+        bad = _first_bad(check.index(values[check.input]), check.extent, check.wrap)
         if bad is not None:
             raise IndexOutOfRangeError(f"input {check.input!r} of the model: "
                                        f"{_message(check, bad)}")
 
 
-__all__ = ["INDEX_OPS", "IndexCheck", "check_inputs", "index_checks"]
+__all__ = ["INDEX_OPS", "VIEW_OPS", "IndexCheck", "check_inputs", "index_checks"]

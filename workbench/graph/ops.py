@@ -18,6 +18,7 @@ Kinds (used by fusion):
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -36,20 +37,9 @@ def _erf(x: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------ elementwise
 
 
-def add(a, b):
-    return a + b
-
-
-def sub(a, b):
-    return a - b
-
-
-def mul(a, b):
-    return a * b
-
-
-def div(a, b):
-    return a / b
+# the ops that are one numpy (or ``operator``) function each are that function
+add, sub, mul, div, neg = operator.add, operator.sub, operator.mul, operator.truediv, operator.neg
+tanh, exp, sqrt, sin, cos, log, abs_ = np.tanh, np.exp, np.sqrt, np.sin, np.cos, np.log, np.abs
 
 
 def relu(x):
@@ -70,44 +60,12 @@ def silu(x):
     return x * sigmoid(x)
 
 
-def tanh(x):
-    return np.tanh(x)
-
-
-def exp(x):
-    return np.exp(x)
-
-
-def sqrt(x):
-    return np.sqrt(x)
-
-
 def erf(x):
     return _erf(x)
 
 
-def neg(x):
-    return -x
-
-
 def rsqrt(x):
     return 1.0 / np.sqrt(x)
-
-
-def sin(x):
-    return np.sin(x)
-
-
-def cos(x):
-    return np.cos(x)
-
-
-def log(x):
-    return np.log(x)
-
-
-def abs_(x):
-    return np.abs(x)
 
 
 def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's names
@@ -171,13 +129,18 @@ def matmul(a, b):
     return np.matmul(a, b)
 
 
+def conv_output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output length of a convolution along one spatial axis."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
 def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups: int = 1):
     N, C, H, W = x.shape
     K, Cg, R, S = w.shape
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    P = (H + 2 * ph - dh * (R - 1) - 1) // sh + 1
-    Q = (W + 2 * pw - dw * (S - 1) - 1) // sw + 1
+    P = conv_output_size(H, R, sh, ph, dh)
+    Q = conv_output_size(W, S, sw, pw, dw)
     rows = (np.arange(P) * sh)[:, None] + (np.arange(R) * dh)[None, :]
     cols = (np.arange(Q) * sw)[:, None] + (np.arange(S) * dw)[None, :]
     win = xp[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # N C P Q R S
@@ -470,8 +433,34 @@ def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(result).astype(dtype))
 
 
+def _conv2d_type(x: TensorType, w: TensorType, b: TensorType | None = None, stride=(1, 1),
+                 padding=(0, 0), dilation=(1, 1), groups: int = 1) -> TensorType | None:
+    """``conv2d``'s output type from the shapes alone, or None where running it decides
+    (shapes that do not fit: the evaluation raises or answers as it always did)."""
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        return None
+    (n, c, h, width), (k, cg, r, s) = x.shape, w.shape
+    if groups < 1 or c != cg * groups or k % groups or (b is not None and b.shape != (k,)):
+        return None
+    p = conv_output_size(h, r, stride[0], padding[0], dilation[0])
+    q = conv_output_size(width, s, stride[1], padding[1], dilation[1])
+    if p < 1 or q < 1:
+        return None
+    return TensorType((int(n), int(k), p, q), str(np.dtype(x.dtype)))
+
+
+TYPE_RULES: dict[str, Callable[..., TensorType | None]] = {"conv2d": _conv2d_type}
+"""Output types of operators too costly to run on zeros at a model's sizes (a resnet's convs:
+3 s of a 12 s compile); each is checked against running the operator (tests/graph)."""
+
+
 def infer_type(op: str, types: list[TensorType], attrs: dict) -> TensorType:
-    """The output type of ``op`` on inputs of ``types`` (by running it on zeros)."""
+    """The output type of ``op`` on inputs of ``types`` (``TYPE_RULES``, or by running it on
+    zeros)."""
+    if op in TYPE_RULES and not any(key in attrs for key in VIEW_ATTRS):
+        inferred = TYPE_RULES[op](*types, **attrs)
+        if inferred is not None:
+            return inferred
     arrays = [np.zeros(t.shape, t.dtype) for t in types]
     if op == "batch_norm":
         arrays[2] = arrays[2] + 1.0  # variance of one, so no division by zero

@@ -27,6 +27,7 @@ import numpy as np
 from workbench import T
 from workbench.ir.arith import simplify_stmt
 from workbench.ir.function import PrimFunc
+from workbench.ops.compose import chain
 from workbench.ops.conv import Pair, _check_conv, conv_output_size
 
 
@@ -39,10 +40,8 @@ def pack_kcrs(weight: np.ndarray, kb: int) -> np.ndarray:
     >>> pack_kcrs(w, 2)[0, :, 0, 0].tolist()
     [[0, 3], [1, 4], [2, 5]]
     """
-    K = weight.shape[0]
-    if K % kb:
-        raise ValueError(f"pack_kcrs: {K} output channels are not a multiple of kb={kb}")
-    blocked = weight.reshape((K // kb, kb) + weight.shape[1:])
+    blocks = _blocks("pack_kcrs", weight.shape[0], "output channels", kb)
+    blocked = weight.reshape((blocks, kb) + weight.shape[1:])
     return np.ascontiguousarray(np.moveaxis(blocked, 1, -1))
 
 
@@ -65,11 +64,52 @@ def pack_depthwise(weight: np.ndarray, kb: int) -> np.ndarray:
     return pack_kcrs(weight, kb)[:, 0]
 
 
+def _blocks(op: str, channels: int, what: str, kb: int) -> int:
+    """``channels // kb``, the blocks of ``kb`` channels; an error naming ``op`` when ``kb``
+    does not divide ``channels``."""
+    if channels % kb:
+        raise ValueError(f"{op}: {channels} {what} are not a multiple of kb={kb}")
+    return channels // kb
+
+
 def _phases(H: int, W: int, R: int, S: int, stride, padding, dilation):
     (sh, sw), (ph, pw), (dh, dw) = _check_conv(stride, padding, dilation)
     P = conv_output_size(H, R, sh, ph, dh)
     Q = conv_output_size(W, S, sw, pw, dw)
     return (sh, sw), (ph, pw), (dh, dw), P, Q, P + (R - 1) * dh // sh, Q + (S - 1) * dw // sw
+
+
+def phase_pad_stage(shape: tuple[int, int, int, int], extents: tuple[int, int, int, int],
+                    stride: tuple[int, int], padding: tuple[int, int],
+                    dtype: str) -> PrimFunc:
+    """The ``"pad_temp"`` block of the packed convolutions alone: NCHW ``data`` (``shape``)
+    copied zero-bordered into ``pad_temp[n, py, px, h, w, c] = padded[n, c, h * sh + py,
+    w * sw + px]`` (channels last, split by stride phase: the module docstring), ``extents``
+    ``(PH, PW, HS, WS)`` the phases kept and the rows and columns of each. Both packed
+    convolutions ``chain`` it before their own block.
+
+    Example
+    -------
+    >>> f = phase_pad_stage((1, 3, 8, 8), (2, 2, 5, 5), (2, 2), (1, 1), "float32")
+    >>> [b.shape for b in f.params]
+    [(1, 3, 8, 8), (1, 2, 2, 5, 5, 3)]
+    """
+    N, C, H, W = shape
+    PH, PW, HS, WS = extents
+    (sh, sw), (ph, pw) = stride, padding
+
+    @T.prim_func
+    def pad(data: T.Buffer((N, C, H, W), dtype),
+            pad_temp: T.Buffer((N, PH, PW, HS, WS, C), dtype)):
+        for i0, i1, i2, i3, i4, i5 in T.grid(N, PH, PW, HS, WS, C):
+            with T.block("pad_temp"):
+                v0, v1, v2, v3, v4, v5 = T.axis.remap("SSSSSS", [i0, i1, i2, i3, i4, i5])
+                pad_temp[v0, v1, v2, v3, v4, v5] = T.if_then_else(
+                    ph <= v3 * sh + v1 and v3 * sh + v1 < H + ph and pw <= v4 * sw + v2
+                    and v4 * sw + v2 < W + pw,
+                    data[v0, v5, v3 * sh + v1 - ph, v4 * sw + v2 - pw], 0.0)
+
+    return pad
 
 
 def conv2d_nchw_packed(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 16,
@@ -86,28 +126,17 @@ def conv2d_nchw_packed(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 
     >>> [b.shape for b in f.params]
     [(1, 3, 8, 8), (2, 3, 3, 3, 8), (1, 16, 4, 4)]
     """
-    if K % kb:
-        raise ValueError(f"conv2d_nchw_packed: {K} output channels are not a multiple of "
-                         f"kb={kb}")
+    KB = _blocks("conv2d_nchw_packed", K, "output channels", kb)
     (sh, sw), (ph, pw), (dh, dw), P, Q, HS, WS = _phases(H, W, R, S, stride, padding,
                                                          dilation)
-    KB = K // kb
     # stride phases the kernel reads (a 1x1 strided conv reads one: copy only that one)
     PH = max(ry * dh % sh for ry in range(R)) + 1
     PW = max(rx * dw % sw for rx in range(S)) + 1
 
     @T.prim_func
-    def conv2d_nchw_packed(data: T.Buffer((N, C, H, W), dtype),
+    def conv2d_nchw_packed(pad_temp: T.Buffer((N, PH, PW, HS, WS, C), dtype),
                            weight: T.Buffer((KB, C, R, S, kb), dtype),
                            conv: T.Buffer((N, K, P, Q), dtype)):
-        pad_temp = T.alloc_buffer((N, PH, PW, HS, WS, C), dtype)
-        for i0, i1, i2, i3, i4, i5 in T.grid(N, PH, PW, HS, WS, C):
-            with T.block("pad_temp"):
-                v0, v1, v2, v3, v4, v5 = T.axis.remap("SSSSSS", [i0, i1, i2, i3, i4, i5])
-                pad_temp[v0, v1, v2, v3, v4, v5] = T.if_then_else(
-                    ph <= v3 * sh + v1 and v3 * sh + v1 < H + ph and pw <= v4 * sw + v2
-                    and v4 * sw + v2 < W + pw,
-                    data[v0, v5, v3 * sh + v1 - ph, v4 * sw + v2 - pw], 0.0)
         for n, k0, y, x, k1, rc, ry, rx in T.grid(N, KB, P, Q, kb, C, R, S):
             with T.block("conv2d_nchw_packed"):
                 vn, vk0, vy, vx, vk1, vrc, vry, vrx = T.axis.remap(
@@ -118,7 +147,9 @@ def conv2d_nchw_packed(N: int = 1, C: int = 4, H: int = 8, W: int = 8, K: int = 
                     vn, vry * dh % sh, vrx * dw % sw, vy + vry * dh // sh,
                     vx + vrx * dw // sw, vrc] * weight[vk0, vrc, vry, vrx, vk1]
 
-    return simplify_stmt(conv2d_nchw_packed)
+    return simplify_stmt(chain(
+        phase_pad_stage((N, C, H, W), (PH, PW, HS, WS), (sh, sw), (ph, pw), dtype),
+        conv2d_nchw_packed))
 
 
 def depthwise_conv2d_nchw_packed(N: int = 1, C: int = 16, H: int = 8, W: int = 8,
@@ -135,25 +166,14 @@ def depthwise_conv2d_nchw_packed(N: int = 1, C: int = 16, H: int = 8, W: int = 8
     >>> [b.shape for b in f.params]
     [(1, 16, 7, 7), (2, 3, 3, 8), (1, 16, 4, 4)]
     """
-    if C % kb:
-        raise ValueError(f"depthwise_conv2d_nchw_packed: {C} channels are not a multiple of "
-                         f"kb={kb}")
+    CB = _blocks("depthwise_conv2d_nchw_packed", C, "channels", kb)
     (sh, sw), (ph, pw), (dh, dw), P, Q, HS, WS = _phases(H, W, R, S, stride, padding,
                                                          dilation)
-    CB = C // kb
 
     @T.prim_func
-    def depthwise_conv2d_nchw_packed(data: T.Buffer((N, C, H, W), dtype),
+    def depthwise_conv2d_nchw_packed(pad_temp: T.Buffer((N, sh, sw, HS, WS, C), dtype),
                                      weight: T.Buffer((CB, R, S, kb), dtype),
                                      conv: T.Buffer((N, C, P, Q), dtype)):
-        pad_temp = T.alloc_buffer((N, sh, sw, HS, WS, C), dtype)
-        for i0, i1, i2, i3, i4, i5 in T.grid(N, sh, sw, HS, WS, C):
-            with T.block("pad_temp"):
-                v0, v1, v2, v3, v4, v5 = T.axis.remap("SSSSSS", [i0, i1, i2, i3, i4, i5])
-                pad_temp[v0, v1, v2, v3, v4, v5] = T.if_then_else(
-                    ph <= v3 * sh + v1 and v3 * sh + v1 < H + ph and pw <= v4 * sw + v2
-                    and v4 * sw + v2 < W + pw,
-                    data[v0, v5, v3 * sh + v1 - ph, v4 * sw + v2 - pw], 0.0)
         for n, c0, y, x, c1, ry, rx in T.grid(N, CB, P, Q, kb, R, S):
             with T.block("depthwise_conv2d_nchw_packed"):
                 vn, vc0, vy, vx, vc1, vry, vrx = T.axis.remap(
@@ -164,8 +184,10 @@ def depthwise_conv2d_nchw_packed(N: int = 1, C: int = 16, H: int = 8, W: int = 8
                     vn, vry * dh % sh, vrx * dw % sw, vy + vry * dh // sh,
                     vx + vrx * dw // sw, vc0 * kb + vc1] * weight[vc0, vry, vrx, vc1]
 
-    return simplify_stmt(depthwise_conv2d_nchw_packed)
+    return simplify_stmt(chain(
+        phase_pad_stage((N, C, H, W), (sh, sw, HS, WS), (sh, sw), (ph, pw), dtype),
+        depthwise_conv2d_nchw_packed))
 
 
 __all__ = ["conv2d_nchw_packed", "depthwise_conv2d_nchw_packed", "pack_depthwise",
-           "pack_kcrs", "unpack_kcrs"]
+           "pack_kcrs", "phase_pad_stage", "unpack_kcrs"]

@@ -113,3 +113,82 @@ def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
         for name in ("scores", "T_softmax_norm", "attention"):
             sch.vectorize(sch.get_loops(sch.get_block(name))[-1])
     return sch
+
+
+ROW_TILE = 64
+"""Keys per register tile of the row-block scores (four 512-bit registers per query row;
+32 was fully unrolled to scalar code by LLVM before its vectorizer ran)."""
+
+
+@register("attention", "row_blocks")
+def row_blocks_cpu(func: PrimFunc, *, rows: int = 4, tile: int = ROW_TILE,
+                   parallel: bool = True, vectorize: bool = True,
+                   lanes: int | None = None) -> Schedule:
+    """``rows`` query rows at a time, their scores and outputs in register tiles.
+
+    ``rows_cpu`` with the row loop ``i`` split by ``rows`` and every row block computed at
+    the outer part (``i_0``), as a matmul register tile:
+
+    - scores: loops ``j_0, d, i_1 (unroll), j_1 (vectorize, tile)``: a ``rows x tile``
+      accumulator (the backend keeps it in registers) is updated from one row of the
+      transposed keys per ``d``, so each key load serves ``rows`` queries;
+    - output: loops ``k, i_1 (unroll), d (vectorize)``: the ``rows x value_dim`` output
+      accumulates ``p[i_1, k] * V[k, :]``, each row of ``V`` loaded once for ``rows`` queries;
+    - the softmax blocks run per row of the block (``i_1``), max and sum in lanes as in
+      ``rows_cpu``.
+
+    Needs ``seq % rows == 0`` and ``kv_seq % tile == 0`` (else ``ValueError``: the caller
+    falls back to ``rows_cpu``). Measured at BERT's ``(16, 4, 128, 64)`` on one core (loaded
+    machine, best calls): 4.5 ms against 11-14 ms for ``rows_cpu`` and 9 ms for PyTorch's
+    flash attention.
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = row_blocks_cpu(ops.attention(1, 2, 8, 4, kv_seq=64))
+    >>> "T_softmax_norm" in [b.name for b in find_blocks(sch.mod)]
+    True
+    """
+    lanes = reduction_lanes(func.params[0].dtype) if lanes is None else lanes
+    scores_block = next(b for b in find_blocks(func) if b.name == "scores")
+    seq = int(scores_block.iter_vars[2].dom.extent.value)
+    kv_seq = int(scores_block.iter_vars[3].dom.extent.value)
+    if seq % rows or kv_seq % tile:
+        raise ValueError(f"attention row_blocks: seq {seq} must be a multiple of rows "
+                         f"{rows} and kv_seq {kv_seq} of tile {tile}")
+    sch = Schedule(func)
+    out = sch.get_block("attention")
+    out_rows = sch.cache_write(out, 0, "local")
+    b, h, i, d, k = sch.get_loops(out)
+    i0, i1 = sch.split(i, factors=[None, rows])
+    sch.reorder(i0, k, i1, d)
+    sch.reverse_compute_at(out_rows, i0)
+    for name in reversed(ROW_BLOCKS):
+        sch.compute_at(sch.get_block(name), i0)
+    for name in ROW_BLOCKS:
+        sch.set_scope(sch.get_block(name), 0, "local")
+    scores = sch.get_block("scores")
+    *_, row, j, dd = sch.get_loops(scores)
+    j0, j1 = sch.split(j, factors=[None, tile])
+    sch.reorder(j0, dd, row, j1)
+    heads = sch.fuse(b, h)
+    _keys_transposed(sch, scores, heads)
+    sch.decompose_reduction(scores, sch.get_loops(scores)[-3])
+    for name in ("T_softmax_maxelem", "T_softmax_expsum"):
+        block = sch.get_block(name)
+        if vectorize and kv_seq % lanes == 0:
+            _, inner = sch.split(sch.get_loops(block)[-1], factors=[None, lanes])
+            rf = sch.rfactor(inner, factor_axis=0)
+            sch.set_scope(rf, 0, "local")
+            sch.decompose_reduction(rf, sch.get_loops(rf)[3])
+            sch.vectorize(sch.get_loops(rf)[-1])
+        sch.decompose_reduction(block, sch.get_loops(block)[3])
+    sch.decompose_reduction(out, sch.get_loops(out)[2])
+    if parallel:
+        sch.parallel(heads)
+    sch.unroll(sch.get_loops(sch.get_block("scores"))[-2])
+    sch.unroll(sch.get_loops(out)[-2])
+    if vectorize:
+        for name in ("scores", "T_softmax_norm", "attention"):
+            sch.vectorize(sch.get_loops(sch.get_block(name))[-1])
+    return sch

@@ -23,7 +23,11 @@ the scores and probabilities kept on chip.
   values read straight from global memory: coalesced across the lanes, shared by the
   block's rows through L1);
 - the causal mask is the operator's own ``if_then_else`` (scores of masked keys count as
-  ``-inf``); a ``kv_seq`` or head dim that is not a multiple of ``lanes`` leaves guards.
+  ``-inf``); a ``kv_seq`` or head dim that is not a multiple of ``lanes`` leaves guards;
+- Q, K and V may be read through index maps (``passes.fold_views``, the cuda target's
+  layout hook): GPT-2's fused projection ``(B, S, 3 * H * D)`` in place, a grouped-query
+  key/value head at ``h // group``; the staged keys are transposed whatever ``K``'s layout
+  (``keys_transposed``); a single key (a decoding step) is not staged.
 
 The defaults fit the device's shared memory per block (``shared_budget``, from the
 target's device facts): each row of the tile keeps its scores and probabilities there
@@ -44,6 +48,8 @@ from __future__ import annotations
 
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
+from workbench.ir.expr import BufferLoad, Var
+from workbench.ir.functor import collect
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
@@ -98,6 +104,31 @@ def fit_rows(queries: int, keys: int, dim: int, budget: int | None = None
                          f"and probabilities in shared memory, over the device's {budget}")
     staged = keys * dim * 4
     return rows, staged <= MAX_STAGED and staged + rows * keys * 8 <= budget
+
+
+def keys_transposed(sch: Schedule, staged) -> str:
+    """The index map laying the staged keys out ``[..., d, j]``: the axes of ``K`` that
+    hold neither the key ``j`` nor the head dimension ``d`` first, then ``d``, then ``j``.
+
+    ``K`` is ``(B, H, S, D)`` unless ``passes.fold_views`` made the kernel read it through
+    a view: GPT-2's fused projection ``(B, S, 3 * H * D)`` is read at
+    ``K[b, j, C + h * D + d]``, a grouped-query key head at ``K[b, j, h // group * D + d]``
+    (the axis of ``d`` then holds the head too: the region staged per block is still one
+    head's keys)."""
+    block = next(b for b in find_blocks(sch.mod) if b.name == "scores")
+    vj, vd = block.iter_vars[-2].var, block.iter_vars[-1].var
+    name = sch.get(staged).writes[0].buffer.name
+    load = next(x for x in collect(block.body, lambda n: isinstance(n, BufferLoad))
+                if x.buffer.name == name)
+
+    def axis_of(var) -> int:
+        return next(a for a, e in enumerate(load.indices)
+                    if any(v == var for v in collect(e, lambda n: isinstance(n, Var))))
+    axis_j, axis_d = axis_of(vj), axis_of(vd)
+    order = [a for a in range(len(load.indices)) if a not in (axis_j, axis_d)]
+    names = [f"a{a}" for a in range(len(load.indices))]
+    return (f"lambda {', '.join(names)}: "
+            f"({', '.join(names[o] for o in [*order, axis_d, axis_j])},)")
 
 
 def _lane_sums(sch: Schedule, name: str, lanes: int, tile: bool) -> None:
@@ -162,7 +193,8 @@ def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None =
     sch.bind(head, "blockIdx.x")
     sch.bind(i1, "threadIdx.y")
     for name in ("T_softmax_norm", "T_softmax_expsum", "T_softmax_maxelem", "scores"):
-        sch.compute_at(sch.get_block(name), i1)
+        # one key (a decoding step): the blocks keep their unit key loop, bound to lanes
+        sch.compute_at(sch.get_block(name), i1, preserve_unit_loops=keys == 1)
     sch.set_scope(sch.get_block("scores"), 0, "shared")
     for name in ("scores", "attention"):  # the two dot products, registers per lane
         _lane_sums(sch, name, lanes, tile)
@@ -175,13 +207,13 @@ def warp_rows(func: PrimFunc, rows: int | None = None, stage_keys: bool | None =
         _, k_lane = sch.split(sch.get_loops(block)[-1], factors=[None, lanes])
         sch.bind(k_lane, "threadIdx.x")
         sch.set_scope(block, 0, "local")
-    if stage_keys:
+    if stage_keys and keys > 1:  # one key per head (a decoding step): nothing to share
         scores = sch.get_block("scores")
         key_index = next(n for n, r in enumerate(sch.get(scores).reads)
                          if r.buffer.name == func.params[1].name)
         staged = sch.cache_read(scores, key_index, "shared")
         sch.compute_at(staged, head)
-        sch.transform_layout(staged, ("write", 0), lambda b, h, j, d: (b, h, d, j))
+        sch.transform_layout(staged, ("write", 0), keys_transposed(sch, staged))
         fused = sch.fuse(*sch.get_loops(staged)[1:])
         _, ty, tx = sch.split(fused, factors=[None, rows, lanes])
         sch.bind(ty, "threadIdx.y")

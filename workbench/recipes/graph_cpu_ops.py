@@ -14,7 +14,8 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   without lanes; the epilogue moves into the row loop;
 - ``ops.layernorm``: the fused recipe (``recipes.layernorm.fused_cpu``) where the row is a
   multiple of its lanes; the epilogue is inlined into the normalise block;
-- ``ops.attention``: the ``("attention", "rows")`` recipe where registered;
+- ``ops.attention``: the ``("attention", "row_blocks")`` recipe (four query rows per
+  register tile) where the sizes divide, else ``("attention", "rows")``;
 - ``ops.conv2d_nchw``: the ``("conv2d", "blocked")`` recipe (output channels in unrolled
   blocks, the output row vectorized) where ``recipes.conv2d_cpu.conv2d_rule`` says so (off
   by default: not measured faster, see that module);
@@ -189,18 +190,23 @@ def _serial_copy(sch: Schedule) -> Schedule:
 
 
 def attention_rows(func, parallel: bool = True) -> Schedule | None:
-    """``ops.attention`` with the ``("attention", "rows")`` recipe, where registered."""
+    """``ops.attention`` with the ``("attention", "row_blocks")`` recipe (four query rows
+    per register tile) where it applies, else ``("attention", "rows")``."""
     from workbench import recipes
 
     if "scores" not in _blocks(func) or "attention" not in _blocks(func):
         return None
-    try:
-        recipe = recipes.get("attention", "rows", "cpu")
-    except KeyError:
-        return None
     scores = next(b for b in find_blocks(func) if b.name == "scores")
     work = math.prod(int(iv.dom.extent.value) for iv in scores.iter_vars)
-    sch = _try(recipe, func, parallel=parallel and work >= PARALLEL_WORK // 4)
+    sch = None
+    for name in ("row_blocks", "rows"):  # row_blocks refuses seq % 4, kv_seq % 64
+        try:
+            recipe = recipes.get("attention", name, "cpu")
+        except KeyError:
+            continue
+        sch = _try(recipe, func, parallel=parallel and work >= PARALLEL_WORK // 4)
+        if sch is not None:
+            break
     if sch is None:
         return None
     if "out" in _blocks(sch.mod):

@@ -46,6 +46,9 @@ from workbench.ir.operators import ATOM, COMPARE, MUL, NOT, OPERATORS, SELECT, U
 # integers only, and a * (b // c) is not (a * b) // c
 _ASSOCIATIVE_INT = {Add: (Add, Sub), Mul: (Mul,)}
 
+_MATH_CALLS = ("exp", "log", "sqrt", "tanh", "erf", "sin", "cos", "pow")
+"""The intrinsics that are one library call (``ExprPrinter._math`` spells it per target)."""
+
 
 def source_dtype(dtype: str) -> str:
     """``dtype``, checked to be an IR dtype before it is printed into generated source (a
@@ -205,36 +208,50 @@ class ExprPrinter:
             return "()"
         return ", ".join(self.print(index) for index in indices)
 
+    language = "Python"
+    """What the printer writes, for the error on an intrinsic it has no spelling for."""
+
     def _print_Call(self, expr: Call, index_context: bool):
         if expr.op == "bounds_check":  # the debug build's index check (see bounds_checks)
             self.uses_runtime = True
             index, extent, check_id, *variables = (self.print(arg) for arg in expr.args)
             values = "(" + "".join(f"{v}, " for v in variables) + ")"
             return f"rt.checked_index({index}, {extent}, {check_id}, {values})", ATOM
+        return self._intrinsic(expr)
+
+    def _intrinsic(self, expr: Call) -> tuple[str, int]:
+        """A math intrinsic: the table of intrinsics, each target spelling the library
+        calls through ``_math`` (numpy and runtime helpers here, ``math`` on the GPU)."""
         args = [self.print(arg) for arg in expr.args]
-        dtype = expr.dtype
+        dtype, op = expr.dtype, expr.op
         one = f"{np_dtype_name(dtype)}(1.0)"
-        op = expr.op
-        if op == "exp":
-            return self._exp(args[0], dtype), ATOM
-        if op in ("tanh", "erf") and self.fast_exp and dtype == "float32":
-            self.uses_runtime = True
-            return f"rt.fast_{op}_f32({args[0]})", ATOM
-        if op in ("log", "sqrt", "tanh", "sin", "cos"):
-            return f"np.{op}({args[0]})", ATOM
+        if op in _MATH_CALLS:
+            return self._math(op, args, dtype), ATOM
         if op == "abs":
             return f"abs({args[0]})", ATOM
         if op == "rsqrt":
-            return f"{one} / np.sqrt({args[0]})", MUL
+            return f"{one} / {self._math('sqrt', args, dtype)}", MUL
         if op == "sigmoid":
-            negated = "-" + self._wrap(expr.args[0], UNARY, False)
-            return f"{one} / ({one} + {self._exp(negated, dtype)})", MUL
+            negated = self._negated(expr.args[0], args[0])
+            return f"{one} / ({one} + {self._math('exp', [negated], dtype)})", MUL
+        raise NotImplementedError(f"no {self.language} code generation for intrinsic {op!r}")
+
+    def _negated(self, arg: PrimExpr, text: str) -> str:
+        return "-" + self._wrap(arg, UNARY, False)
+
+    def _math(self, op: str, args: list[str], dtype: str) -> str:
+        """The call computing intrinsic ``op`` (one of ``_MATH_CALLS``) of printed ``args``."""
+        if op == "exp":
+            return self._exp(args[0], dtype)
+        if op in ("tanh", "erf") and self.fast_exp and dtype == "float32":
+            self.uses_runtime = True
+            return f"rt.fast_{op}_f32({args[0]})"
         if op == "erf":
             self.uses_math = True
-            return f"{np_dtype_name(dtype)}(math.erf({args[0]}))", ATOM
+            return f"{np_dtype_name(dtype)}(math.erf({args[0]}))"
         if op == "pow":
-            return f"{np_dtype_name(dtype)}(np.power({args[0]}, {args[1]}))", ATOM
-        raise NotImplementedError(f"no Python code generation for intrinsic {op!r}")
+            return f"{np_dtype_name(dtype)}(np.power({args[0]}, {args[1]}))"
+        return f"np.{op}({args[0]})"
 
     def _exp(self, arg: str, dtype: str) -> str:
         if self.fast_exp and dtype == "float32":

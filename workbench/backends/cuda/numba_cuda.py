@@ -470,6 +470,7 @@ CUDA = register_target(
         description="@cuda.jit kernels (Numba CUDA; the simulator in CI)",
         printer=CudaPrinter,
         graph_schedule="workbench.recipes.graph_cuda:graph_schedule",
+        graph_layout="workbench.recipes.graph_cuda:graph_layout",
         tuning_rules="workbench.tune.rules_cuda:cuda_rules",
         warnings="workbench.viz.advice:cuda_schedule_warnings",
         explorer_views="workbench.widgets.target_views:cuda_views",

@@ -69,28 +69,22 @@ def launch_config(extents: dict) -> LaunchConfig:
 class CudaExprPrinter(ExprPrinter):
     """Expressions for device code: ``math`` functions (no numpy ufuncs, no runtime helpers)."""
 
+    language = "CUDA"
+
     def _print_Call(self, expr: Call, index_context: bool):
-        args = [self.print(arg) for arg in expr.args]
-        dtype = expr.dtype
-        cast = np_dtype_name(dtype)
-        one = f"{cast}(1.0)"
         op = expr.op
         if op.startswith("cuda."):  # warp intrinsics placed by passes (cuda_reduction)
             if not all(part.isidentifier() for part in op.split(".")):
                 raise ValueError(f"intrinsic {op!r} is not a dotted name: not printed")
             return f"{op}({', '.join(self.print(a, True) for a in expr.args)})", ATOM
         self.uses_math = True
-        if op in ("exp", "log", "sqrt", "tanh", "erf", "sin", "cos"):
-            return f"{cast}(math.{op}({args[0]}))", ATOM
-        if op == "abs":
-            return f"abs({args[0]})", ATOM
-        if op == "rsqrt":
-            return f"{one} / {cast}(math.sqrt({args[0]}))", MUL
-        if op == "sigmoid":
-            return f"{one} / ({one} + {cast}(math.exp(-({args[0]}))))", MUL
-        if op == "pow":
-            return f"{cast}(math.pow({args[0]}, {args[1]}))", ATOM
-        raise NotImplementedError(f"no CUDA code generation for intrinsic {op!r}")
+        return self._intrinsic(expr)
+
+    def _negated(self, arg, text: str) -> str:
+        return f"-({text})"
+
+    def _math(self, op: str, args: list[str], dtype: str) -> str:
+        return f"{np_dtype_name(dtype)}(math.{op}({', '.join(args)}))"
 
     def _print_Div(self, expr: Div, index_context: bool):
         if is_float(expr.dtype):

@@ -22,6 +22,13 @@ answered without enumerating iterations, so the answer does not depend on proble
 
 Anything the analysis cannot read (a data-dependent index, a loop without constant bounds, a
 non-linear use of ``l``) counts as a possible conflict: it is conservative, never optimistic.
+
+Answers are memoized by what they depend on (``_query_key``: each access's buffer, region,
+guards and the ranges of the loops around it, and ``L``'s variable and range), not by the
+function: a schedule edit builds a new function whose unchanged blocks ask the same questions
+again (a ``compute_at`` of a conv's padding stage re-analyses the whole scope), and get the
+answer already found. The IR is frozen and the answer a pure function of the key, so an entry
+is never stale; ``memo_info()`` counts hits and misses.
 """
 
 from __future__ import annotations
@@ -220,12 +227,56 @@ def _in_range(expr: PrimExpr, mapping, guarded, ranges, size: int) -> bool:
     return lo is not None and hi is not None and lo >= 0 and hi < size
 
 
+MEMO_SIZE = 8192
+"""Answers kept (the memo is emptied when full: a tuning run asks many distinct questions)."""
+_memo: dict = {}
+_memo_counts = {"hits": 0, "misses": 0}
+
+
+def memo_info() -> dict[str, int]:
+    """``{"hits", "misses", "size"}`` of the ``iterations_overlap`` memo since the last
+    ``memo_clear``."""
+    return {**_memo_counts, "size": len(_memo)}
+
+
+def memo_clear() -> None:
+    _memo.clear()
+    _memo_counts.update(hits=0, misses=0)
+
+
+def _access_key(access: Access, loop: For) -> tuple:
+    """Everything of ``access`` the analysis reads: the loops by variable and range (and
+    which one is ``loop``: it is found by identity), never by body."""
+    loops = tuple((lp.loop_var, lp.min, lp.extent, lp is loop) for lp in access.loops)
+    return access.buffer, access.region, access.predicate, loops
+
+
+def _query_key(first: Access, second: Access, loop: For) -> tuple:
+    return (_access_key(first, loop), _access_key(second, loop),
+            (loop.loop_var, loop.min, loop.extent))
+
+
 def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
     """Whether ``first`` in one iteration of ``loop`` and ``second`` in another (the loops
     around ``loop`` at the same values) may touch one element. Conservative: True when unsure.
+    Memoized by ``_query_key`` (module docstring).
     """
     if first.buffer != second.buffer:
         return False
+    key = _query_key(first, second, loop)
+    answer = _memo.get(key)
+    if answer is not None:
+        _memo_counts["hits"] += 1
+        return answer
+    _memo_counts["misses"] += 1
+    answer = _iterations_overlap(first, second, loop)
+    if len(_memo) >= MEMO_SIZE:
+        _memo.clear()
+    _memo[key] = answer
+    return answer
+
+
+def _iterations_overlap(first: Access, second: Access, loop: For) -> bool:
     if not _overlap(first, second, loop):
         return False
     if not _overlap_through_guarded_sums(first, second, loop):

@@ -1,0 +1,554 @@
+"""Issue 20: the next GPU session's measurements in one command, under one deadline, in
+priority order, one JSON rewritten after every row (what ran survives a kill or a timeout).
+
+    python3 bench/gpu/gpu_plan.py --out $OUT --deadline 540          # on the H200
+    NUMBA_ENABLE_CUDASIM=1 python3 bench/gpu/gpu_plan.py --dry-run --out /tmp/plan
+                                                                      # no GPU: tiny sizes
+
+Parts (``--only tests,sgemm`` picks some; a part is skipped, with the reason written, when
+less than its ``min_s`` is left; each runs in ``try`` and writes its error there):
+
+1. ``tests``: the CUDA test suite on the real GPU (``pytest -m cuda``, the simulator off;
+   the recipes' and the tuner's tests first) in a subprocess, capped at ``--tests-s``;
+   passed/failed/skipped counted from the log as it goes (a cut run still counts), the
+   failed tests named.
+2. ``sgemm``: ``ops.matmul`` at 4000^3, 1000x3000x2000, 511x257x129, the graph's default
+   cuda schedule (``recipes.graph_cuda.graph_schedule``, what ``wb.compile`` uses) and the
+   ``register_blocked`` recipe's default, built with ``wb.build``, checked against float64,
+   timed with CUDA events against ``torch.mm`` (TF32 off).
+3. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
+   against ``torch.softmax`` / ``F.layer_norm``.
+4. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
+   weights), the pre-norm block of ``tests/graph/graph_models.py`` at d 768 b1 (128 tokens):
+   ``wb.compile(target="cuda")`` called with torch CUDA tensors (graph replay) against
+   torch eager and ``torch.compile(mode="reduce-overhead")``; device ms and host us per
+   call, host us per kernel, the five slowest kernels.
+5. ``launch``: host time per kernel of a compiled block (d 256, b1, 16 tokens) in each
+   launch mode of ``graph.compiled_cuda`` (``kernels``, ``lean``, ``graph``).
+6. ``tune``: ``tune_model`` on the block d 256 b16 (the three slowest kernels, within
+   ``--tune-s``): default vs tuned per kernel.
+
+``--dry-run`` runs the same code at tiny sizes on torch's CPU tensors and the CUDA
+simulator (timings are host wall clock, meaningless; torch.compile and the pytest run
+skipped: the command is recorded): it checks the plan's plumbing without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack  # numba-cuda 0.30 on numpy 2.5
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+for _path in (ROOT, HERE):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+SIZES = {
+    "gpu": {
+        "sgemm": [(4000, 4000, 4000), (1000, 3000, 2000), (511, 257, 129)],
+        "rows": [(8192, 8192), (4096, 3000), (30000, 768)],
+        "models": ["resnet18 b16", "gpt2-small b8", "block d768 b1"],
+        "launch": (256, 4, 1, 16),
+        "tune": (256, 4, 16, 128),
+    },
+    "dry": {
+        "sgemm": [(17, 9, 5), (7, 33, 4)],
+        "rows": [(5, 40), (3, 7)],
+        "models": ["block d16 b1"],
+        "launch": (16, 2, 1, 5),
+        "tune": (16, 2, 1, 5),
+    },
+}
+"""What each part measures, on the GPU and in a ``--dry-run``."""
+
+
+@dataclasses.dataclass
+class Part:
+    """One step of the plan: ``run(ctx, entry)`` fills ``entry`` (saving as it goes);
+    skipped when less than ``min_s`` seconds are left."""
+
+    name: str
+    run: Callable
+    min_s: float
+
+
+class Plan:
+    """Runs parts in order under a deadline, writing ``path`` (JSON) after every change."""
+
+    def __init__(self, path: str, deadline_s: float, clock=time.perf_counter, info=None):
+        self.path, self.deadline_s, self.clock = path, deadline_s, clock
+        self.start = clock()
+        self.result = {"started": time.strftime("%F %T"), "deadline_s": deadline_s,
+                       **(info or {}), "parts": {}}
+
+    def left(self) -> float:
+        return self.deadline_s - (self.clock() - self.start)
+
+    def save(self) -> None:
+        """Write the JSON atomically (a kill mid-write leaves the previous version)."""
+        self.result["elapsed_s"] = round(self.clock() - self.start, 1)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump(self.result, handle, indent=1, default=str)
+        os.replace(tmp, self.path)
+
+    def run(self, parts: list[Part], ctx, only: tuple[str, ...] = ()) -> dict:
+        for part in parts:
+            entry: dict = {}
+            self.result["parts"][part.name] = entry
+            if only and part.name not in only:
+                entry["skipped"] = "not in --only"
+            elif self.left() < part.min_s:
+                entry["skipped"] = (f"deadline: {self.left():.0f} s left, the part needs "
+                                    f"{part.min_s:.0f} s")
+            else:
+                entry["status"] = "running"
+                self.save()
+                begin = self.clock()
+                try:
+                    part.run(ctx, entry)
+                    entry["status"] = "done"
+                except Exception as err:  # noqa: BLE001 - recorded, the plan goes on
+                    entry.update(status="error", error=f"{type(err).__name__}: {err}"[:800],
+                                 traceback=traceback.format_exc()[-3000:])
+                entry["wall_s"] = round(self.clock() - begin, 1)
+            print(part.name, json.dumps({k: v for k, v in entry.items()
+                                         if k not in ("rows", "traceback")})[:300],
+                  flush=True)
+            self.save()
+        return self.result
+
+
+# ---------------------------------------------------------------------------- the device
+
+
+class Context:
+    """Where the plan runs: torch CUDA tensors timed by CUDA events on the GPU; torch CPU
+    tensors (host arrays for the kernels) timed by the host's clock in a dry run."""
+
+    def __init__(self, args, plan: Plan):
+        import torch
+
+        self.args, self.plan, self.torch = args, plan, torch
+        self.dry = args.dry_run
+        self.sizes = SIZES["dry" if self.dry else "gpu"]
+        self.device = "cpu" if self.dry else "cuda"
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+    def left(self) -> float:
+        return self.plan.left()
+
+    def save(self) -> None:
+        self.plan.save()
+
+    def randn(self, *shape):
+        return self.torch.randn(*shape, device=self.device)
+
+    def arg(self, tensor):
+        """A kernel argument for ``tensor``: the device array itself (no copy) on the GPU."""
+        if self.dry:
+            return tensor.numpy()
+        from numba import cuda
+
+        return cuda.as_cuda_array(tensor)
+
+    def sync(self) -> None:
+        if not self.dry:
+            self.torch.cuda.synchronize()
+
+    def time_s(self, fn, repeats: int = 20) -> float:
+        """Median seconds of ``fn()``: CUDA events (3 warm-ups), or one host-timed call."""
+        if self.dry:
+            fn()
+            start = time.perf_counter()
+            fn()
+            return time.perf_counter() - start
+        from bench_cudamem import cuda_time
+
+        return cuda_time(fn, repeats=repeats)
+
+    def measure(self, fn, kernels: int | None = None, n: int = 30) -> dict:
+        """Device ms and host us per call (``bench_gpu_e2e.measure``); one call in a dry run."""
+        if self.dry:
+            start = time.perf_counter()
+            fn()
+            ms = (time.perf_counter() - start) * 1e3
+            row = {"device_ms": ms, "host_us": ms * 1e3}
+            if kernels:
+                row.update(kernels=kernels, host_us_per_kernel=ms * 1e3 / kernels)
+            return row
+        from bench_gpu_e2e import measure
+
+        row = measure(self.torch, fn, kernels, n=n)
+        return {k: v for k, v in row.items() if not k.endswith("_all")}
+
+
+def rel_err(torch, got, want) -> float:
+    got, want = torch.as_tensor(got).double().cpu(), torch.as_tensor(want).double().cpu()
+    if torch.isnan(got).any():
+        return float("nan")
+    return float(torch.linalg.norm(got - want) / torch.linalg.norm(want))
+
+
+# ---------------------------------------------------------------------------- parts
+
+
+def tests_command(args) -> list[str]:
+    """``pytest -v -m cuda`` over ``--tests``; a module that cannot be imported there (a
+    package the device lacks) is an error of its own, not the end of the run."""
+    return [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-m", "cuda",
+            "--continue-on-collection-errors", "-W", "ignore::DeprecationWarning",
+            "-W", "ignore::FutureWarning", *args.tests.split()]
+
+
+def count_tests(log: str) -> dict:
+    """Outcome counts of a ``pytest -v`` log, complete or cut short."""
+    counts = {k.lower(): len(re.findall(rf"::\S+ {k}\b", log))
+              for k in ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL")}
+    counts["failed_tests"] = re.findall(r"^(\S+::\S+) (?:FAILED|ERROR)", log, re.M)[:40]
+    summary = re.findall(r"^=*\s*(\d[^=]* in [\d.]+s\b[^=]*?)\s*=*$", log, re.M)
+    counts["summary"] = summary[-1] if summary else "cut short (no summary line)"
+    return counts
+
+
+def part_tests(ctx: Context, entry: dict) -> None:
+    command = tests_command(ctx.args)
+    entry["command"] = " ".join(command[1:])
+    if ctx.dry:
+        command = command[:2] + ["pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                 "-m", "cuda", "tests/tune/test_cuda_space_candidates.py"]
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if ctx.dry else "0")
+    shim = tempfile.mkdtemp(prefix="plan_site_")  # numpy 2.5 has no row_stack for numba-cuda
+    with open(os.path.join(shim, "sitecustomize.py"), "w") as handle:
+        handle.write("import numpy as np\nif not hasattr(np, 'row_stack'):\n"
+                     "    np.row_stack = np.vstack\n")
+    env["PYTHONPATH"] = os.pathsep.join([shim, ROOT, env.get("PYTHONPATH", "")])
+    budget = max(10.0, min(ctx.args.tests_s, ctx.left() - ctx.args.reserve_s))
+    log_path = os.path.join(ctx.args.out, "plan_tests.log")
+    entry["budget_s"] = round(budget, 1)
+    with open(log_path, "w") as log:
+        try:
+            code = subprocess.run(command, cwd=ROOT, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=budget).returncode
+        except subprocess.TimeoutExpired:
+            code = "timeout"
+    with open(log_path) as log:
+        text = log.read()
+    entry["returncode"] = code
+    entry.update(count_tests(text))
+    entry["tail"] = text[-1500:]
+
+
+def _run_kernel(ctx, sch, tensors, out, ref) -> dict:
+    import workbench as wb
+
+    start = time.perf_counter()
+    kernel = wb.build(sch, target="cuda")
+    args = [ctx.arg(t) for t in tensors]
+    out.fill_(float("nan"))
+    kernel(*args)
+    ctx.sync()
+    row = {"first_call_s": round(time.perf_counter() - start, 2),
+           "rel_err": rel_err(ctx.torch, out, ref), "launches": str(kernel.launches)[:200]}
+    row["ms"] = ctx.time_s(lambda: kernel(*args)) * 1e3
+    return row
+
+
+def _ratio(row: dict, theirs_ms: float) -> dict:
+    row["torch_ms"] = theirs_ms
+    if "ms" in row:
+        row["torch_over_workbench"] = round(theirs_ms / row["ms"], 3)
+    return row
+
+
+def part_sgemm(ctx: Context, entry: dict) -> None:
+    from workbench import ops, recipes
+    from workbench.recipes.graph_cuda import graph_schedule
+
+    torch = ctx.torch
+    rows = entry.setdefault("rows", {})
+    for m, n, k in ctx.sizes["sgemm"]:
+        name = f"{m}x{n}x{k}"
+        if ctx.left() < 25:
+            rows[name] = {"skipped": "deadline"}
+            continue
+        a, b = ctx.randn(m, k), ctx.randn(k, n)
+        ref = a.double() @ b.double()
+        mine = torch.empty(m, n, device=ctx.device)
+        theirs = ctx.time_s(lambda: torch.mm(a, b, out=mine)) * 1e3  # noqa: B023
+        func = ops.matmul(m, n, k)
+        for label, make in (("graph default", graph_schedule),
+                            ("register_blocked default",
+                             recipes.get("matmul", "register_blocked", "cuda"))):
+            c = torch.empty(m, n, device=ctx.device)
+            try:
+                row = _run_kernel(ctx, make(func), (a, b, c), c, ref)
+                row["TFLOP/s"] = 2 * m * n * k / row["ms"] / 1e9
+            except Exception as err:  # noqa: BLE001
+                row = {"error": f"{type(err).__name__}: {err}"[:500]}
+            rows[f"{name} {label}"] = _ratio(row, theirs)
+            ctx.save()
+
+
+def part_rows(ctx: Context, entry: dict) -> None:
+    from workbench import ops
+    from workbench.recipes.graph_cuda import graph_schedule
+
+    torch = ctx.torch
+    rows = entry.setdefault("rows", {})
+    for op in ("softmax", "layernorm"):
+        for m, n in ctx.sizes["rows"]:
+            name = f"{op} {m}x{n}"
+            if ctx.left() < 15:
+                rows[name] = {"skipped": "deadline"}
+                continue
+            x, out, mine = ctx.randn(m, n), ctx.randn(m, n), ctx.randn(m, n)
+            if op == "softmax":
+                ref = torch.softmax(x.double(), 1)
+                theirs = ctx.time_s(
+                    lambda: torch.ops.aten._softmax.out(x, 1, False, out=mine))  # noqa: B023
+                tensors = (x, out)
+            else:
+                g, b = ctx.randn(n), ctx.randn(n)
+                ref = torch.nn.functional.layer_norm(x.double(), (n,), g.double(), b.double())
+                theirs = ctx.time_s(
+                    lambda: torch.nn.functional.layer_norm(x, (n,), g, b))  # noqa: B023
+                tensors = (x, g, b, out)
+            try:
+                row = _run_kernel(ctx, graph_schedule(getattr(ops, op)(m, n)), tensors, out,
+                                  ref)
+                row["GB/s"] = 2 * 4 * m * n / row["ms"] / 1e6
+            except Exception as err:  # noqa: BLE001
+                row = {"error": f"{type(err).__name__}: {err}"[:500]}
+            rows[name] = _ratio(row, theirs * 1e3)
+            ctx.save()
+
+
+def make_model(name: str):
+    """(model, example input on the CPU) for a model row of ``SIZES``."""
+    import torch
+
+    from tests.graph.graph_models import Block
+
+    torch.manual_seed(0)
+    if name.startswith("block"):
+        dim, batch = (int(s) for s in re.findall(r"\d+", name)[:2])
+        tokens = 128 if dim >= 256 else 7
+        return Block(dim, max(2, dim // 64)).eval(), torch.randn(batch, tokens, dim)
+    if name.startswith("resnet18"):
+        import torchvision
+
+        batch = int(name.rsplit("b", 1)[1])
+        return torchvision.models.resnet18(weights=None).eval(), torch.randn(batch, 3, 224, 224)
+    import transformers
+
+    config = transformers.GPT2Config(n_layer=12, n_head=12, n_embd=768, n_positions=128,
+                                     use_cache=False)
+    model = transformers.GPT2Model(config).eval()
+    model.config.return_dict = False
+    return model, torch.randint(0, 50257, (int(name.rsplit("b", 1)[1]), 128))
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple | list) else out
+
+
+def run_model(ctx: Context, name: str) -> dict:
+    import copy
+
+    import workbench as wb
+
+    torch = ctx.torch
+    model, x = make_model(name)
+    row: dict = {"shape": list(x.shape)}
+    device_model = copy.deepcopy(model).to(ctx.device)
+    xd = x.to(ctx.device)
+    with torch.no_grad():
+        want = _first(device_model(xd)).clone()
+        row["torch eager"] = ctx.measure(lambda: device_model(xd))
+        start = time.perf_counter()
+        compiled = wb.compile(model, (x,), target="cuda", progress=False)
+        row["compile_s"] = round(time.perf_counter() - start, 1)
+        kernels = len(compiled.kernels)
+        row["kernels"] = kernels
+        got = _first(compiled(xd))
+        ctx.sync()
+        wb_row = ctx.measure(lambda: compiled(xd), kernels)
+        wb_row["rel_err"] = rel_err(torch, got, want)
+        row["workbench"] = wb_row
+        ctx.save()
+        frame = compiled.latency_report(xd, repeat=1 if ctx.dry else 5)
+        slow = frame.sort_values("median_us", ascending=False)[:5]
+        row["slowest_kernels"] = [{"kernel": k, "pattern": p, "median_us": float(u)}
+                                  for k, p, u in zip(slow["kernel"], slow["pattern"],
+                                                     slow["median_us"], strict=True)]
+        label = "torch.compile reduce-overhead"
+        if ctx.dry:
+            row[label] = {"skipped": "--dry-run"}
+        elif ctx.left() < 60:
+            row[label] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
+        else:
+            try:
+                fn = torch.compile(copy.deepcopy(device_model), mode="reduce-overhead")
+                start = time.perf_counter()
+                out = _first(fn(xd)).clone()  # reduce-overhead reuses its output buffer
+                ctx.sync()
+                step = torch.compiler.cudagraph_mark_step_begin
+
+                def call():
+                    step()
+                    return fn(xd)
+
+                row[label] = ctx.measure(call)
+                row[label].update(compile_s=round(time.perf_counter() - start, 1),
+                                  rel_err=rel_err(torch, out, want))
+            except Exception as err:  # noqa: BLE001
+                row[label] = {"error": f"{type(err).__name__}: {err}"[:500]}
+    eager = row["torch eager"]["device_ms"]
+    for key in ("workbench", label):
+        if "device_ms" in row.get(key, {}):
+            row[key]["speed_vs_eager"] = eager / row[key]["device_ms"]
+    return row
+
+
+def part_models(ctx: Context, entry: dict) -> None:
+    rows = entry.setdefault("rows", {})
+    for name in ctx.sizes["models"]:
+        if ctx.left() < 60 and not ctx.dry:
+            rows[name] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
+            continue
+        try:
+            rows[name] = run_model(ctx, name)
+        except Exception as err:  # noqa: BLE001
+            rows[name] = {"error": f"{type(err).__name__}: {err}"[:800],
+                          "traceback": traceback.format_exc()[-2000:]}
+        ctx.save()
+
+
+def part_launch(ctx: Context, entry: dict) -> None:
+    import workbench as wb
+    from tests.graph.graph_models import Block
+
+    dim, heads, batch, tokens = ctx.sizes["launch"]
+    ctx.torch.manual_seed(0)
+    model = Block(dim, heads).eval()
+    x = ctx.torch.randn(batch, tokens, dim)
+    compiled = wb.compile(model, (x,), target="cuda", progress=False)
+    kernels = len(compiled.kernels)
+    entry["kernels"] = kernels
+    xd = x.to(ctx.device)
+    rows = entry.setdefault("rows", {})
+    with ctx.torch.no_grad():
+        compiled(xd)
+        for mode in ("kernels", "lean", "graph"):
+            compiled.runtime.mode = mode
+            try:
+                compiled(xd)
+                ctx.sync()
+                rows[mode] = ctx.measure(lambda: compiled(xd), kernels, n=50)
+            except Exception as err:  # noqa: BLE001
+                rows[mode] = {"error": f"{type(err).__name__}: {err}"[:500]}
+            ctx.save()
+
+
+def part_tune(ctx: Context, entry: dict) -> None:
+    from tests.graph.graph_models import Block
+    from workbench.graph.tune_model import tune_model
+    from workbench.tune.runner import LocalRunner
+
+    dim, heads, batch, tokens = ctx.sizes["tune"]
+    ctx.torch.manual_seed(0)
+    model = Block(dim, heads).eval()
+    x = ctx.torch.randn(batch, tokens, dim)
+    db = os.path.join(ctx.args.out, "plan_tune.jsonl")
+    budget = max(10.0, min(ctx.args.tune_s, ctx.left() - 60))
+    entry["budget_s"] = round(budget, 1)
+    top = 1 if ctx.dry else 3
+    with LocalRunner(n_build=1 if ctx.dry else 4, measure_timeout_s=60) as runner:
+        result = tune_model(model, (x,), target="cuda", db=db, time_budget_s=budget, top=top,
+                            trials=2 if ctx.dry else ctx.args.trials, runner=runner,
+                            repeat=1 if ctx.dry else 10, resume=False)
+    entry["table"] = json.loads(result.table().to_json(orient="records"))
+    entry["tuned"] = {node: {"records": len(r.records), "ok": sum(x.ok for x in r.records)}
+                      for node, r in result.tuned.items()}
+    entry["tune_wall_s"] = round(result.wall_s, 1)
+
+
+TESTS = "tests/recipes tests/tune tests/backends tests/graph tests"
+"""The CUDA tests' folders, the kernels' own first (pytest skips a path given twice): a run
+cut by ``--tests-s`` has covered the recipes and the tuner."""
+
+PARTS = [
+    Part("tests", part_tests, 30),
+    Part("sgemm", part_sgemm, 40),
+    Part("rows", part_rows, 30),
+    Part("models", part_models, 90),
+    Part("launch", part_launch, 30),
+    Part("tune", part_tune, 90),
+]
+"""The plan, in priority order."""
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=".", help="folder of plan.json and the logs")
+    parser.add_argument("--deadline", type=float, default=540.0,
+                        help="seconds for the whole plan (parts past it are skipped)")
+    parser.add_argument("--only", default="", help="comma-separated parts, e.g. tests,sgemm")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="tiny sizes on the CPU and the CUDA simulator (no GPU)")
+    parser.add_argument("--tests", default=TESTS,
+                        help="paths given to pytest -m cuda, in the order they run")
+    parser.add_argument("--tests-s", type=float, default=150.0,
+                        help="the most seconds the test run may take")
+    parser.add_argument("--reserve-s", type=float, default=240.0,
+                        help="seconds the test run leaves to the measurements")
+    parser.add_argument("--tune-s", type=float, default=90.0, help="tuning budget, seconds")
+    parser.add_argument("--trials", type=int, default=8, help="candidates per tuned kernel")
+    args = parser.parse_args(argv)
+    unknown = set(filter(None, args.only.split(","))) - {p.name for p in PARTS}
+    if unknown:
+        parser.error(f"--only: no part {sorted(unknown)}; parts: "
+                     f"{', '.join(p.name for p in PARTS)}")
+    if args.deadline <= 0:
+        parser.error(f"--deadline must be positive, got {args.deadline}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    if args.dry_run:
+        os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    plan = Plan(os.path.join(args.out, "plan.json"), args.deadline,
+                info={"argv": sys.argv if argv is None else argv, "dry_run": args.dry_run})
+    with contextlib.suppress(Exception):
+        import torch
+
+        plan.result.update(torch=torch.__version__, device=(
+            "cpu + CUDA simulator" if args.dry_run else torch.cuda.get_device_name()))
+    plan.run(PARTS, Context(args, plan), tuple(filter(None, args.only.split(","))))
+    summary = {name: part.get("status", part.get("skipped"))
+               for name, part in plan.result["parts"].items()}
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""``bench/gpu/gpu_plan.py``, the next GPU session's measurement plan (issue 20): its logic
+without a GPU -- arguments, parts run in order under a deadline (skipped with the reason
+once too little is left), an error in one part written to the JSON while the next parts
+still run, the JSON rewritten after every part (what ran survives a kill), the pytest log
+counted even when the run was cut short. ``WB_GPU_PLAN_DRY=1`` adds the ``--dry-run`` of
+the sgemm and rows parts on the simulator (kernels built and checked)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import sys
+
+import pytest
+
+PATH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu" / "gpu_plan.py"
+
+
+@pytest.fixture(scope="module")
+def plan_module():
+    spec = importlib.util.spec_from_file_location("gpu_plan", PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+class Clock:
+    """A fake clock: every part advances it by what it says it took."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_parts_run_in_order_skip_past_the_deadline_and_keep_errors(plan_module, tmp_path):
+    clock, seen = Clock(), []
+    path = tmp_path / "plan.json"
+
+    def step(name, seconds, fail=False):
+        def run(ctx, entry):
+            seen.append(name)
+            # the JSON on disk already says this part is running (a kill leaves that)
+            assert json.loads(path.read_text())["parts"][name]["status"] == "running"
+            clock.now += seconds
+            entry["rows"] = {"a": 1}
+            if fail:
+                raise RuntimeError("no device")
+        return run
+
+    parts = [plan_module.Part("tests", step("tests", 50), 30),
+             plan_module.Part("sgemm", step("sgemm", 10, fail=True), 20),
+             plan_module.Part("rows", step("rows", 30), 20),
+             plan_module.Part("models", step("models", 1), 20),
+             plan_module.Part("tune", step("tune", 1), 5)]
+    plan = plan_module.Plan(str(path), 100.0, clock=clock)
+    result = plan.run(parts, ctx=None)
+    assert seen == ["tests", "sgemm", "rows", "tune"]
+    parts_out = json.loads(path.read_text())["parts"]
+    assert parts_out == result["parts"]
+    assert parts_out["tests"]["status"] == "done" and parts_out["tests"]["wall_s"] == 50
+    assert parts_out["sgemm"]["status"] == "error"
+    assert parts_out["sgemm"]["error"] == "RuntimeError: no device"
+    assert parts_out["sgemm"]["rows"] == {"a": 1}  # what it measured before failing
+    assert parts_out["models"] == {"skipped": "deadline: 10 s left, the part needs 20 s"}
+    assert parts_out["tune"]["status"] == "done"
+    assert not os.path.exists(str(path) + ".tmp")
+
+
+def test_only_runs_the_parts_named(plan_module, tmp_path):
+    seen = []
+    parts = [plan_module.Part(n, lambda ctx, entry, n=n: seen.append(n), 1)
+             for n in ("tests", "sgemm", "rows")]
+    plan = plan_module.Plan(str(tmp_path / "p.json"), 50.0)
+    result = plan.run(parts, ctx=None, only=("sgemm",))
+    assert seen == ["sgemm"]
+    assert result["parts"]["tests"] == {"skipped": "not in --only"}
+
+
+def test_arguments(plan_module):
+    args = plan_module.parse_args(["--deadline", "300", "--only", "tests,models", "--dry-run"])
+    assert (args.deadline, args.only, args.dry_run) == (300.0, "tests,models", True)
+    assert args.tests.split()[-1] == "tests" and args.tests_s > 0 and args.trials > 0
+    with pytest.raises(SystemExit):
+        plan_module.parse_args(["--only", "sgem"])
+    with pytest.raises(SystemExit):
+        plan_module.parse_args(["--deadline", "0"])
+    assert [p.name for p in plan_module.PARTS] == ["tests", "sgemm", "rows", "models",
+                                                   "launch", "tune"]
+    assert set(plan_module.SIZES["gpu"]) == set(plan_module.SIZES["dry"])
+    command = plan_module.tests_command(args)
+    assert command[1:4] == ["-m", "pytest", "-v"] and command[-1] == "tests"
+    assert "cuda" in command and "--continue-on-collection-errors" in command
+
+
+def test_a_cut_pytest_log_is_still_counted(plan_module):
+    log = ("tests/a.py::test_one PASSED  [ 10%]\n"
+           "tests/a.py::test_two[x-1] FAILED  [ 20%]\n"
+           "tests/b.py::test_three SKIPPED (simulator only)  [ 30%]\n")
+    counts = plan_module.count_tests(log)
+    assert (counts["passed"], counts["failed"], counts["skipped"]) == (1, 1, 1)
+    assert counts["failed_tests"] == ["tests/a.py::test_two[x-1]"]
+    assert counts["summary"].startswith("cut short")
+    done = log + "=========== 1 failed, 1 passed, 1 skipped in 12.50s ===========\n"
+    assert plan_module.count_tests(done)["summary"] == "1 failed, 1 passed, 1 skipped in 12.50s"
+    assert plan_module.count_tests("a\n3 tests collected in 0.51s\n")["summary"] == \
+        "3 tests collected in 0.51s"  # the dry run's --collect-only -q
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(os.environ.get("WB_GPU_PLAN_DRY") != "1",
+                    reason="WB_GPU_PLAN_DRY=1 runs the dry run's kernels on the simulator")
+def test_the_dry_run_builds_and_checks_kernels(plan_module, tmp_path):
+    assert plan_module.main(["--dry-run", "--out", str(tmp_path), "--only", "sgemm,rows"]) == 0
+    parts = json.loads((tmp_path / "plan.json").read_text())["parts"]
+    for name in ("sgemm", "rows"):
+        assert parts[name]["status"] == "done", parts[name]
+        rows = parts[name]["rows"]
+        assert rows and all(r.get("rel_err", 1) < 1e-5 for r in rows.values()), rows
