@@ -8,9 +8,10 @@ priority order, one JSON rewritten after every row (what ran survives a kill or 
 Parts (``--only tests,sgemm`` picks some; a part is skipped, with the reason written, when
 less than its ``min_s`` is left; each runs in ``try`` and writes its error there):
 
-1. ``tests``: the CUDA test suite on the real GPU (``pytest -m cuda tests``, the simulator
-   off) in a subprocess, capped at ``--tests-s``; passed/failed/skipped counted from the
-   log as it goes (a cut run still counts), the failed tests named.
+1. ``tests``: the CUDA test suite on the real GPU (``pytest -m cuda``, the simulator off;
+   the recipes' and the tuner's tests first) in a subprocess, capped at ``--tests-s``;
+   passed/failed/skipped counted from the log as it goes (a cut run still counts), the
+   failed tests named.
 2. ``sgemm``: ``ops.matmul`` at 4000^3, 1000x3000x2000, 511x257x129, the graph's default
    cuda schedule (``recipes.graph_cuda.graph_schedule``, what ``wb.compile`` uses) and the
    ``register_blocked`` recipe's default, built with ``wb.build``, checked against float64,
@@ -209,9 +210,11 @@ def rel_err(torch, got, want) -> float:
 
 
 def tests_command(args) -> list[str]:
+    """``pytest -v -m cuda`` over ``--tests``; a module that cannot be imported there (a
+    package the device lacks) is an error of its own, not the end of the run."""
     return [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-m", "cuda",
-            "-W", "ignore::DeprecationWarning", "-W", "ignore::FutureWarning",
-            *args.tests.split()]
+            "--continue-on-collection-errors", "-W", "ignore::DeprecationWarning",
+            "-W", "ignore::FutureWarning", *args.tests.split()]
 
 
 def count_tests(log: str) -> dict:
@@ -487,6 +490,10 @@ def part_tune(ctx: Context, entry: dict) -> None:
     entry["tune_wall_s"] = round(result.wall_s, 1)
 
 
+TESTS = "tests/recipes tests/tune tests/backends tests/graph tests"
+"""The CUDA tests' folders, the kernels' own first (pytest skips a path given twice): a run
+cut by ``--tests-s`` has covered the recipes and the tuner."""
+
 PARTS = [
     Part("tests", part_tests, 30),
     Part("sgemm", part_sgemm, 40),
@@ -506,7 +513,8 @@ def parse_args(argv=None):
     parser.add_argument("--only", default="", help="comma-separated parts, e.g. tests,sgemm")
     parser.add_argument("--dry-run", action="store_true",
                         help="tiny sizes on the CPU and the CUDA simulator (no GPU)")
-    parser.add_argument("--tests", default="tests", help="paths given to pytest -m cuda")
+    parser.add_argument("--tests", default=TESTS,
+                        help="paths given to pytest -m cuda, in the order they run")
     parser.add_argument("--tests-s", type=float, default=150.0,
                         help="the most seconds the test run may take")
     parser.add_argument("--reserve-s", type=float, default=240.0,

@@ -8,7 +8,9 @@ seconds each to build: ``make test`` runs the CNNs (a resnet-style net of torchv
 and BERT, and an efficientnet-style net of torchvision's ``MBConv`` (squeeze-excitation,
 SiLU, a strided depthwise); ``WB_ZOO_CUDA=1`` adds the mobilenet-style net, GPT-2, Llama
 (grouped-query attention through transformers' ``repeat_kv``) and torchvision's ViT. Every model's attention goes to the
-fused ``warp_rows`` kernel (its keys staged in shared memory: ``K_shared``).
+fused ``warp_rows`` kernel (its keys staged in shared memory: ``K_shared``), reading the
+projections through the index maps of ``fold_views`` (no transpose, slice or repeat copies
+around GPT-2's and BERT's attention, none for Llama's grouped key/value heads).
 """
 
 from __future__ import annotations
@@ -123,3 +125,8 @@ def test_zoo_model_on_cuda_matches_torch(name):
     assert all("K_shared" in s for s in attention)  # the fused warp_rows kernel
     if name in ("bert", "gpt2", "llama", "vit"):
         assert attention
+    patterns = [k.pattern for k in compiled.kernels]
+    if name in ("bert", "gpt2"):  # fold_views: Q, K, V read in place, the output transposed
+        assert not {"transpose", "slice"} & set(patterns), patterns
+    if name == "llama":  # repeat_kv: the key/value head read at h // group, no copy
+        assert "broadcast_to" not in patterns, patterns
