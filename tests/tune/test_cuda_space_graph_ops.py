@@ -27,7 +27,6 @@ from workbench.backends.cuda.numba_cuda import prepare  # noqa: E402
 from workbench.graph import from_torch  # noqa: E402
 from workbench.graph.lower import lower_graph  # noqa: E402
 from workbench.graph.passes.pipeline import Pipeline  # noqa: E402
-from workbench.recipes.graph_cuda import graph_layout  # noqa: E402
 from workbench.schedule import Schedule  # noqa: E402
 from workbench.tune.space_generated import GeneratedSpace  # noqa: E402
 
@@ -107,7 +106,8 @@ CASES = {  # name -> (module, inputs)
 def _kernels(name):
     model, inputs = CASES[name]
     torch.manual_seed(0)
-    graph = Pipeline()(from_torch(model.eval(), inputs), layout=graph_layout)
+    layout = Target("cuda").hook("graph_layout")  # fold_views, as wb.compile runs it
+    graph = Pipeline()(from_torch(model.eval(), inputs), layout=lambda g: layout(g, "cuda"))
     return graph, lower_graph(graph)
 
 

@@ -101,16 +101,5 @@ def graph_schedule(func, target=None, parallel: bool = True) -> Schedule:
 
 
 
-def graph_layout(graph, target=None):
-    """The ``cuda`` kind's ``graph_layout`` hook: ``passes.fold_views``. The attention
-    kernel (``attention_cuda.warp_rows``) then reads Q, K and V where the projections wrote
-    them (GPT-2's fused QKV, a grouped-query key head at ``h // group``) and writes its
-    output transposed: a transformer's ``slice``/``transpose``/``broadcast_to`` copies get
-    no kernel. (No conv weight packing: that layout is the cpu recipes'.)"""
-    from workbench.graph.passes.fold_views import fold_views
 
-    return fold_views(graph)
-
-
-__all__ = ["GRAPH_THREADS", "THREADS", "bind_block", "cuda_schedule", "graph_layout",
-           "graph_schedule"]
+__all__ = ["GRAPH_THREADS", "THREADS", "bind_block", "cuda_schedule", "graph_schedule"]

@@ -116,15 +116,16 @@ def fold_views(graph: Graph) -> Graph:
 
 
 def views_layout(graph: Graph, target="numpy") -> Graph:
-    """The numpy target's ``graph_layout`` hook: ``fold_views`` (the reference executor runs
-    the cpu target's kernels, so it checks the folded ones too)."""
+    """The numpy and cuda targets' ``graph_layout`` hook: ``fold_views`` (the reference
+    executor runs the cpu target's kernels, so it checks the folded ones too; on cuda the
+    attention kernel reads the views, ``recipes.attention_cuda``)."""
     return fold_views(graph)
 
 
 def cpu_layout(graph: Graph, target="cpu") -> Graph:
     """The cpu target's ``graph_layout`` hook: conv weights packed
-    (``layout.pack_conv_weights``), then ``fold_views`` (the cuda target's hook,
-    ``recipes.graph_cuda.graph_layout``, folds views only)."""
+    (``layout.pack_conv_weights``), then ``fold_views`` (the cuda target folds views only:
+    ``views_layout``)."""
     from workbench.graph.passes.layout import pack_conv_weights
 
     return fold_views(pack_conv_weights(graph, target))
