@@ -78,3 +78,20 @@ def test_the_site_reads_offline(site):
     page = (site / "05_explorer.html").read_text()
     assert "wb-static-note" in page and "do nothing here" in page
     assert "monospace" in page
+
+
+def test_the_tuning_dashboard_page_keeps_its_last_plots(site):
+    """Issue 21 item 1, the static page: notebook 06 shows the dashboard widget (not a
+    static figure), and its page embeds the image of its last drawing."""
+    page = (site / "06_autotuning.html").read_text()
+    state = re.search(
+        r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', page, re.S)
+    assert state, "no widget state in the autotuning page"
+    models = json.loads(state.group(1))["state"]
+    images = [m for m in models.values() if "wb-dashboard-plots" in m["state"].get(
+        "_dom_classes", [])]
+    assert len(images) == 1 and images[0]["model_name"] == "ImageModel"
+    assert images[0].get("buffers") or images[0]["state"].get("value")  # the PNG itself
+    drawn = [str(m["state"].get("value", "")) for m in models.values()
+             if "wb-dashboard-drawn" in m["state"].get("_dom_classes", [])]
+    assert drawn and re.search(r"plots drawn with \d+ records", drawn[0])

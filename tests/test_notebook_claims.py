@@ -38,7 +38,7 @@ def prose(name: str) -> str:
 
 
 def test_03_gathers_verdict_matches_the_counts():
-    text = output_with("03_memory_and_softmax.ipynb", "this machine:")
+    text = output_with("03_memory_and_softmax.ipynb", "in kernel16.asm:")
     counts = ast.literal_eval(re.search(r"in kernel16\.asm: (\{.*?\})", text).group(1))
     gathers = counts["vgatherqps"] + counts["vscatterqps"]
     verdict = re.search(r"this machine: (\d+) gathers/scatters: (.*)", text)
@@ -55,12 +55,73 @@ def test_03_fusion_time_ratio_is_read_from_the_table():
     assert "barely\n  moves" not in prose("03_memory_and_softmax.ipynb")
 
 
+NB03 = "03_memory_and_softmax.ipynb"
+RATIO = re.compile(r"^(\S+ -> \S+): time x([\d.]+) \(([\d.]+) ms -> ([\d.]+) ms\)(?:: (.*))?$", re.M)
+
+
+def ratios(text: str) -> dict[str, tuple[float, str | None]]:
+    """Every "a -> b: time xR (t0 ms -> t1 ms)[: verdict]" line, checked: R is t1 / t0."""
+    found = {}
+    for name, ratio, t0, t1, verdict in RATIO.findall(text):
+        assert float(ratio) == pytest.approx(float(t1) / float(t0), abs=0.02, rel=0.02), name
+        found[name] = (float(ratio), verdict or None)
+    return found
+
+
+def test_03_names_the_machine_it_ran_on_and_no_other():
+    text = prose(NB03)
+    for claim in ("executed on a 2-core AVX2 VM", "AVX2 VM of this run", "On AVX2 (this run)",
+                  "The machine this ran on has two"):
+        assert claim not in text
+    assert re.search(r"this machine: \d+-bit vectors: \d+ float32 lanes, register tile 4 x \d+; "
+                     r"\d+ cores, load average [\d.]+", output_with(NB03, "this machine:"))
+
+
+def test_03_matmul_verdicts_match_the_times():
+    """Cell "Reading the table": each comparison is this run's ratio with its verdict; the
+    two the prose states without a condition hold (0 -> 1 faster, 3b slower than 3)."""
+    found = ratios(output_with(NB03, "0 -> 1: time x"))
+    assert set(found) == {"0 -> 1", "1 -> 2", "2 -> 3", "3 -> 3'", "3 -> 3b", "3 -> 4", "4 -> 5"}
+    for name, (ratio, verdict) in found.items():
+        expected = ("about the same" if abs(ratio - 1) < 0.1 else "slower" if ratio > 1
+                    else "faster")
+        assert verdict.startswith(expected), (name, ratio, verdict)
+    assert found["0 -> 1"][0] < 1 and found["3 -> 3b"][0] > 1
+
+
+def test_03_spill_and_accumulator_verdicts_match_the_loops_listed():
+    text = output_with(NB03, "0 -> 1: time x")
+    count, verdict = re.search(r"step 5: (\d+) FMA loop\(s\) with no store: (.*)", text).groups()
+    assert verdict.startswith("the tile stays in registers") == (int(count) > 0)
+    listing = output_with(NB03, "k loops without stores:")
+    for label in ("3. + transform_layout", "4. + cache_write C"):
+        loops = re.search(rf"{re.escape(label)}[^,\n]*, k loops without stores:(.*)", listing)
+        listed = [x for x in loops.group(1).split(";") if x.strip()]
+        said = re.search(rf"  {re.escape(label)}[^:]*: (.*)", listing).group(1)
+        assert said.startswith(f"{len(listed)} FMA loop(s) with no store") if listed else \
+            said.startswith("every FMA loop stores")
+
+
+def test_03_softmax_claims_hold_for_the_printed_times():
+    """Cell "Reading the table" of (b): 2 -> 3 is where the time goes down, the online step 4
+    is slower than step 3, step 5 drops well below step 4; with libm the kernel is slower."""
+    found = ratios(output_with(NB03, "1 -> 2 (fusion)"))
+    assert found["2 -> 3"][0] < 1 and found["3 -> 4"][0] > 1 and found["4 -> 5"][0] < 0.67
+    assert "3 -> 5" in found  # "which one wins ... (the line `3 -> 5` gives this run's)"
+    libm = float(re.search(r"libm exp / polynomial exp: time x([\d.]+)",
+                           output_with(NB03, "libm exp / polynomial exp")).group(1))
+    assert libm > 1
+
+
 def test_05_fma_verdict_matches_the_count():
     text = output_with("05_explorer.ipynb", "vfmadd instructions in the kernel's assembly")
     total, vector = map(int, re.search(r"(\d+) vfmadd instructions.*?, (\d+) of them", text).groups())
     assert vector <= total
     assert ("became fused multiply-adds" in text) == (vector > 0)
     assert "Count the fused multiply-adds the vectorized" not in prose("05_explorer.ipynb")
+    text = prose("05_explorer.ipynb")
+    assert "which is no longer the innermost loop" not in text  # the error says: reduction
+    assert "The committed numbers come from a 2-core machine" not in text
 
 
 def test_05_best_node_is_compared_with_one_named_baseline():

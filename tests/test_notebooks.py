@@ -100,3 +100,20 @@ def test_the_runner_executes_and_reports_a_raising_cell(tmp_path, kernel_finds_w
         execute_notebook(tmp_path / "bad.ipynb", cwd=tmp_path)
     assert "bad.ipynb: a cell raised" in str(info.value)
     assert "ZeroDivisionError" in str(info.value)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", _PARAMS)
+def test_no_committed_drawing_is_wider_than_the_output_area(path: Path) -> None:
+    """Issue 21 item 11: the loop-nest drawings of 03 and 04 were cut off on the right; an
+    SVG output is at most ``viz.loopnest.MAX_WIDTH_PT`` wide (``fit_svg``)."""
+    import re
+
+    from workbench.viz.loopnest import MAX_WIDTH_PT
+
+    nbformat = pytest.importorskip("nbformat")
+    notebook = nbformat.read(path, as_version=4)
+    widths = [float(w) for cell in _code_cells(notebook) for out in cell.get("outputs", [])
+              for w in re.findall(r'<svg width="([\d.]+)pt"',
+                                  "".join(out.get("data", {}).get("image/svg+xml", "")))]
+    assert all(w <= MAX_WIDTH_PT for w in widths), (path.name, widths)

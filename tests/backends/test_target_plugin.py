@@ -94,3 +94,16 @@ def test_recipes_and_generated_space_accept_it():
     from workbench.viz.advice import schedule_warnings
 
     assert schedule_warnings(sch, target=NAME) == schedule_warnings(sch, target="cpu")
+
+
+def test_explore_opens_on_it_and_shows_its_kernel():
+    pytest.importorskip("ipywidgets")
+    ex = wb.explore(_parallel_matmul(), target=NAME, measure=False)
+    ex.wait()
+    assert ex.target == Target(NAME) and ex.runner.target == NAME
+    assert NAME in ex.controls.target.options
+    code = ex.views["code"].value
+    assert "B[k, j]" in code and "prange" not in code  # its own pass ran: no parallel loop
+    ex.set_target("cpu")
+    ex.wait()
+    assert "prange" in ex.views["code"].value

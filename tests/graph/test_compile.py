@@ -35,8 +35,8 @@ def test_buffers_come_from_the_memory_plan(compiled_cnn):
     assert len(compiled._arena) == len(plan.buffers)
     assert [a.nbytes for a in compiled._arena] == list(plan.buffers)
     assert plan.bytes_with_reuse < plan.bytes_without_reuse
-    relu = compiled._values["relu"]
-    assert np.shares_memory(relu, compiled._arena[plan.assignment["relu"]])
+    relu = compiled._values["conv2d_packed"]  # conv1 + relu, one kernel named after its conv
+    assert np.shares_memory(relu, compiled._arena[plan.assignment["conv2d_packed"]])
 
 
 def test_latency_report_and_schedules(compiled_cnn):
@@ -45,7 +45,7 @@ def test_latency_report_and_schedules(compiled_cnn):
     assert list(frame.columns) == ["kernel", "pattern", "median_us", "share"]
     assert list(frame["kernel"]) == [k.node for k in compiled.kernels]
     assert (frame["median_us"] > 0).all() and abs(frame["share"].sum() - 1) < 1e-9
-    sch = compiled.schedule("relu")
+    sch = compiled.schedule("conv2d_packed")
     assert "reverse_compute_at" in str(sch.trace)  # the epilogue sits in the conv's nest
     assert "out" in sch.mod.script() and "parallel" not in sch.mod.script()  # tiny: serial
 
@@ -107,12 +107,12 @@ def test_explore_opens_the_fused_kernel_schedule(compiled_cnn, monkeypatch):
         return "widget"
 
     monkeypatch.setattr(wb, "explore", fake_explore, raising=False)
-    assert compiled.explore("relu") == "widget"
-    assert seen["target"] == "cpu" and seen["sch"] is compiled.schedule("relu")
+    assert compiled.explore("conv2d_packed") == "widget"
+    assert seen["target"] == "cpu" and seen["sch"] is compiled.schedule("conv2d_packed")
     monkeypatch.delattr(wb, "explore")
     if "explore" not in dir(wb):  # no explorer in this build: a clear error
         with pytest.raises(NotImplementedError, match="schedule"):
-            compiled.explore("relu")
+            compiled.explore("conv2d_packed")
 
 
 def test_wb_compile_stays_the_function_after_submodule_imports():

@@ -67,7 +67,17 @@ def test_fusion_groups_and_reasons(cnn, block):
     assert ("matmul", "add", "add") in patterns  # projection + bias + residual
     reasons = [r.reason for r in plan.not_fused]
     assert any("has 2 consumers" in r for r in reasons)  # the residual stream
-    assert_same_outputs(gb, fuse(gb, plan), xb.numpy())
+    fused = fuse(gb, plan)
+    assert_same_outputs(gb, fused, xb.numpy())
+    # a fused kernel is named after its main operator, never after its last (issue 21:
+    # "add" named the projection + bias + residual kernel); the graph output follows
+    kernels = {n.name: n.attrs["pattern"] for n in fused.nodes if n.op == "fused"}
+    assert all(name.split("_")[0] == pattern.split("+")[0] for name, pattern in kernels.items())
+    assert sorted(kernels.values()).count("matmul+add+add") == 2
+    last = fused.nodes[-1]
+    assert fused.outputs == (last.name,) and last.name.startswith("matmul")
+    assert len({n.name for n in fused.nodes} | set(fused.inputs) | set(fused.constants)) == (
+        len(fused.nodes) + len(fused.inputs) + len(fused.constants))  # names stay unique
 
 
 def test_fusion_reduction_with_elementwise_consumer():

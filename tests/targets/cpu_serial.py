@@ -2,8 +2,8 @@
 every parallel loop run serially (a pass of its own) and serial graph schedules.
 
 It proves that adding a target adds files, not branches: every entry point (``build``,
-``measure``, ``tune``, ``compile``, artifacts, ``recipes.get``) accepts it without a line
-of theirs naming it. Import this module to register it (a ``Target("cpu-serial")``
+``measure``, ``tune``, ``explore``, ``compile``, artifacts, ``recipes.get``) accepts it
+without a line of theirs naming it. Import this module to register it (a ``Target("cpu-serial")``
 unpickled in a tuning worker imports it again, through ``TargetKind.module``).
 """
 

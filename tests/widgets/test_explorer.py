@@ -201,3 +201,24 @@ def test_measured_numbers_arrive_off_the_ui_thread_and_revisits_are_cached():
     kernel(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4)
     ex.runner.close()
+
+
+def test_what_tvm_allows_the_explorer_allows_and_the_numbers_stay_right(ex):
+    """Issue 21 item 11, checked against TVM (docs/decisions.md, "checked against TVM"):
+    TVM's ``fuse`` checks the loop chain, not iteration kinds, and its ``vectorize`` checks
+    that the loop binds data-parallel block iterations only, not that it is innermost. So
+    the explorer fuses a spatial loop with the reduction loop, and vectorizes the outermost
+    (spatial) loop with a warning; both kernels compute the matmul."""
+    assert ex.vectorize("i")
+    assert any("not innermost" in w for w in ex.wait().warnings)
+    vectorized = ex.current.mod
+    ex.undo()
+    assert ex.fuse("j", "k") and loop_names(ex) == ["i", "j_k_fused"]
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((64, 64)).astype("float32") for _ in range(2))
+    for func in (vectorized, ex.current.mod):
+        c = np.full((64, 64), np.nan, "float32")
+        wb.build(func, target="cpu")(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert not ex.vectorize("j_k_fused")  # the fused loop binds the reduction: refused
+    assert isinstance(ex.last_error, ReductionLoopError)

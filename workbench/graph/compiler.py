@@ -450,8 +450,8 @@ class CompiledModel:
 
         Example
         -------
-        >>> ex = compiled.explore("gelu")                     # doctest: +SKIP
-        >>> ex.apply("unroll", "i_1"); compiled.reschedule("gelu", ex)   # doctest: +SKIP
+        >>> ex = compiled.explore("matmul_2")                   # doctest: +SKIP
+        >>> ex.apply("unroll", "i_1"); compiled.reschedule("matmul_2", ex)   # doctest: +SKIP
         """
         import workbench
 
@@ -482,7 +482,7 @@ class CompiledModel:
         Example
         -------
         >>> from workbench import recipes
-        >>> compiled.reschedule("gelu", recipes.get("matmul", "tiled"))   # doctest: +SKIP
+        >>> compiled.reschedule("matmul_2", recipes.get("matmul", "tiled"))   # doctest: +SKIP
         """
         from workbench.backends import build
 

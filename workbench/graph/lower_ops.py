@@ -28,30 +28,19 @@ import numpy as np
 
 from workbench import ops
 from workbench.graph.ir import Node, TensorType
+from workbench.graph.lower_elementwise import elementwise_value, param_dtype, unify_floats
 from workbench.graph.ops import kind
 from workbench.ir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    BinaryOp,
     BufferLoad,
     Call,
     Cast,
     IntImm,
     Max,
-    Min,
     PrimExpr,
-    Select,
-    is_float,
 )
 from workbench.ir.function import PrimFunc
-from workbench.ir.functor import IRMapper
 from workbench.ops.compose import FuncBuilder, Tensor, append_epilogue, const
 
-_INV_SQRT2 = 0.7071067811865476
 Groups = tuple[tuple[int, ...], ...]
 
 
@@ -129,87 +118,6 @@ def operand_shape(member: Node, position: int, shape: tuple[int, ...],
     return shape
 
 
-def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
-    """The expression of the elementwise ``node`` over its argument expressions."""
-    op, a = node.op, args[0]
-    if op in ("add", "bias_add"):
-        return a + args[1]
-    if op == "sub":
-        return a - args[1]
-    if op == "mul":
-        return a * args[1]
-    if op == "div":
-        return a / args[1]
-    if op == "relu":
-        return Max(a, const(0.0))
-    if op == "gelu":
-        if node.attrs.get("approximate", "none") == "tanh":
-            inner = const(math.sqrt(2.0 / math.pi)) * (a + const(0.044715) * a * a * a)
-            return const(0.5) * a * (const(1.0) + Call("tanh", (inner,)))
-        return const(0.5) * a * (const(1.0) + Call("erf", (a * const(_INV_SQRT2),)))
-    if op == "silu":
-        return a * Call("sigmoid", (a,))
-    if op in ("sigmoid", "tanh", "exp", "sqrt", "erf", "rsqrt", "sin", "cos", "log", "abs"):
-        return Call(op, (a,))
-    value = _more_elementwise(node, op, args)
-    if value is not None:
-        return value
-    if op == "neg":
-        return const(0.0) - a
-    if op == "cast":
-        dtype = _param_dtype(node.attrs["dtype"])
-        return a if a.dtype == dtype else Cast(dtype, a)
-    if op == "batch_norm":
-        mean, var, gamma, beta = args[1:]
-        scale = Call("rsqrt", (var + const(node.attrs.get("eps", 1e-5)),))
-        return (a - mean) * scale * gamma + beta
-    raise NotImplementedError(f"no elementwise lowering for {op}")
-
-
-_COMPARE = {"eq": EQ, "ne": NE, "lt": LT, "le": LE, "gt": GT, "ge": GE}
-
-
-def _softplus(a: PrimExpr) -> PrimExpr:
-    """``log(1 + exp(a))`` without overflow: ``max(a, 0) + log(1 + exp(-|a|))``."""
-    return Max(a, const(0.0)) + Call("log", (const(1.0) + Call("exp", (const(0.0)
-                                                                       - Call("abs", (a,)),)),))
-
-
-def _more_elementwise(node: Node, op: str, args: list[PrimExpr]) -> PrimExpr | None:
-    a = args[0]
-    if op == "clamp":
-        low, high = node.attrs.get("min"), node.attrs.get("max")
-        if low is not None:
-            a = Max(a, const(low))
-        return a if high is None else Min(a, const(high))
-    if op == "pow":
-        e = float(node.attrs.get("exponent", 2.0))
-        if e == 2.0:
-            return a * a
-        if e == 3.0:
-            return a * a * a
-        if e == 1.0:
-            return a
-        if e == 0.5:
-            return Call("sqrt", (a,))
-        if e == -0.5:
-            return Call("rsqrt", (a,))
-        return Call("pow", (a, const(e)))
-    if op == "hardsigmoid":
-        return Min(Max(a * const(1.0 / 6.0) + const(0.5), const(0.0)), const(1.0))
-    if op == "hardswish":
-        return a * Min(Max(a * const(1.0 / 6.0) + const(0.5), const(0.0)), const(1.0))
-    if op == "softplus":
-        return _softplus(a)
-    if op == "mish":
-        return a * Call("tanh", (_softplus(a),))
-    if op == "where":
-        return Select(NE(args[2], const(0.0)), a, args[1])
-    if op in _COMPARE:
-        return Select(_COMPARE[op](a, args[1]), const(1.0), const(0.0))
-    return None
-
-
 class Epilogue:
     """An elementwise chain over the output (in ``groups``), its operands made parameters."""
 
@@ -246,39 +154,13 @@ class Epilogue:
                     args.append(value)
                 elif name in self.ctx.scalars:
                     scalar = self.ctx.scalars[name]
-                    args.append(const(float(scalar), _param_dtype(str(scalar.dtype))))
+                    args.append(const(float(scalar), param_dtype(str(scalar.dtype))))
                 else:
                     shape = operand_shape(member, pos, self.ctx.shape(name), len(self.full))
                     viewed = grouped_operand(shape, self.full, self.groups)
                     args.append(bcast(tensors[self._slot[(name, viewed)]], vs))
             value = elementwise_value(member, args)
         return unify_floats(value)
-
-
-class _Unify(IRMapper):
-    def generic_visit(self, node):
-        node = super().generic_visit(node)
-        if isinstance(node, BinaryOp):
-            a, b = _widened(node.a, node.b)
-            return node if (a, b) == (node.a, node.b) else node.replace(a=a, b=b)
-        if isinstance(node, Select):
-            a, b = _widened(node.true_value, node.false_value)
-            if (a, b) != (node.true_value, node.false_value):
-                return node.replace(true_value=a, false_value=b)
-        return node
-
-
-def _widened(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
-    if a.dtype == b.dtype or not (is_float(a.dtype) and is_float(b.dtype)):
-        return a, b
-    wide = max(a.dtype, b.dtype, key=lambda d: np.dtype(d).itemsize)
-    return (a if a.dtype == wide else Cast(wide, a)), (b if b.dtype == wide else Cast(wide, b))
-
-
-def unify_floats(value: PrimExpr) -> PrimExpr:
-    """``value`` with the narrower operand of every mixed-precision float operation cast to
-    the wider (a float32 literal beside float64 operands: type promotion's float64)."""
-    return _Unify().visit(value)
 
 
 class _NotGroupable(Exception):
@@ -422,7 +304,7 @@ def _lib_take(node: Node, ctx: Context) -> Head | None:
     factory = ops.gather if node.op == "gather" else ops.take
     func = factory(ctx.shape(x), ctx.shape(index), node.attrs.get("axis", 0),
                    wrap=bool(node.attrs.get("wrap", False)),
-                   dtype=_param_dtype(ctx.types[x].dtype),
+                   dtype=param_dtype(ctx.types[x].dtype),
                    index_dtype=ctx.types[index].dtype)
     return Head(func, [x, index], identity(len(node.type.shape)))
 
@@ -447,17 +329,11 @@ def _composed_head(node: Node, ctx: Context) -> Head:
         raise NotImplementedError(f"{node.name}: no lowering for operator {node.op} in this "
                                   "shape")
     fb = FuncBuilder("k_" + node.name)
-    inputs = [fb.param(f"in{i}", ctx.shape(name), _param_dtype(ctx.types[name].dtype))
+    inputs = [fb.param(f"in{i}", ctx.shape(name), param_dtype(ctx.types[name].dtype))
               for i, name in enumerate(node.inputs)]
-    out = fb.param("T_" + node.op, node.type.shape, _param_dtype(node.type.dtype))
+    out = fb.param("T_" + node.op, node.type.shape, param_dtype(node.type.dtype))
     build(fb, node, inputs, out)
     return Head(fb.finish(), list(node.inputs), identity(len(node.type.shape)))
-
-
-def _param_dtype(dtype: str) -> str:
-    """Integer tensors (indices), booleans (a model's mask inputs) and float64 ones keep
-    their type; everything else is float32."""
-    return dtype if dtype.startswith(("int", "uint")) or dtype in ("float64", "bool") else "float32"
 
 
 def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor) -> None:
@@ -602,9 +478,9 @@ def _elementwise_kernel(name: str, members: list[Node], ctx: Context,
     """A chain of elementwise operators: one block (``FuncBuilder``)."""
     epilogue = Epilogue(members, None, ctx, out, identity(len(out.shape)))
     fb = FuncBuilder(name)
-    tensors = [fb.param(f"in{i}", shape, _param_dtype(ctx.types[value].dtype))
+    tensors = [fb.param(f"in{i}", shape, param_dtype(ctx.types[value].dtype))
                for i, (value, shape) in enumerate(epilogue.params)]
-    result = fb.param("out", out.shape, _param_dtype(out.dtype))
+    result = fb.param("out", out.shape, param_dtype(out.dtype))
 
     def value(vs):
         expr = epilogue.value(None, vs, tensors)

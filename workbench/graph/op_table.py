@@ -17,7 +17,10 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
 def _aten_rows() -> list[str]:
     from workbench.graph.frontends.torch_aten import (
         _SHAPE_ONLY,
+        BINARY,
         IDENTITY,
+        REDUCTIONS,
+        UNARY,
         AtenOps,
         supported_ops,
     )
@@ -28,6 +31,12 @@ def _aten_rows() -> list[str]:
             how = "passed through (its input)"
         elif name in _SHAPE_ONLY:
             how = "a constant (depends on the input's shape only)"
+        elif name in UNARY:
+            how = f"the graph's `{name}`"
+        elif name in BINARY:
+            how = f"the graph's `{BINARY[name]}` (operands promoted as PyTorch)"
+        elif name in REDUCTIONS:
+            how = f"the graph's `reduce` (kind `{REDUCTIONS[name]}`)"
         else:
             doc = (getattr(AtenOps, f"_op_{name}").__doc__ or "").strip().split("\n\n")[0]
             how = " ".join(line.strip() for line in doc.splitlines()).rstrip(".")

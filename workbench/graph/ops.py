@@ -18,6 +18,7 @@ Kinds (used by fusion):
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -36,20 +37,9 @@ def _erf(x: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------ elementwise
 
 
-def add(a, b):
-    return a + b
-
-
-def sub(a, b):
-    return a - b
-
-
-def mul(a, b):
-    return a * b
-
-
-def div(a, b):
-    return a / b
+# the ops that are one numpy (or ``operator``) function each are that function
+add, sub, mul, div, neg = operator.add, operator.sub, operator.mul, operator.truediv, operator.neg
+tanh, exp, sqrt, sin, cos, log, abs_ = np.tanh, np.exp, np.sqrt, np.sin, np.cos, np.log, np.abs
 
 
 def relu(x):
@@ -70,44 +60,12 @@ def silu(x):
     return x * sigmoid(x)
 
 
-def tanh(x):
-    return np.tanh(x)
-
-
-def exp(x):
-    return np.exp(x)
-
-
-def sqrt(x):
-    return np.sqrt(x)
-
-
 def erf(x):
     return _erf(x)
 
 
-def neg(x):
-    return -x
-
-
 def rsqrt(x):
     return 1.0 / np.sqrt(x)
-
-
-def sin(x):
-    return np.sin(x)
-
-
-def cos(x):
-    return np.cos(x)
-
-
-def log(x):
-    return np.log(x)
-
-
-def abs_(x):
-    return np.abs(x)
 
 
 def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's names

@@ -305,16 +305,11 @@ def compute_at(
 
     # what the consumers read at one iteration of the loop
     outer_loops = regions.for_ancestors(loop_ancestors) + [target]
-    produced = buffers(producer.writes)
-    needed = {}
-    for consumer in consumers:
-        realize, ancestors = scope.realize_and_ancestors(consumer.name)
-        for buffer, dims in regions.read_intervals(realize, ancestors, target, produced).items():
-            if dims is None:
-                raise UnboundedRegionError(primitive, block, loop, buffer.name, func, target)
-            needed.setdefault(buffer, []).extend(dims)
     ranges = regions.loop_ranges(outer_loops)
-    needed = {b: regions.hull_dims(dims, ranges, b.shape) for b, dims in needed.items()}
+    needed = _region_hull(
+        scope, consumers, target, buffers(producer.writes), regions.read_intervals, ranges,
+        lambda _, buffer: UnboundedRegionError(primitive, block, loop, buffer.name, func, target),
+    )
     intervals = regions.solve_iter_domains(producer, producer.writes, needed, ranges)
     _check_once_per_element(primitive, func, producer, loop, intervals, ranges, target)
     _check_within_iterations(primitive, func, scope, producer, loop, intervals, ranges, target)
@@ -450,17 +445,13 @@ def reverse_compute_at(
     check_passed_over(primitive, func, consumer, others + passed, consumer)
 
     # what the producers wrote at one iteration of the loop
-    read = buffers(consumer.reads)
-    produced = {}
-    for producer in inside:
-        realize, ancestors = scope.realize_and_ancestors(producer.name)
-        for buffer, dims in regions.write_intervals(realize, ancestors, target, read).items():
-            if dims is None:
-                why = f"what {producer.name!r} writes into {buffer.name!r} cannot be bounded"
-                raise RegionNotCoveredError(primitive, block, loop, why, func, target)
-            produced.setdefault(buffer, []).extend(dims)
+    def unbounded(producer, buffer):
+        why = f"what {producer.name!r} writes into {buffer.name!r} cannot be bounded"
+        return RegionNotCoveredError(primitive, block, loop, why, func, target)
+
     ranges = regions.loop_ranges(outer_loops)
-    produced = {b: regions.hull_dims(d, ranges, b.shape) for b, d in produced.items()}
+    produced = _region_hull(scope, inside, target, buffers(consumer.reads),
+                            regions.write_intervals, ranges, unbounded)
     intervals = _consumer_intervals(consumer, produced, ranges)
     if intervals is None:
         why = (
@@ -482,6 +473,23 @@ def reverse_compute_at(
     return _move_block(
         primitive, func, scope, block, loop, insert_at, intervals, outer_loops, preserve_unit_loops
     )
+
+
+def _region_hull(scope, blocks: list[Block], target: For, wanted, intervals_of, ranges,
+                 unbounded) -> dict:
+    """Per buffer of ``wanted``, the hull of what ``blocks`` access in it at one iteration
+    of ``target`` (``intervals_of``: ``regions.read_intervals``, what compute_at's consumers
+    read, or ``write_intervals``, what reverse_compute_at's producers wrote), clipped to the
+    buffer's shape; ``unbounded(block, buffer)`` is the error raised for a region with no
+    bound."""
+    found: dict = {}
+    for other in blocks:
+        realize, ancestors = scope.realize_and_ancestors(other.name)
+        for buffer, dims in intervals_of(realize, ancestors, target, wanted).items():
+            if dims is None:
+                raise unbounded(other, buffer)
+            found.setdefault(buffer, []).extend(dims)
+    return {b: regions.hull_dims(dims, ranges, b.shape) for b, dims in found.items()}
 
 
 def _consumer_intervals(consumer: Block, produced, ranges):

@@ -51,6 +51,7 @@ from workbench.ir import (
     substitute,
 )
 from workbench.ir.arith import int_bounds
+from workbench.ir.operators import OPERATORS
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_layout import (
     IndexMapArityError,
@@ -275,16 +276,8 @@ def _evaluate(expr: PrimExpr, env: dict[Var, np.ndarray]) -> np.ndarray:
         return env[expr]
     if isinstance(expr, IntImm):
         return np.int64(expr.value)
-    a, b = _evaluate(expr.a, env), _evaluate(expr.b, env)
-    if isinstance(expr, Add):
-        return a + b
-    if isinstance(expr, Sub):
-        return a - b
-    if isinstance(expr, Mul):
-        return a * b
-    if isinstance(expr, FloorDiv):
-        return a // b
-    return a % b  # FloorMod: numpy's % is floor modulo, as in the IR
+    # + - * // % (numpy's // and % floor, as the IR's FloorDiv and FloorMod)
+    return OPERATORS[type(expr)].numpy(_evaluate(expr.a, env), _evaluate(expr.b, env))
 
 
 def new_shape(

@@ -105,6 +105,20 @@ def _node_label(node: GraphNode) -> str:
     return "\\n".join(lines)
 
 
+def _fitted_digraph():
+    """``graphviz.Digraph`` whose notebook SVG is at most ``loopnest.MAX_WIDTH_PT`` wide:
+    notebook 07's fused graph (705 pt) ran past the output area's right edge."""
+    import graphviz
+
+    from workbench.viz.loopnest import fit_svg
+
+    class FittedDigraph(graphviz.Digraph):
+        def _repr_image_svg_xml(self) -> str:
+            return fit_svg(super()._repr_image_svg_xml())
+
+    return FittedDigraph
+
+
 def graph_figure(nodes: Iterable, edges: Iterable, *, groups: Mapping[str, Iterable[str]]
                  | None = None, title: str | None = None, rankdir: str = "TB"):
     """A dataflow graph as a graphviz Digraph.
@@ -123,9 +137,8 @@ def graph_figure(nodes: Iterable, edges: Iterable, *, groups: Mapping[str, Itera
     Returns
     -------
     graphviz.Digraph
-        Node ids ``n_<name>``.
+        Node ids ``n_<name>``; shown in a notebook at most ``MAX_WIDTH_PT`` wide.
     """
-    import graphviz
 
     nodes = [_node(n) for n in nodes]
     edges = [_edge(e) for e in edges]
@@ -134,7 +147,7 @@ def graph_figure(nodes: Iterable, edges: Iterable, *, groups: Mapping[str, Itera
         for end in (edge.src, edge.dst):
             if end not in by_name:
                 raise KeyError(f"edge {edge.src} -> {edge.dst}: no node {end!r}")
-    graph = graphviz.Digraph(name=title or "graph",
+    graph = _fitted_digraph()(name=title or "graph",
                              graph_attr={"rankdir": rankdir, "fontsize": "11", "ranksep": "0.55",
                                          **({"label": title, "labelloc": "t"} if title else {})},
                              node_attr={"fontname": "monospace", "fontsize": "10"},

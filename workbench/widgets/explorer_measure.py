@@ -9,6 +9,7 @@ import html
 
 from workbench.widgets import explorer_views
 from workbench.widgets.history import Measurement
+from workbench.widgets.layout import pending
 from workbench.widgets.target_views import views_for
 
 
@@ -28,7 +29,7 @@ class ExplorerMeasuring:
             )
             return
         node = self.node
-        self.views["status"].value = "<span class='wb-pending'>⏳ compiling and measuring…</span>"
+        self.views["status"].value = pending("compiling and measuring…")
         self.progress.layout.visibility = "visible"
         answered = self.runner.submit(
             node.id,
@@ -71,7 +72,7 @@ class ExplorerMeasuring:
             return
         self.views[
             "status"
-        ].value = f"<span class='wb-pending'>⏳ first call {seconds * 1e3:.3f} ms; timing…</span>"
+        ].value = pending(f"first call {seconds * 1e3:.3f} ms; timing…")
 
     def _failed(self, node_id: int, error: Exception) -> None:
         self.progress.layout.visibility = "hidden"

@@ -26,7 +26,7 @@ from workbench.widgets.actions import (
     main_block,
 )
 from workbench.widgets.history import HistoryNode
-from workbench.widgets.layout import LOWERING, MACHINE_CODE, PANES
+from workbench.widgets.layout import LOWERING, MACHINE_CODE, PANES, pending
 from workbench.widgets.on_demand import LazyPane
 from workbench.widgets.target_views import views_for
 
@@ -237,7 +237,7 @@ class ExplorerViews:
                 make=lambda key: views_for(key[2]).machine_code(self.history[key[0]].func),
                 targets=lambda: [lowering[name] for name in MACHINE_CODE],
                 placeholder="<i>compiled when this tab is opened</i>",
-                pending="<i class='wb-pending'>⏳ compiling…</i>",
+                pending=pending("compiling…", "i"),
             ),
             LazyPane(
                 "access map",
@@ -248,7 +248,7 @@ class ExplorerViews:
                 ),
                 targets=lambda: [self.views["access map"]],
                 placeholder="<i>the access maps are drawn when this tab is opened</i>",
-                pending="<i class='wb-pending'>⏳ drawing the access maps…</i>",
+                pending=pending("drawing the access maps…", "i"),
             ),
         ]
 

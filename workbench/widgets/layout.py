@@ -31,6 +31,22 @@ file browser open): a tab keeps its title's width and the tabs wrap onto a secon
 (ipywidgets shrinks them to 35 px otherwise)."""
 
 
+SPINNER = (
+    "<style>@keyframes wb-spin {to {transform: rotate(360deg);}}</style>"
+    "<span class='wb-spinner' style='display: inline-block; width: 0.75em; height: 0.75em;"
+    " margin-right: 0.35em; vertical-align: -0.1em; border: 2px solid #c8c8c8;"
+    " border-top-color: #555; border-radius: 50%; animation: wb-spin 0.9s linear infinite'>"
+    "</span>"
+)
+"""A busy mark drawn by CSS (a turning ring): no glyph, so it shows in every browser and on a
+machine with no emoji font (headless Chromium drew the hourglass emoji as a box)."""
+
+
+def pending(text: str, tag: str = "span") -> str:
+    """HTML of a line saying work is under way: the spinner, then ``text`` (already HTML)."""
+    return f"<{tag} class='wb-pending'>{SPINNER}{text}</{tag}>"
+
+
 @dataclass
 class Layout:
     """What the explorer keeps of its widget tree."""

@@ -111,7 +111,7 @@ def cpu_views(target) -> TargetViews:
     def source(func: PrimFunc) -> str:
         from workbench.backends import lower_to_numba_source
 
-        return lower_to_numba_source(func)
+        return lower_to_numba_source(func, target)  # the kind's passes: a cpu-made kind's own
 
     def machine_code(func: PrimFunc) -> tuple[str, str]:
         from workbench.backends import build

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as widgets
 
 from workbench.widgets.actions import continue_trace
+from workbench.widgets.layout import pending
 
 if TYPE_CHECKING:
     from workbench.widgets.explorer import Explorer
@@ -148,7 +149,7 @@ class TuneTab:
         self.progress.max, self.progress.value = trials, 0
         self.progress.bar_style = "info"
         self.apply_button.disabled = True
-        self.status.value = f"<span class='wb-pending'>⏳ tuning: 0 of {trials} trials…</span>"
+        self.status.value = pending(f"tuning: 0 of {trials} trials…")
         self.error = None
         self.stage = None
 
@@ -199,8 +200,7 @@ class TuneTab:
     def _show_running(self) -> None:
         now = f" · {html.escape(str(self.stage))}" if self.stage is not None else ""
         self.status.value = (
-            f"<span class='wb-pending'>⏳ tuning: {self.progress.value} of "
-            f"{self.progress.max} trials done{now}</span>"
+            pending(f"tuning: {self.progress.value} of {self.progress.max} trials done{now}")
         )
 
     def _finished(self) -> None:

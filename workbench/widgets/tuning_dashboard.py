@@ -25,6 +25,7 @@ Example
 
 from __future__ import annotations
 
+import html
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -64,8 +65,10 @@ class TuningDashboard:
         self.result = None
 
     @classmethod
-    def from_result(cls, result) -> TuningDashboard:
-        dash = cls(None, target=result.target)
+    def from_result(cls, result, db=None) -> TuningDashboard:
+        """A dashboard on a finished ``wb.tune`` result: its records drawn, its space's knobs
+        in the dropdowns; **Tune** goes on searching into ``db`` (a records file)."""
+        dash = cls(None, target=result.target, db=str(db) if db is not None else "records.jsonl")
         dash.space = result.space
         dash.func = result.func
         dash.records = list(result.records)
@@ -158,7 +161,7 @@ class TuningDashboard:
         self._button = w.Button(description="Tune", button_style="primary")
         self._button.on_click(lambda _: self.start())
         self._status = w.Label("")
-        self._stage = w.Label("", layout=w.Layout(min_height="1.6em"))
+        self._stage = w.HTML("", layout=w.Layout(min_height="1.6em"))
         self._image = w.Image(format="png", layout=w.Layout(width="100%"))
         self._image.add_class("wb-dashboard-plots")
         self._drawn = w.HTML("", layout=w.Layout(min_height="1.6em"))
@@ -218,7 +221,9 @@ class TuningDashboard:
     def stage(self, event) -> None:
         """A ``wb.tune`` stage callback: show which candidate is building or measuring."""
         if self._widget is not None:
-            self._stage.value = f"⏳ {event}"
+            from workbench.widgets.layout import pending
+
+            self._stage.value = pending(html.escape(str(event)))
 
     def start(self) -> threading.Thread:
         """Run ``wb.tune`` with the pinned knobs in a background thread."""

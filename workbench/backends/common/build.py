@@ -7,7 +7,7 @@ from workbench.backends.common.codegen_python import generate_source
 from workbench.backends.common.kernel import Kernel
 from workbench.backends.common.kernel_cache import LRUCache
 from workbench.backends.common.lower import lower
-from workbench.backends.common.target import Target, as_target
+from workbench.backends.common.target import Target, as_target, resolve_target
 from workbench.ir import BufferStore, PrimFunc
 from workbench.ir.functor import collect
 from workbench.ir.verify import verify
@@ -120,8 +120,9 @@ def build(func_or_schedule, target: str | Target = "numpy", **options) -> Kernel
     return kernel
 
 
-def lower_to_numba_source(func, **options) -> str:
-    """The Python (Numba) source the ``cpu`` target generates for ``func``.
+def lower_to_numba_source(func, target: Target | str = "cpu", **options) -> str:
+    """The Python (Numba) source ``target`` (the ``cpu`` kind, or a kind made from it)
+    generates for ``func``: its passes, its printer; ``options`` override the target's.
 
     Example
     -------
@@ -130,12 +131,12 @@ def lower_to_numba_source(func, **options) -> str:
     C[i1] = max(T_add[i1], np.float32(0.0))
     """
     func = getattr(func, "mod", func)
-    defaults = Target("cpu").kind.defaults
-    unknown = sorted(set(options) - set(defaults))
+    target = resolve_target(target, "lower_to_numba_source")
+    unknown = sorted(set(options) - set(target.kind.defaults))
     if unknown:
         raise TypeError(f"lower_to_numba_source: unknown option(s) {', '.join(unknown)}")
-    options = {**defaults, **options}
-    if options["debug"]:
+    options = {**target.options, **options}
+    if options.get("debug"):
         func = add_bounds_checks(func)[0]
         options["promote"] = False
-    return generate_source(lower(func), target="cpu", **options).source
+    return generate_source(lower(func), target=target.name, **options).source

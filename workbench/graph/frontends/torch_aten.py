@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from workbench.graph.frontends.torch_index import IndexOps
+from workbench.graph.frontends.torch_layout import LayoutOps
 from workbench.graph.frontends.torch_promotion import PromotionOps
 
 IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_copy",
@@ -29,6 +30,19 @@ REFUSED = {
     "rnn_relu": "nn.RNN is refused (LSTM and GRU are unrolled; a plain RNN is not)",
 }
 """ATen op -> why it is refused (listed as unsupported, with this reason in docs/ops.md)."""
+
+UNARY = {"relu", "silu", "sigmoid", "tanh", "exp", "sqrt", "rsqrt", "neg", "sin", "cos", "log",
+         "abs", "erf", "hardsigmoid", "hardswish", "mish"}
+"""Ops that are the graph op of the same name on their first argument (the rest ignored)."""
+
+BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "eq": "eq", "ne": "ne",
+          "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "__and__": "mul",
+          "logical_and": "mul", "bitwise_and": "mul"}
+"""ATen op -> graph op of ``a`` and ``alpha * b``, promoted as PyTorch (``AtenOps._binary``;
+the graph's booleans are 0/1 masks, so ``and`` is ``mul``)."""
+
+REDUCTIONS = {"sum": "sum", "amax": "max", "amin": "min"}
+"""ATen op -> ``kind`` of the graph's ``reduce`` over ``dims`` (``AtenOps._reduce``)."""
 
 _SHAPE_ONLY = {"new_ones", "new_zeros", "new_full", "new_empty", "zeros_like", "ones_like",
                "full_like", "empty_like"}
@@ -43,11 +57,12 @@ def _pair(value, n: int = 2) -> tuple[int, ...]:
 
 def supported_ops() -> list[str]:
     """The ATen op names the converter handles (folded-only ops are not listed)."""
-    names = {n[4:] for n in dir(AtenOps) if n.startswith("_op_")} | IDENTITY | _SHAPE_ONLY
+    names = ({n[4:] for n in dir(AtenOps) if n.startswith("_op_")} | IDENTITY | _SHAPE_ONLY
+             | set(UNARY) | set(BINARY) | set(REDUCTIONS))
     return sorted(names)
 
 
-class AtenOps(IndexOps, PromotionOps):
+class AtenOps(IndexOps, LayoutOps, PromotionOps):
     """The handlers (mixed into the converter: ``self.b`` is its ``GraphBuilder``)."""
 
     def handler(self, name: str):
@@ -55,6 +70,13 @@ class AtenOps(IndexOps, PromotionOps):
             return self._identity
         if name in _SHAPE_ONLY:
             return lambda x, *args, **kwargs: self._shape_only(name, x, *args, **kwargs)
+        if name in UNARY:
+            return lambda x, *args, **kwargs: self._emit(name, [x])
+        if name in BINARY:
+            return lambda a, b, alpha=1, **kwargs: self._binary(BINARY[name], a, b, alpha,
+                                                                **kwargs)
+        if name in REDUCTIONS:
+            return lambda *args, **kwargs: self._reduce(REDUCTIONS[name], *args, **kwargs)
         return getattr(self, f"_op_{name}", None)
 
     def _emit(self, op: str, inputs: list, attrs: dict | None = None) -> str:
@@ -226,28 +248,6 @@ class AtenOps(IndexOps, PromotionOps):
 
     # ---- elementwise -----------------------------------------------------------------------
 
-    def _unary(op):  # noqa: N805 - a method factory used in the class body
-        def handler(self, x, *args, **kwargs):
-            return self._emit(op, [x])
-        return handler
-
-    _op_relu = _unary("relu")
-    _op_silu = _unary("silu")
-    _op_sigmoid = _unary("sigmoid")
-    _op_tanh = _unary("tanh")
-    _op_exp = _unary("exp")
-    _op_sqrt = _unary("sqrt")
-    _op_rsqrt = _unary("rsqrt")
-    _op_neg = _unary("neg")
-    _op_sin = _unary("sin")
-    _op_cos = _unary("cos")
-    _op_log = _unary("log")
-    _op_abs = _unary("abs")
-    _op_erf = _unary("erf")
-    _op_hardsigmoid = _unary("hardsigmoid")
-    _op_hardswish = _unary("hardswish")
-    _op_mish = _unary("mish")
-
     def _op_softplus(self, x, beta=1, threshold=20):
         if beta != 1:
             raise NotImplementedError("softplus with beta other than 1")
@@ -284,31 +284,16 @@ class AtenOps(IndexOps, PromotionOps):
             raise NotImplementedError("pow with a tensor exponent")
         return self._emit("pow", [x], {"exponent": float(exponent)})
 
-    def _binary(op):  # noqa: N805
-        def handler(self, a, b, alpha=1, **kwargs):
-            if kwargs.get("rounding_mode") is not None:
-                raise NotImplementedError(f"{op} with rounding_mode")
-            if alpha != 1:
-                b = self._promoted("mul", [b, alpha])
-            return self._promoted(op, [a, b])
-        return handler
-
-    _op_add = _binary("add")
-    _op_sub = _binary("sub")
-    _op_mul = _binary("mul")
-    _op_div = _binary("div")
-    _op_eq = _binary("eq")
-    _op_ne = _binary("ne")
-    _op_lt = _binary("lt")
-    _op_le = _binary("le")
-    _op_gt = _binary("gt")
-    _op_ge = _binary("ge")
-    _op___and__ = _binary("mul")
-    _op_logical_and = _binary("mul")
-    _op_bitwise_and = _binary("mul")
+    def _binary(self, op: str, a, b, alpha=1, **kwargs):
+        """``op`` (a ``BINARY`` graph op) of ``a`` and ``alpha * b``, promoted as PyTorch."""
+        if kwargs.get("rounding_mode") is not None:
+            raise NotImplementedError(f"{op} with rounding_mode")
+        if alpha != 1:
+            b = self._promoted("mul", [b, alpha])
+        return self._promoted(op, [a, b])
 
     def _op_rsub(self, a, b, alpha=1):
-        return self._op_sub(b, a if alpha == 1 else self._promoted("mul", [a, alpha]))
+        return self._binary("sub", b, a if alpha == 1 else self._promoted("mul", [a, alpha]))
 
     def _op_logical_not(self, x):
         return self._promoted("sub", [1.0, x])
@@ -444,24 +429,12 @@ class AtenOps(IndexOps, PromotionOps):
 
     # ---- reductions ------------------------------------------------------------------------
 
-    def _axes(self, x, dims) -> list[int]:
-        n = len(self._shape(x))
-        if dims is None or dims == []:
-            return list(range(n))
-        return [d % n for d in ([dims] if isinstance(dims, int) else dims)]
-
     def _op_mean(self, x, dims=None, keepdim=False, dtype=None):
         return self._emit("mean", [x], {"axes": self._axes(x, dims), "keepdims": bool(keepdim)})
 
-    def _reduction(kind):  # noqa: N805
-        def handler(self, x, dims=None, keepdim=False, dtype=None):
-            return self._emit("reduce", [x], {"axes": self._axes(x, dims),
-                                              "keepdims": bool(keepdim), "kind": kind})
-        return handler
-
-    _op_sum = _reduction("sum")
-    _op_amax = _reduction("max")
-    _op_amin = _reduction("min")
+    def _reduce(self, kind: str, x, dims=None, keepdim=False, dtype=None):
+        return self._emit("reduce", [x], {"axes": self._axes(x, dims),
+                                          "keepdims": bool(keepdim), "kind": kind})
 
     def _op_var(self, x, dims=None, unbiased=True, keepdim=False, *, correction=None):
         """``var.dim`` (``unbiased``) and ``var.correction`` (``correction``, keyword)."""
@@ -483,136 +456,6 @@ class AtenOps(IndexOps, PromotionOps):
         return self._emit("log_softmax", [x], {"axis": int(dim) % len(self._shape(x))})
 
     _op__log_softmax = _op_log_softmax
-
-    # ---- layout ----------------------------------------------------------------------------
-
-    def _reshape_to(self, x, shape) -> str:
-        size = math.prod(self._shape(x))
-        shape = [int(s) for s in shape]
-        if -1 in shape:
-            known = math.prod(s for s in shape if s != -1)
-            shape[shape.index(-1)] = size // known
-        if tuple(shape) == self._shape(x):
-            return x
-        return self._emit("reshape", [x], {"shape": shape})
-
-    def _op_view(self, x, shape):
-        return self._reshape_to(x, shape)
-
-    _op_reshape = _op_view
-    _op__unsafe_view = _op_view
-
-    def _op_flatten(self, x, start=0, end=-1):
-        shape = list(self._shape(x))
-        if not shape:
-            return self._reshape_to(x, [1])
-        start, end = start % len(shape), end % len(shape)
-        new = shape[:start] + [math.prod(shape[start:end + 1])] + shape[end + 1:]
-        return self._reshape_to(x, new)
-
-    def _op_unsqueeze(self, x, dim):
-        shape = list(self._shape(x))
-        shape.insert(dim % (len(shape) + 1), 1)
-        return self._reshape_to(x, shape)
-
-    def _op_squeeze(self, x, dims=None):
-        shape = self._shape(x)
-        axes = set(self._axes(x, dims)) if shape else set()
-        return self._reshape_to(x, [s for d, s in enumerate(shape) if not (d in axes
-                                                                            and s == 1)])
-
-    def _op_expand(self, x, shape, implicit=False):
-        old = self._shape(x)
-        shape = [o if s == -1 else int(s) for s, o in
-                 zip(shape, (None,) * (len(shape) - len(old)) + tuple(old), strict=True)]
-        if tuple(shape) == tuple(old):
-            return x
-        return self._emit("broadcast_to", [x], {"shape": shape})
-
-    def _op_expand_as(self, x, other):
-        return self._op_expand(x, self._shape(other))
-
-    def _op_repeat(self, x, repeats):
-        shape = (1,) * (len(repeats) - len(self._shape(x))) + tuple(self._shape(x))
-        x = self._reshape_to(x, shape)
-        inter, final = [], []
-        for s, r in zip(shape, repeats, strict=True):
-            inter += [r, s]
-            final.append(r * s)
-        x = self._reshape_to(x, [v for s in shape for v in (1, s)])
-        return self._reshape_to(self._emit("broadcast_to", [x], {"shape": inter}), final)
-
-    def _op_select(self, x, dim, index):
-        n = len(self._shape(x))
-        size = self._shape(x)[dim % n]
-        return self._emit("select", [x], {"axis": dim % n, "index": int(index) % size})
-
-    def _op_unbind(self, x, dim=0):
-        return [self._op_select(x, dim, i) for i in range(self._shape(x)[dim])]
-
-    def _op_transpose(self, x, d0, d1):
-        perm = list(range(len(self._shape(x))))
-        d0, d1 = d0 % len(perm), d1 % len(perm)
-        perm[d0], perm[d1] = perm[d1], perm[d0]
-        return self._emit("transpose", [x], {"perm": perm})
-
-    def _op_t(self, x):
-        return self._op_transpose(x, 0, 1) if len(self._shape(x)) == 2 else x
-
-    def _op_permute(self, x, dims):
-        n = len(self._shape(x))
-        return self._emit("transpose", [x], {"perm": [d % n for d in dims]})
-
-    def _op_slice(self, x, dim=0, start=None, end=None, step=1):
-        shape = self._shape(x)
-        axis = dim % len(shape)
-        start, stop, step = slice(start, end, step).indices(shape[axis])
-        if (start, stop, step) == (0, shape[axis], 1):
-            return x
-        return self._emit("slice", [x], {"axis": axis, "start": start, "stop": stop,
-                                         "step": step})
-
-    def _op_narrow(self, x, dim, start, length):
-        return self._op_slice(x, dim, start, start + length)
-
-    def _op_split(self, x, size, dim=0):
-        extent = self._shape(x)[dim]
-        sizes = [min(size, extent - s) for s in range(0, extent, size)]
-        return self._op_split_with_sizes(x, sizes, dim)
-
-    def _op_split_with_sizes(self, x, sizes, dim=0):
-        parts, start = [], 0
-        for size in sizes:
-            parts.append(self._op_slice(x, dim, start, start + size))
-            start += size
-        return parts
-
-    def _op_chunk(self, x, chunks, dim=0):
-        return self._op_split(x, -(-self._shape(x)[dim] // chunks), dim)
-
-    def _op_cat(self, tensors, dim=0):
-        tensors = [t for t in tensors if math.prod(self._shape(t)) > 0]
-        if len(tensors) == 1:
-            return tensors[0]
-        return self._emit("concat", tensors, {"axis": dim % len(self._shape(tensors[0]))})
-
-    def _op_stack(self, tensors, dim=0):
-        n = len(self._shape(tensors[0])) + 1
-        return self._op_cat([self._op_unsqueeze(t, dim % n) for t in tensors], dim % n)
-
-    def _op_constant_pad_nd(self, x, pad, value=0.0):
-        n = len(self._shape(x))
-        pads = [[0, 0] for _ in range(n)]
-        for i in range(0, len(pad), 2):
-            pads[n - 1 - i // 2] = [int(pad[i]), int(pad[i + 1])]
-        if any(p < 0 for pair in pads for p in pair):
-            raise NotImplementedError("negative padding")
-        return self._emit("pad", [x], {"pads": pads, "value": float(value)})
-
-    def _op_pad(self, x, pad, mode="constant", value=None):
-        if mode != "constant":
-            raise NotImplementedError(f"pad mode {mode!r}")
-        return self._op_constant_pad_nd(x, pad, 0.0 if value is None else value)
 
     # ---- recurrent layers ------------------------------------------------------------------
 

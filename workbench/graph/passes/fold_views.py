@@ -89,8 +89,8 @@ def fold_views(graph: Graph) -> Graph:
     >>> out = b.node("transpose", [b.node("sdpa", heads, dict(causal=True))],
     ...              dict(perm=[0, 2, 1, 3]))
     >>> g = fold_views(b.finish([out]))
-    >>> [(n.op, n.inputs) for n in g.nodes]
-    [('sdpa', ('qkv', 'qkv', 'qkv'))]
+    >>> [(n.name, n.op, n.inputs) for n in g.nodes], g.outputs   # named after the attention
+    ([('sdpa', 'sdpa', ('qkv', 'qkv', 'qkv'))], ('sdpa',))
     >>> g.nodes[0].attrs["out_perm"], g.nodes[0].type.shape
     ([0, 2, 1, 3], (1, 8, 2, 4))
     """
@@ -100,19 +100,20 @@ def fold_views(graph: Graph) -> Graph:
                and len(n.type.shape) == 4}
     consumers = graph.consumers()
     moved: dict[str, Node] = {}  # reader name -> the reader producing its transpose's value
+    renamed: dict[str, str] = {}  # the transpose's value -> the reader's name (the kernel's)
     for node in graph.nodes:
         reader = readers.get(node.inputs[0]) if node.op == "transpose" else None
         if reader is None or reader.name in graph.outputs or \
                 [c.name for c in consumers.get(reader.name, [])] != [node.name]:
             continue
-        moved[reader.name] = reader.replace(
-            name=node.name, type=node.type,
-            attrs={**reader.attrs, "out_perm": [int(p) for p in node.attrs["perm"]]})
+        out_perm = [int(p) for p in node.attrs["perm"]]
+        moved[reader.name] = reader.replace(type=node.type,
+                                            attrs={**reader.attrs, "out_perm": out_perm})
+        renamed[node.name] = reader.name
     if not moved:
         return graph
-    done = {m.name for m in moved.values()}
-    nodes = [moved.get(n.name, n) for n in graph.nodes if n.name not in done]
-    return graph.replace(nodes=tuple(nodes))
+    nodes = [moved.get(n.name, n) for n in graph.nodes if n.name not in renamed]
+    return graph.replace(nodes=tuple(nodes)).renamed_uses(renamed)
 
 
 def views_layout(graph: Graph, target="numpy") -> Graph:

@@ -127,21 +127,44 @@ def _group_graph(graph: Graph, members: list[Node]) -> tuple[Graph, tuple[str, .
 def fuse(graph: Graph, plan: FusionPlan | None = None) -> Graph:
     """Replace every planned group of two or more nodes by one ``fused`` node.
 
-    The fused node takes the name of the group's last node (its output), is placed where
-    that node was, and is described by ``attrs["pattern"]`` (``conv2d+add+relu``).
+    The fused node is placed where the group's last node (its output) was, is described by
+    ``attrs["pattern"]`` (``conv2d+add+relu``) and is named after the group's main operator,
+    its first (``matmul``, ``matmul_1``... for ``matmul+add+add``; a name already used gets
+    the next free number): its value, every use of it included, is renamed from the last
+    node's name, which named a kernel ``add`` for a matmul with a residual add.
     """
     plan = plan_fusion(graph) if plan is None else plan
     by_name = {node.name: node for node in graph.nodes}
     last_of = {group[-1]: group for group in plan.groups if len(group) > 1}
     in_group = {name for group in last_of.values() for name in group}
+    taken = set(graph.inputs) | set(graph.constants) | set(by_name)
+    renamed = {node.name: _free_name(by_name[last_of[node.name][0]].op, taken)
+               for node in graph.nodes if node.name in last_of}
     nodes: list[Node] = []
     for node in graph.nodes:
         if node.name in last_of:
             members = [by_name[name] for name in last_of[node.name]]
             body, outer = _group_graph(graph, members)
+            # the values it reads from other groups under their new names (its own output
+            # keeps its name inside the body)
+            outside = {old: new for old, new in renamed.items() if old != node.name}
+            body = body.replace(inputs={outside.get(k, k): t for k, t in body.inputs.items()})
+            body = body.renamed_uses(outside)
+            outer = tuple(outside.get(name, name) for name in outer)
             pattern = "+".join(m.op for m in members)
-            nodes.append(Node(node.name, "fused", outer, {"graph": body, "pattern": pattern},
-                              node.type, members[0].source))
+            nodes.append(Node(renamed[node.name], "fused", outer,
+                              {"graph": body, "pattern": pattern}, node.type,
+                              members[0].source))
         elif node.name not in in_group:
             nodes.append(node)
-    return graph.replace(nodes=tuple(nodes))
+    return graph.replace(nodes=tuple(nodes)).renamed_uses(renamed)
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    """``base``, else ``base_1``, ``base_2``... the first not in ``taken`` (which it joins)."""
+    name, number = base, 0
+    while name in taken:
+        number += 1
+        name = f"{base}_{number}"
+    taken.add(name)
+    return name
