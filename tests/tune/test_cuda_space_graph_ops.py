@@ -26,6 +26,7 @@ from workbench.backends.common.target import Target  # noqa: E402
 from workbench.backends.cuda.numba_cuda import prepare  # noqa: E402
 from workbench.graph import from_torch  # noqa: E402
 from workbench.graph.lower import lower_graph  # noqa: E402
+from workbench.graph.passes.fold_views import views_layout as graph_layout  # noqa: E402
 from workbench.graph.passes.pipeline import Pipeline  # noqa: E402
 from workbench.schedule import Schedule  # noqa: E402
 from workbench.tune.space_generated import GeneratedSpace  # noqa: E402

@@ -113,16 +113,54 @@ def _device_resident(target) -> bool:
 
 def import_graph(model, example_inputs) -> Graph:
     """A ``Graph`` from a torch module, an ONNX model (or path), or a ``Graph``."""
+    return _import(model, example_inputs)[0]
+
+
+def _import(model, example_inputs):
+    """``(graph, out_spec)``: ``import_graph``'s graph and the exported module's output
+    nesting (``torch_fx.import_torch``; None for other models)."""
     if isinstance(model, Graph):
-        return model
+        return model, None
     if isinstance(model, str) or type(model).__name__ == "ModelProto":
         from workbench.graph.frontends.onnx import from_onnx
 
-        return from_onnx(model)
-    from workbench.graph.frontends.torch_fx import from_torch
+        return from_onnx(model), None
+    from workbench.graph.frontends.torch_fx import import_torch
 
     with modes_kept(model):
-        return from_torch(model, example_inputs)
+        return import_torch(model, example_inputs)
+
+
+def structure_from_spec(spec, count: int):
+    """``output_structure``'s answer read from ``torch.export``'s output ``TreeSpec``, without
+    running the model; None where the spec holds anything but tuples, lists, dicts and
+    leaves (a namedtuple, a ``ModelOutput``, a None: ``output_structure`` then runs the model)
+    or not ``count`` leaves."""
+    leaves = 0
+
+    def encode(node):
+        nonlocal leaves
+        if node.is_leaf():
+            leaves += 1
+            return leaves - 1
+        children = [encode(child) for child in (node.children() if hasattr(node, "children")
+                                                 else node.children_specs)]  # torch < 2.12
+        if node.type is tuple:
+            return {"tuple": children}
+        if node.type is list:
+            return {"list": children}
+        if node.type is dict:
+            return {"dict": [[key, child] for key, child in zip(node.context, children,
+                                                                  strict=True)]}
+        raise TypeError(node.type)
+
+    try:
+        tree = encode(spec)
+    except (TypeError, AttributeError):
+        return None
+    if leaves != count or isinstance(tree, int):
+        return None
+    return tree
 
 
 def output_structure(model, example_inputs, count: int):
@@ -256,9 +294,10 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
 
     target = resolve_target(target, "compile")
     _check_records_path(schedules)
-    graph = import_graph(model, example_inputs)
-    structure = None
-    if not isinstance(model, Graph | str) and type(model).__name__ != "ModelProto":
+    graph, out_spec = _import(model, example_inputs)
+    structure = None if out_spec is None else structure_from_spec(out_spec, len(graph.outputs))
+    if (structure is None and not isinstance(model, Graph | str)
+            and type(model).__name__ != "ModelProto"):
         structure = output_structure(model, example_inputs, len(graph.outputs))
     layout_pass = target.hook("graph_layout") if layout else None
     graph = (pipeline or Pipeline())(

@@ -99,7 +99,4 @@ def graph_schedule(func, target=None, parallel: bool = True) -> Schedule:
     return sch if sch is not None else cuda_schedule(func, GRAPH_THREADS)
 
 
-
-
-
 __all__ = ["GRAPH_THREADS", "THREADS", "bind_block", "cuda_schedule", "graph_schedule"]

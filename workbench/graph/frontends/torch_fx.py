@@ -58,10 +58,16 @@ def from_torch(model, example_inputs: tuple = (), *, method: str = "auto") -> Gr
     method : {"auto", "export", "fx"}
         ``"auto"`` tries ``torch.export`` and falls back to ``make_fx`` tracing.
     """
+    return import_torch(model, example_inputs, method=method)[0]
+
+
+def import_torch(model, example_inputs: tuple = (), *, method: str = "auto"):
+    """``(graph, out_spec)``: ``from_torch``'s graph and, where a module was exported, how its
+    outputs nest (``torch.export``'s ``out_spec``, a pytree ``TreeSpec``; None otherwise)."""
     import torch
 
     if isinstance(model, torch.export.ExportedProgram):
-        return _from_exported(model)
+        return _from_exported(model), None
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"from_torch: expected a torch.nn.Module or an ExportedProgram, got "
                         f"{type(model).__name__}")
@@ -78,8 +84,8 @@ def from_torch(model, example_inputs: tuple = (), *, method: str = "auto") -> Gr
                 if method == "export":
                     raise
             else:
-                return _from_exported(exported)
-        return _from_make_fx(model, example_inputs)
+                return _from_exported(exported), exported.call_spec.out_spec
+        return _from_make_fx(model, example_inputs), None
 
 
 @contextlib.contextmanager

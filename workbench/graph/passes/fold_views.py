@@ -119,14 +119,15 @@ def fold_views(graph: Graph) -> Graph:
 def views_layout(graph: Graph, target="numpy") -> Graph:
     """The numpy and cuda targets' ``graph_layout`` hook: ``fold_views`` (the reference
     executor runs the cpu target's kernels, so it checks the folded ones too; on cuda the
-    attention kernel reads the views, ``recipes.attention_cuda``)."""
+    attention kernel, ``attention_cuda.warp_rows``, reads Q, K and V where the projections
+    wrote them: GPT-2's fused QKV, a grouped-query key head at ``h // group``)."""
     return fold_views(graph)
 
 
 def cpu_layout(graph: Graph, target="cpu") -> Graph:
     """The cpu target's ``graph_layout`` hook: conv weights packed
-    (``layout.pack_conv_weights``), then ``fold_views`` (the cuda target folds views only:
-    ``views_layout``)."""
+    (``layout.pack_conv_weights``), then ``fold_views`` (the cuda target's hook,
+    ``views_layout``, folds views only)."""
     from workbench.graph.passes.layout import pack_conv_weights
 
     return fold_views(pack_conv_weights(graph, target))

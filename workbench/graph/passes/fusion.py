@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from workbench.graph.ir import Graph, Node
 from workbench.graph.ops import kind
+from workbench.ir.names import fresh_name
 
 _EPILOGUE_HOSTS = ("anchor", "reduction", "elementwise")
 
@@ -138,7 +139,7 @@ def fuse(graph: Graph, plan: FusionPlan | None = None) -> Graph:
     last_of = {group[-1]: group for group in plan.groups if len(group) > 1}
     in_group = {name for group in last_of.values() for name in group}
     taken = set(graph.inputs) | set(graph.constants) | set(by_name)
-    renamed = {node.name: _free_name(by_name[last_of[node.name][0]].op, taken)
+    renamed = {node.name: fresh_name(by_name[last_of[node.name][0]].op, taken)
                for node in graph.nodes if node.name in last_of}
     nodes: list[Node] = []
     for node in graph.nodes:
@@ -158,13 +159,3 @@ def fuse(graph: Graph, plan: FusionPlan | None = None) -> Graph:
         elif node.name not in in_group:
             nodes.append(node)
     return graph.replace(nodes=tuple(nodes)).renamed_uses(renamed)
-
-
-def _free_name(base: str, taken: set[str]) -> str:
-    """``base``, else ``base_1``, ``base_2``... the first not in ``taken`` (which it joins)."""
-    name, number = base, 0
-    while name in taken:
-        number += 1
-        name = f"{base}_{number}"
-    taken.add(name)
-    return name
