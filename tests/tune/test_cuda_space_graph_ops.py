@@ -107,8 +107,7 @@ CASES = {  # name -> (module, inputs)
 def _kernels(name):
     model, inputs = CASES[name]
     torch.manual_seed(0)
-    layout = Target("cuda").hook("graph_layout")  # fold_views, as wb.compile runs it
-    graph = Pipeline()(from_torch(model.eval(), inputs), layout=lambda g: layout(g, "cuda"))
+    graph = Pipeline()(from_torch(model.eval(), inputs), layout=graph_layout)
     return graph, lower_graph(graph)
 
 
