@@ -65,6 +65,9 @@ def _state(page, dashboard) -> dict:
     count = re.search(r"plots drawn with (\d+) records?", drawn)
     return {"drawn": int(count.group(1)) if count else -1,
             "stage": dashboard.locator(".wb-dashboard-stage").inner_text(),
+            # the busy mark: a CSS ring drawn with a size (the hourglass emoji was a box)
+            "busy": dashboard.locator(".wb-dashboard-stage .wb-spinner").evaluate_all(
+                "nodes => nodes.filter(n => n.getBoundingClientRect().width > 4).length"),
             "picture": dashboard.locator("img.wb-dashboard-plots").evaluate(PICTURE)}
 
 
@@ -100,6 +103,7 @@ def test_the_plots_update_while_it_tunes_and_the_static_page_keeps_the_last(lab,
                        and not s["stage"].startswith("done"),
                        "plots with some records while tuning")
     screenshot(dashboard, "dashboard_1_while_tuning.png")
+    assert during["busy"] == 1 and "\u23f3" not in during["stage"]
     last = _wait_for(page, dashboard,
                      lambda s: s["drawn"] == TRIALS and s["picture"]
                      and s["stage"].startswith("done"),
@@ -107,6 +111,7 @@ def test_the_plots_update_while_it_tunes_and_the_static_page_keeps_the_last(lab,
     screenshot(dashboard, "dashboard_2_done.png")
     assert empty["picture"] != during["picture"] != last["picture"]
     expect(dashboard.locator(".wb-dashboard-status")).to_contain_text(f"{TRIALS} records, best")
+    assert last["busy"] == 0  # done: no busy mark
 
     # saved with its widget state, the notebook's static page shows the last picture
     menu(page, "File", "Save Notebook")
