@@ -105,13 +105,14 @@ def test_compiled_model_packs_weights_once_and_matches_torch():
     np.testing.assert_allclose(compiled(x), want, rtol=1e-4, atol=1e-4)
     patterns = [k.pattern for k in compiled.kernels]
     # a depthwise conv 7 columns wide is packed (layout.PACK_DEPTHWISE_WIDTH; wider ones keep
-    # NCHW: tests/recipes/test_conv2d_depthwise_cpu.py)
+    # NCHW: tests/recipes/test_conv2d_depthwise_cpu.py); the 1x1 conv over 8x7 = 56
+    # positions (a rows tile of 28 divides them) reads NCHW rows (tests/graph/test_conv_rows.py)
     assert patterns[:3] == ["conv2d_packed+relu", "depthwise_conv2d_packed+clamp",
-                            "conv2d_packed"]
+                            "conv2d_1x1"]
     assert "conv2d" in patterns and "conv2d_packed+add+silu" in patterns
     lanes = target_vector_lanes("cpu", "float32")
     packed = [v for k, v in compiled.graph.constants.items() if "_packed" in k]
-    assert len(packed) == 4 and all(v.shape[-1] in (lanes, lanes // 2) for v in packed)
+    assert len(packed) == 3 and all(v.shape[-1] in (lanes, lanes // 2) for v in packed)
     assert all("pack_weights" not in n.op for n in compiled.graph.nodes)
 
 

@@ -16,6 +16,7 @@ from workbench.ir import ForKind
 from workbench.ir.functor import collect
 from workbench.ir.stmt import For
 from workbench.ops.conv_packed import conv2d_nchw_packed
+from workbench.ops.conv_rows import conv2d_1x1_nchw
 from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 
 LANES = vector_lanes("float32")
@@ -34,6 +35,7 @@ FUNCS = {
     ("layernorm", "fused"): lambda: ops.layernorm(4, 8 * LANES),
     ("conv2d", "blocked"): lambda: ops.conv2d_nchw(1, 3, 7, 7, 8, 3, 3),
     ("conv2d", "packed"): lambda: conv2d_nchw_packed(1, 3, 7, 5, 16, 3, 3, kb=8, stride=2),
+    ("conv2d_1x1", "rows"): lambda: conv2d_1x1_nchw(2, 5, 56, 12, scaled=True),
     ("depthwise_conv2d", "plane"): lambda: ops.depthwise_conv2d_nchw(1, 5, 9, 7, 3, 3,
                                                                      stride=2),
     ("avg_pool2d", "direct"): lambda: ops.avg_pool2d(2, 3, 9, 7, kernel=3, stride=2),

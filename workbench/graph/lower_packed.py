@@ -1,6 +1,7 @@
 """Library heads of the packed conv operators (``workbench.graph.ops_packed``): the graph's
 ``conv2d_packed`` is ``ops.conv2d_nchw_packed``, ``depthwise_conv2d_packed`` is
-``ops.depthwise_conv2d_nchw_packed`` (merged into ``lower_ops.LIBRARY_HEADS``)."""
+``ops.depthwise_conv2d_nchw_packed``, ``conv2d_1x1`` is ``ops.conv_rows.conv2d_1x1_nchw``
+(merged into ``lower_ops.LIBRARY_HEADS``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from workbench.graph.ir import Node
 from workbench.graph.lower_ops import Context, Head, _bias_stage, _pairs, identity
 from workbench.ir.expr import IntImm
 from workbench.ops.conv_packed import conv2d_nchw_packed, depthwise_conv2d_nchw_packed
+from workbench.ops.conv_rows import conv2d_1x1_nchw
 
 
 def _conv2d_packed(node: Node, ctx: Context) -> Head:
@@ -26,6 +28,18 @@ def _depthwise_packed(node: Node, ctx: Context) -> Head:
     return Head(func, [x, w], identity(4), _bias_stage(node, 1))
 
 
+def _conv2d_1x1(node: Node, ctx: Context) -> Head:
+    """The 1x1 conv on the image's rows: data viewed ``(N, C, H * W)``, the output grouped
+    ``(n), (k), (y, x)``; a scaled one reads ``scale`` viewed ``(N, C)``."""
+    scaled = bool(node.attrs.get("scaled"))
+    x, w = node.inputs[0], node.inputs[2 if scaled else 1]
+    (N, C, H, W), (K, _) = ctx.shape(x), ctx.shape(w)
+    func = conv2d_1x1_nchw(N, C, H * W, K, scaled=scaled)
+    inputs = [x, node.inputs[1], w] if scaled else [x, w]
+    bias = node.replace(inputs=(x, w) + node.inputs[3:]) if scaled else node
+    return Head(func, inputs, ((0,), (1,), (2, 3)), _bias_stage(bias, 1))
+
+
 def _pack_weights(fb, node, ins, out):
     """The packing copy (``pack_conv_weights`` folds it at compile time; this kernel runs
     only for a weight that is not a constant)."""
@@ -36,7 +50,8 @@ def _pack_weights(fb, node, ins, out):
         fb.spatial("T_pack", out, lambda vs: w[[vs[0] * kb + vs[4], vs[1], vs[2], vs[3]]])
 
 
-PACKED_HEADS = {"conv2d_packed": _conv2d_packed, "depthwise_conv2d_packed": _depthwise_packed}
+PACKED_HEADS = {"conv2d_packed": _conv2d_packed, "depthwise_conv2d_packed": _depthwise_packed,
+                "conv2d_1x1": _conv2d_1x1}
 """op -> library head (merged into ``lower_ops.LIBRARY_HEADS``)."""
 PACKED_COMPOSED_HEADS = {"pack_weights": _pack_weights}
 """op -> ``FuncBuilder`` kernel (merged into ``lower_ops.COMPOSED_HEADS``)."""

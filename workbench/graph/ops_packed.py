@@ -5,7 +5,11 @@
   ``(C, 1, R, S)`` as ``(C // kb, R, S, kb)`` (``depthwise=True``); constant-folded at
   compile time, so the packed weight is a graph constant;
 - ``conv2d_packed`` and ``depthwise_conv2d_packed`` (``anchor``): ``conv2d`` (groups 1) and
-  the depthwise ``conv2d`` on packed weights (NCHW data and output, optional bias).
+  the depthwise ``conv2d`` on packed weights (NCHW data and output, optional bias);
+- ``conv2d_1x1`` (``anchor``): a 1x1 ``conv2d`` (stride 1, no padding) on ``(K, C)``
+  weights, NCHW data and output, optional bias; with ``scaled=True`` its inputs are
+  ``(x, scale, w[, b])`` and it convolves ``x * scale`` (``scale`` of shape ``(N, C, 1, 1)``:
+  a squeeze-excitation product folded into the conv's input read).
 """
 
 from __future__ import annotations
@@ -32,11 +36,21 @@ def depthwise_conv2d_packed(x, w, b=None, stride=(1, 1), padding=(0, 0), dilatio
     return conv2d(x, weight, b, stride, padding, dilation, groups=weight.shape[0])
 
 
+def conv2d_1x1(x, *args, scaled: bool = False):
+    from workbench.graph.ops import conv2d
+
+    if scaled:
+        x, args = x * args[0], args[1:]
+    w, b = np.asarray(args[0]), (args[1] if len(args) > 1 else None)
+    return conv2d(x, w.reshape(w.shape + (1, 1)), b)
+
+
 PACKED_OPS = {
     "pack_weights": (pack_weights, "layout"),
     "conv2d_packed": (conv2d_packed, "anchor"),
     "depthwise_conv2d_packed": (depthwise_conv2d_packed, "anchor"),
+    "conv2d_1x1": (conv2d_1x1, "anchor"),
 }
 """op name -> (numpy function, kind), merged into ``workbench.graph.ops.OPS``."""
 
-__all__ = ["PACKED_OPS", "conv2d_packed", "depthwise_conv2d_packed", "pack_weights"]
+__all__ = ["PACKED_OPS", "conv2d_1x1", "conv2d_packed", "depthwise_conv2d_packed", "pack_weights"]

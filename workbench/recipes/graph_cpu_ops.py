@@ -23,6 +23,9 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   layout pass packs every conv's weights: ``graph.passes.layout.pack_conv_weights``): the
   ``("conv2d", "packed")`` register tile, vectorized over output channels, the epilogue
   inlined into its write-back (``recipes.conv2d_packed_cpu``);
+- ``ops.conv_rows.conv2d_1x1_nchw`` (the layout pass's ``conv2d_1x1``: 1x1 stride-1 convs
+  whose spatial positions a tile divides): the ``("conv2d_1x1", "rows")`` register tile,
+  vectorized over the NCHW rows, the epilogue inlined (``recipes.conv2d_1x1_cpu``);
 - ``ops.depthwise_conv2d_nchw`` (depthwise convs keep NCHW and their weights): the
   ``("depthwise_conv2d", "plane")`` recipe, one pass per channel plane, the padded plane
   local, the output row vectorized, the epilogue inlined (``recipes.conv2d_depthwise_cpu``);
@@ -229,6 +232,14 @@ def conv2d_packed(func, parallel: bool = True) -> Schedule | None:
     return packed_rule(func, parallel)
 
 
+def conv2d_1x1_rows(func, parallel: bool = True) -> Schedule | None:
+    """A 1x1 conv kernel in NCHW with the ``("conv2d_1x1", "rows")`` recipe
+    (``workbench.recipes.conv2d_1x1_cpu.rows_rule``)."""
+    from workbench.recipes.conv2d_1x1_cpu import rows_rule
+
+    return rows_rule(func, parallel)
+
+
 def depthwise_plane(func, parallel: bool = True) -> Schedule | None:
     """``ops.depthwise_conv2d_nchw`` with the ``("depthwise_conv2d", "plane")`` recipe
     (``workbench.recipes.conv2d_depthwise_cpu.plane_rule``)."""
@@ -246,7 +257,7 @@ def avg_pool_direct(func, parallel: bool = True) -> Schedule | None:
 
 
 RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused, conv2d_packed,
-         depthwise_plane, avg_pool_direct, conv2d_blocked)
+         conv2d_1x1_rows, depthwise_plane, avg_pool_direct, conv2d_blocked)
 """Tried in order; the first that returns a schedule wins."""
 
 

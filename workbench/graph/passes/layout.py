@@ -183,6 +183,7 @@ def pack_conv_weights(graph: Graph, target="cpu") -> Graph:
     from workbench.graph.passes.constant_fold import fold_constants
 
     lanes = target_vector_lanes(target, "float32")
+    graph = _rows_convs(graph, target)
     constants = graph.constants
     nodes: list[Node] = []
     packs: dict[str, Node] = {}
@@ -205,6 +206,88 @@ def pack_conv_weights(graph: Graph, target="cpu") -> Graph:
         attrs = {k: v for k, v in node.attrs.items() if k != "groups"}
         nodes.append(node.replace(op=op, inputs=(node.inputs[0], name) + node.inputs[2:],
                                   attrs=attrs))
-    if not packs:
+    if packs:
+        graph = fold_constants(graph.replace(nodes=tuple(nodes)))
+    return fuse_input_scales(graph)
+
+
+# ---------------------------------------------------------------------------- 1x1 convs on rows
+
+
+def _rows_form(graph: Graph, node: Node, target) -> bool:
+    """Whether ``node`` is a 1x1 ``conv2d`` (groups 1, stride 1, no padding, constant
+    float32 weights) whose spatial positions a ``rows`` tile divides."""
+    from workbench.recipes.conv2d_1x1_cpu import rows_tile
+
+    if node.op != "conv2d" or node.inputs[1] not in graph.constants or \
+            node.attrs.get("groups", 1) != 1:
+        return False
+    weight = graph.constants[node.inputs[1]]
+    if weight.ndim != 4 or weight.shape[2:] != (1, 1) or str(weight.dtype) != "float32":
+        return False
+    stride, padding = node.attrs.get("stride", 1), node.attrs.get("padding", 0)
+    if any(v != 1 for v in np.atleast_1d(stride)) or any(v != 0 for v in np.atleast_1d(padding)):
+        return False
+    _, _, H, W = graph.type_of(node.inputs[0]).shape
+    return rows_tile(H * W, weight.shape[0], target) is not None
+
+
+def _rows_convs(graph: Graph, target) -> Graph:
+    """Every 1x1 conv of ``_rows_form`` as a ``conv2d_1x1`` on ``(K, C)`` weights (the
+    KCRS weights reshaped once, at compile time): it reads and writes NCHW rows as they
+    are (``ops.conv_rows``), no channels-last copy."""
+    constants = dict(graph.constants)
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        if not _rows_form(graph, node, target):
+            nodes.append(node)
+            continue
+        weight = node.inputs[1]
+        name = f"{weight}_kc"
+        constants[name] = np.ascontiguousarray(constants[weight].reshape(
+            constants[weight].shape[:2]))
+        nodes.append(node.replace(op="conv2d_1x1", inputs=(node.inputs[0], name)
+                                  + node.inputs[2:], attrs={}))
+    if len(constants) == len(graph.constants):
         return graph
-    return fold_constants(graph.replace(nodes=tuple(nodes)))
+    from workbench.graph.passes.dce import eliminate_dead_code
+
+    return eliminate_dead_code(graph.replace(nodes=tuple(nodes), constants=constants))
+
+
+def fuse_input_scales(graph: Graph) -> Graph:
+    """``conv2d_1x1(mul(x, s))`` -> ``conv2d_1x1(x, s, scaled=True)`` where ``s`` is
+    ``(N, C, 1, 1)`` (a squeeze-excitation's gate), ``x`` the full ``(N, C, H, W)``
+    activation and the product read by that conv alone: the conv scales its input as it
+    reads it, and the product (a kernel and a pass over the activation) is gone.
+
+    Example
+    -------
+    >>> # mul(dw, sigmoid(fc2)) -> conv2d_1x1 ==> conv2d_1x1(dw, sigmoid(fc2), w, scaled)
+    >>> # (see tests/graph/test_conv_rows.py)
+    """
+    users = graph.consumers()
+    producers = {node.name: node for node in graph.nodes}
+    fused: dict[str, Node] = {}
+    dropped: set[str] = set()
+    for node in graph.nodes:
+        if node.op != "conv2d_1x1" or node.attrs.get("scaled"):
+            continue
+        mul = producers.get(node.inputs[0])
+        if mul is None or mul.op != "mul" or mul.attrs or mul.name in graph.outputs or \
+                len(users.get(mul.name, [])) != 1 or len(set(mul.inputs)) != 2:
+            continue
+        full = mul.type.shape
+        gate = [i for i in mul.inputs if graph.type_of(i).shape == full[:2] + (1, 1)
+                and i not in graph.constants]
+        data = [i for i in mul.inputs if graph.type_of(i).shape == full]
+        if len(full) != 4 or len(gate) != 1 or len(data) != 1 or gate == data or \
+                graph.type_of(gate[0]).dtype != "float32":
+            continue
+        fused[node.name] = node.replace(inputs=(data[0], gate[0]) + node.inputs[1:],
+                                        attrs={"scaled": True})
+        dropped.add(mul.name)
+    if not fused:
+        return graph
+    nodes = tuple(fused.get(n.name, n) for n in graph.nodes if n.name not in dropped)
+    return graph.replace(nodes=nodes)
