@@ -4,8 +4,7 @@ the statements a primitive did not rebuild answered from what was found before."
 from schedule_examples import add_relu, matmul
 
 from workbench.ir import Buffer, Var, collect
-from workbench.schedule import Schedule
-from workbench.schedule import tree
+from workbench.schedule import Schedule, tree
 
 
 def walked(func):
