@@ -27,6 +27,8 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    launch mode of ``graph.compiled_cuda`` (``kernels``, ``lean``, ``graph``).
 6. ``tune``: ``tune_model`` on the block d 256 b16 (the three slowest kernels, within
    ``--tune-s``): default vs tuned per kernel.
+7. ``fold``: GPT-2 b8 again with ``wb.compile(..., layout=False)`` (no ``fold_views``: the
+   slice/transpose copies kept), beside part 4's row.
 
 ``--dry-run`` runs the same code at tiny sizes on torch's CPU tensors and the CUDA
 simulator (timings are host wall clock, meaningless; torch.compile and the pytest run
@@ -369,7 +371,7 @@ def _first(out):
     return out[0] if isinstance(out, tuple | list) else out
 
 
-def run_model(ctx: Context, name: str) -> dict:
+def run_model(ctx: Context, name: str, layout: bool = True) -> dict:
     import copy
 
     import workbench as wb
@@ -383,7 +385,7 @@ def run_model(ctx: Context, name: str) -> dict:
         want = _first(device_model(xd)).clone()
         row["torch eager"] = ctx.measure(lambda: device_model(xd))
         start = time.perf_counter()
-        compiled = wb.compile(model, (x,), target="cuda", progress=False)
+        compiled = wb.compile(model, (x,), target="cuda", progress=False, layout=layout)
         row["compile_s"] = round(time.perf_counter() - start, 1)
         kernels = len(compiled.kernels)
         row["kernels"] = kernels
@@ -399,8 +401,8 @@ def run_model(ctx: Context, name: str) -> dict:
                                   for k, p, u in zip(slow["kernel"], slow["pattern"],
                                                      slow["median_us"], strict=True)]
         label = "torch.compile reduce-overhead"
-        if ctx.dry:
-            row[label] = {"skipped": "--dry-run"}
+        if ctx.dry or not layout:
+            row[label] = {"skipped": "--dry-run" if ctx.dry else "measured in part models"}
         elif ctx.left() < 60:
             row[label] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
         else:
@@ -494,6 +496,15 @@ TESTS = "tests/recipes tests/tune tests/backends tests/graph tests"
 """The CUDA tests' folders, the kernels' own first (pytest skips a path given twice): a run
 cut by ``--tests-s`` has covered the recipes and the tuner."""
 
+def part_fold(ctx: Context, entry: dict) -> None:
+    """GPT-2 (the models part's second row) compiled with ``layout=False``: the slice and
+    transpose kernels kept, the attention reading ``(B, H, T, D)`` copies; beside the
+    models part's folded row it says what ``fold_views`` gains or loses on the GPU (on the
+    CPU the strided reads once cost more than the copies: ``graph.lower.lower_graph``)."""
+    name = ctx.sizes["models"][min(1, len(ctx.sizes["models"]) - 1)]
+    entry["rows"] = {f"{name} layout=False": run_model(ctx, name, layout=False)}
+
+
 PARTS = [
     Part("tests", part_tests, 30),
     Part("sgemm", part_sgemm, 40),
@@ -501,6 +512,7 @@ PARTS = [
     Part("models", part_models, 90),
     Part("launch", part_launch, 30),
     Part("tune", part_tune, 90),
+    Part("fold", part_fold, 90),
 ]
 """The plan, in priority order."""
 

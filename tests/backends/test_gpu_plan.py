@@ -93,7 +93,7 @@ def test_arguments(plan_module):
     with pytest.raises(SystemExit):
         plan_module.parse_args(["--deadline", "0"])
     assert [p.name for p in plan_module.PARTS] == ["tests", "sgemm", "rows", "models",
-                                                   "launch", "tune"]
+                                                   "launch", "tune", "fold"]
     assert set(plan_module.SIZES["gpu"]) == set(plan_module.SIZES["dry"])
     command = plan_module.tests_command(args)
     assert command[1:4] == ["-m", "pytest", "-v"] and command[-1] == "tests"

@@ -178,3 +178,27 @@ def test_an_evicted_cuda_module_leaves_sys_modules():
     cache["a"] = compiled
     cache["b"] = types.SimpleNamespace(host=len)  # evicts "a"
     assert module.__name__ not in sys.modules
+
+
+def test_a_changed_runtime_helper_names_a_new_module(monkeypatch):
+    """Numba's cache checks only the cached module's own file: a kernel inlining a runtime
+    helper (``rt.fast_erf_f32`` lives in ``fast_math``, imported by ``runtime``) must get a
+    new name when the helper's text changes, else it keeps the old machine code."""
+    source = ("from workbench.backends.cpu import runtime as rt\n\n"
+              "def k(x):\n    return rt.fast_erf_f32(x)\n")
+    before = kernel_cache.source_digest(source)
+    assert kernel_cache.source_digest(source) == before
+    real = kernel_cache._module_text
+
+    def edited(name):
+        digest, text = real(name)
+        return (digest + "-edited", text) if name == "workbench.backends.cpu.fast_math" \
+            else (digest, text)
+
+    monkeypatch.setattr(kernel_cache, "_module_text", edited)
+    assert kernel_cache.source_digest(source) != before
+    plain = "def k(x):\n    return x\n"
+    monkeypatch.setattr(kernel_cache, "_module_text", real)
+    unchanged = kernel_cache.source_digest(plain)
+    monkeypatch.setattr(kernel_cache, "_module_text", edited)
+    assert kernel_cache.source_digest(plain) == unchanged

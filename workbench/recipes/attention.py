@@ -35,19 +35,32 @@ def _keys_transposed(sch: Schedule, scores, keys_loop) -> None:
     # a private copy per (b, h): with grouped-query heads (K read at h // group) two
     # iterations of the parallel loop would otherwise write the same key head
     sch.set_scope(keys, 0, "local")
-    block = next(b for b in find_blocks(sch.mod) if b.name == "scores")
-    vj, vd = block.iter_vars[3].var, block.iter_vars[4].var
-    load = next(x for x in collect(block.body, lambda n: isinstance(n, BufferLoad))
-                if x.buffer.name.endswith("_global"))
+    sch.transform_layout(keys, ("write", 0), keys_transposed(sch, keys))
 
-    def axis_of(var) -> int:  # K may be read through a view (fold_views): K[b, j, h*D + d]
+
+def keys_transposed(sch: Schedule, staged) -> str:
+    """The index map laying a staged copy of the keys out ``[..., d, j]`` (the cpu copy
+    above, the cuda recipe's shared one): the axes of ``K`` that hold neither the key ``j``
+    nor the head dimension ``d`` first, then ``d``, then ``j``, found in the ``scores``
+    block's load of the copy.
+
+    ``K`` is ``(B, H, S, D)`` unless ``passes.fold_views`` made the kernel read it through
+    a view: GPT-2's fused projection is read at ``K[b, j, C + h * D + d]``, a grouped-query
+    key head at ``K[b, j, h // group, d]``."""
+    block = next(b for b in find_blocks(sch.mod) if b.name == "scores")
+    vj, vd = block.iter_vars[-2].var, block.iter_vars[-1].var
+    name = sch.get(staged).writes[0].buffer.name
+    load = next(x for x in collect(block.body, lambda n: isinstance(n, BufferLoad))
+                if x.buffer.name == name)
+
+    def axis_of(var) -> int:
         return next(a for a, e in enumerate(load.indices)
                     if any(v == var for v in collect(e, lambda n: isinstance(n, Var))))
     axis_j, axis_d = axis_of(vj), axis_of(vd)
-    order = [a for a in range(len(load.indices)) if a not in (axis_j, axis_d)] + [axis_d, axis_j]
-    names = [f"a{a}" for a in range(len(order))]
-    sch.transform_layout(keys, ("write", 0), f"lambda {', '.join(names)}: "
-                                             f"({', '.join(names[o] for o in order)},)")
+    order = [a for a in range(len(load.indices)) if a not in (axis_j, axis_d)]
+    names = [f"a{a}" for a in range(len(load.indices))]
+    return (f"lambda {', '.join(names)}: "
+            f"({', '.join(names[o] for o in [*order, axis_d, axis_j])},)")
 
 
 @register("attention", "rows")

@@ -27,7 +27,8 @@ the scores and probabilities kept on chip.
 - Q, K and V may be read through index maps (``passes.fold_views``, the cuda target's
   layout hook): GPT-2's fused projection ``(B, S, 3 * H * D)`` in place, a grouped-query
   key/value head at ``h // group``; the staged keys are transposed whatever ``K``'s layout
-  (``keys_transposed``); a single key (a decoding step) is not staged.
+  (``attention.keys_transposed``, the cpu recipe's rule); a single key (a decoding step)
+  is not staged.
 
 The defaults fit the device's shared memory per block (``shared_budget``, from the
 target's device facts): each row of the tile keeps its scores and probabilities there
@@ -48,8 +49,7 @@ from __future__ import annotations
 
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
-from workbench.ir.expr import BufferLoad, Var
-from workbench.ir.functor import collect
+from workbench.recipes.attention import keys_transposed
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
@@ -104,31 +104,6 @@ def fit_rows(queries: int, keys: int, dim: int, budget: int | None = None
                          f"and probabilities in shared memory, over the device's {budget}")
     staged = keys * dim * 4
     return rows, staged <= MAX_STAGED and staged + rows * keys * 8 <= budget
-
-
-def keys_transposed(sch: Schedule, staged) -> str:
-    """The index map laying the staged keys out ``[..., d, j]``: the axes of ``K`` that
-    hold neither the key ``j`` nor the head dimension ``d`` first, then ``d``, then ``j``.
-
-    ``K`` is ``(B, H, S, D)`` unless ``passes.fold_views`` made the kernel read it through
-    a view: GPT-2's fused projection ``(B, S, 3 * H * D)`` is read at
-    ``K[b, j, C + h * D + d]``, a grouped-query key head at ``K[b, j, h // group * D + d]``
-    (the axis of ``d`` then holds the head too: the region staged per block is still one
-    head's keys)."""
-    block = next(b for b in find_blocks(sch.mod) if b.name == "scores")
-    vj, vd = block.iter_vars[-2].var, block.iter_vars[-1].var
-    name = sch.get(staged).writes[0].buffer.name
-    load = next(x for x in collect(block.body, lambda n: isinstance(n, BufferLoad))
-                if x.buffer.name == name)
-
-    def axis_of(var) -> int:
-        return next(a for a, e in enumerate(load.indices)
-                    if any(v == var for v in collect(e, lambda n: isinstance(n, Var))))
-    axis_j, axis_d = axis_of(vj), axis_of(vd)
-    order = [a for a in range(len(load.indices)) if a not in (axis_j, axis_d)]
-    names = [f"a{a}" for a in range(len(load.indices))]
-    return (f"lambda {', '.join(names)}: "
-            f"({', '.join(names[o] for o in [*order, axis_d, axis_j])},)")
 
 
 def _lane_sums(sch: Schedule, name: str, lanes: int, tile: bool) -> None:

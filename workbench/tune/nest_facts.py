@@ -15,23 +15,17 @@
 * ``chain_facts`` / ``nest_facts``: all of the above for one chain of loops / for every
   nest of a function.
 
-The caches are the machine's (``workbench.backends.common.machine``).
+The caches are the machine's (``cpu_facts.cache_sizes`` and ``l1_geometry``: ``machine_facts()``).
 """
 
 from __future__ import annotations
 
 import math
 
+from workbench.backends.cpu.cpu_facts import cache_sizes, l1_geometry
 from workbench.ir.expr import BufferLoad, Var
 from workbench.ir.functor import collect
 from workbench.ir.stmt import BufferStore, For, ForKind
-
-
-def cache_sizes() -> tuple[int, int, int]:
-    """(L1d, L2, last level) in bytes (``machine_facts().levels``)."""
-    from workbench.backends.common.machine import machine_facts
-
-    return machine_facts().levels
 
 
 def _log2(x: float) -> float:
@@ -275,14 +269,6 @@ def traffic(chain: tuple[For, ...], footprints: list[float], capacity: float,
         return footprints[0]
     level = over[-1]
     return footprints[level] * math.prod(_extent(lp) for lp in chain[:level])
-
-
-def l1_geometry() -> tuple[int, int]:
-    """(line bytes, ways) of the L1 data cache (``machine_facts()``; (64, 8) by default)."""
-    from workbench.backends.common.machine import machine_facts
-
-    facts = machine_facts()
-    return facts.cache_line_bytes, facts.l1_ways
 
 
 def leaf_chains(stmt) -> list[tuple[For, ...]]:

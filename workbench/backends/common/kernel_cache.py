@@ -13,8 +13,11 @@ which is why the tuner compiles in recycled worker processes.
 Linux): never a predictable name in a shared ``/tmp``. ``private_dir`` creates it ``0700``
 and refuses a folder another user owns (``CacheFolderError``); one of the user's own that
 others may read is tightened to ``0700``. Generated modules are named by the sha256 of their
-source; ``import_generated`` compares a file's content with its source before use (and executes the
-source it generated, never the file). ``prune_disk_cache`` keeps the folder within
+source, Numba's version and the text of every workbench module the source imports (the
+runtime helpers it inlines: Numba's cache checks only the cached module's own file, so a
+changed helper would otherwise keep its old machine code); ``import_generated`` compares a
+file's content with its source before use (and executes the source it generated, never the
+file). ``prune_disk_cache`` keeps the folder within
 ``DISK_MAX_KERNELS`` modules and ``DISK_MAX_BYTES`` (least recently used first: every use
 sets the module file's access time).
 
@@ -28,7 +31,10 @@ Example
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import importlib.util
 import os
 import stat
 import sys
@@ -203,11 +209,64 @@ def prune_disk_cache(directory, max_entries: int = DISK_MAX_KERNELS,
     return removed
 
 
+@functools.cache
+def _module_text(name: str) -> tuple[str, str]:
+    """(sha256 of module ``name``'s file, its text), or empty strings for no such file."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return "", ""
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return "", ""
+    with open(spec.origin, "rb") as file:
+        data = file.read()
+    return hashlib.sha256(data).hexdigest(), data.decode(errors="replace")
+
+
+def _modules_digest(source: str) -> str:
+    """One digest of every workbench module ``source`` imports, and theirs in turn."""
+    seen, todo = set(), sorted(_imports(source))
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        text = _module_text(name)[1]
+        if text:
+            todo.extend(_imports(text) - seen)
+    return hashlib.sha256("".join(f"{name}:{_module_text(name)[0]}\n"
+                                  for name in sorted(seen)).encode()).hexdigest()
+
+
+def _imports(source: str) -> set[str]:
+    """The workbench modules ``source`` imports at its top level (``from pkg import mod``
+    names both; imports inside functions are left out)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:  # not Python: nothing it imports can be known
+        return set()
+    names = set()
+    for node in body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in names if name.split(".")[0] == "workbench"}
+
+
 def source_digest(source: str) -> str:
-    """A stable digest of generated source (same text -> same name in every process)."""
+    """A stable digest of generated source (same text -> same name in every process), of
+    Numba's version and of the workbench modules the source imports (their own imports
+    too): a changed runtime helper names a new module, whose Numba cache starts empty.
+
+    >>> a = "from workbench.backends.cpu import runtime as rt"
+    >>> source_digest(a) == source_digest(a) != source_digest(a.replace("as rt", "as r2"))
+    True
+    """
     import numba
 
-    text = f"numba {numba.__version__}\n{source}"
+    text = f"numba {numba.__version__}\n{_modules_digest(source)}\n{source}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
