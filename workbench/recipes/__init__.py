@@ -15,7 +15,7 @@ Example
 -------
 >>> from workbench import ops, recipes
 >>> [f"{r.op}/{r.name}" for r in recipes.list(target="cpu")][:3]
-['attention/rows', 'avg_pool2d/direct', 'conv2d/blocked']
+['attention/row_blocks', 'attention/rows', 'avg_pool2d/direct']
 >>> sch = recipes.get("softmax", "fused", "cpu")(ops.softmax(64, 256))
 """
 

@@ -15,15 +15,16 @@ ROW_BLOCKS = ("scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm
 """The blocks computed per query row, in the order they run."""
 
 
-def _row_reduction_in_lanes(sch: Schedule, name: str, lanes: int) -> None:
-    """``vectorize_row_reduction`` of the softmax recipes, under two row loops (``bh, i``)."""
+def _row_reduction_in_lanes(sch: Schedule, name: str, lanes: int, rows: int = 2) -> None:
+    """``vectorize_row_reduction`` of the softmax recipes, under ``rows`` row loops (``bh,
+    i``; three for the row blocks)."""
     block = sch.get_block(name)
     _, inner = sch.split(sch.get_loops(block)[-1], factors=[None, lanes])
     rf = sch.rfactor(inner, factor_axis=0)
     sch.set_scope(rf, 0, "local")
-    sch.decompose_reduction(rf, sch.get_loops(rf)[2])
+    sch.decompose_reduction(rf, sch.get_loops(rf)[rows])
     sch.vectorize(sch.get_loops(rf)[-1])
-    sch.decompose_reduction(block, sch.get_loops(block)[2])
+    sch.decompose_reduction(block, sch.get_loops(block)[rows])
 
 
 def _keys_transposed(sch: Schedule, scores, keys_loop) -> None:
@@ -188,14 +189,11 @@ def row_blocks_cpu(func: PrimFunc, *, rows: int = 4, tile: int = ROW_TILE,
     _keys_transposed(sch, scores, heads)
     sch.decompose_reduction(scores, sch.get_loops(scores)[-3])
     for name in ("T_softmax_maxelem", "T_softmax_expsum"):
-        block = sch.get_block(name)
         if vectorize and kv_seq % lanes == 0:
-            _, inner = sch.split(sch.get_loops(block)[-1], factors=[None, lanes])
-            rf = sch.rfactor(inner, factor_axis=0)
-            sch.set_scope(rf, 0, "local")
-            sch.decompose_reduction(rf, sch.get_loops(rf)[3])
-            sch.vectorize(sch.get_loops(rf)[-1])
-        sch.decompose_reduction(block, sch.get_loops(block)[3])
+            _row_reduction_in_lanes(sch, name, lanes, rows=3)
+        else:
+            block = sch.get_block(name)
+            sch.decompose_reduction(block, sch.get_loops(block)[3])
     sch.decompose_reduction(out, sch.get_loops(out)[2])
     if parallel:
         sch.parallel(heads)

@@ -38,14 +38,11 @@ from workbench.backends.cpu.cpu_facts import target_vector_lanes
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
 from workbench.ops.conv_rows import HEAD
-from workbench.recipes.registry import register
-from workbench.schedule import Schedule, ScheduleError
+from workbench.recipes.registry import graph_rule, register
+from workbench.schedule import Schedule
 
 PARALLEL_WORK = 1 << 16
 """Multiply-adds below which the kernel stays serial (starting the thread pool costs more)."""
-_FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
-
-
 def rows_tile(HW: int, K: int, target: Target | str = "cpu") -> tuple[int, int] | None:
     """``(pt, kt)`` for ``H * W = HW`` positions and ``K`` output channels, or None where
     no tile divides: ``pt`` the first of 4 vectors, 2 vectors, 28 (a 14x14 map, two rows of
@@ -114,15 +111,10 @@ def rows_cpu(func: PrimFunc, *, pt: int | None = None, kt: int | None = None,
     return sch
 
 
-def rows_rule(func: PrimFunc, parallel: bool = True) -> Schedule | None:
+rows_rule = graph_rule(
+    "rows_rule", lambda func: _head(func) is not None, rows_cpu,
     """The graph's default-schedule rule for a 1x1 conv kernel (plus its epilogue):
-    ``rows_cpu``; None for other kernels (or where the recipe does not apply)."""
-    if _head(func) is None:
-        return None
-    try:
-        return rows_cpu(func, parallel=parallel)
-    except _FAILS:
-        return None
+    ``rows_cpu``; None for other kernels (or where the recipe does not apply).""")
 
 
 __all__ = ["PARALLEL_WORK", "rows_cpu", "rows_rule", "rows_tile"]

@@ -33,6 +33,17 @@ from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
 
+def _conv_head(func: PrimFunc, block: str, recipe: str, op: str) -> list[str]:
+    """The blocks up to ``block``: ``[block]`` or ``["pad_temp", block]`` as ``op`` builds
+    them (an epilogue may follow); ``ValueError`` naming ``recipe`` for any other kernel."""
+    names = [b.name for b in find_blocks(func)]
+    head = names[:names.index(block) + 1] if block in names else []
+    if head not in ([block], ["pad_temp", block]):
+        raise ValueError(f"{recipe} needs the blocks ('pad_temp', '{block}') of {op} (an "
+                         f"epilogue may follow); got {names}")
+    return head
+
+
 @register("conv2d_nchw", "direct", "cuda")
 def direct(func: PrimFunc, threads: int = 32) -> Schedule:
     """Padding inlined; one thread per output element; the reduction in each thread."""
@@ -145,11 +156,7 @@ def tiled(func: PrimFunc, tiling: ConvTiling | None = None, unroll: bool = True,
     inputs of neighbouring ``rx`` steps are then the same registers). The init is hoisted
     out of the reduction (``decompose_reduction``).
     """
-    names = [b.name for b in find_blocks(func)]
-    head = names[:names.index(block) + 1] if block in names else []
-    if head not in ([block], ["pad_temp", block]):
-        raise ValueError(f"tiled conv2d needs the blocks ('pad_temp', '{block}') of "
-                         f"ops.conv2d_nchw (an epilogue may follow); got {names}")
+    head = _conv_head(func, block, "tiled conv2d", "ops.conv2d_nchw")
     sch = Schedule(func)
     conv = sch.get_block(block)
     n, k, y, x, rc, ry, rx = sch.get_loops(conv)
@@ -218,11 +225,7 @@ def depthwise_tiled(func: PrimFunc, tiling: tuple[int, int, int] | None = None,
     >>> from workbench import ops
     >>> sch = depthwise_tiled(ops.depthwise_conv2d_nchw(1, 2, 9, 9, 3, 3))
     """
-    names = [b.name for b in find_blocks(func)]
-    head = names[:names.index(block) + 1] if block in names else []
-    if head not in ([block], ["pad_temp", block]):
-        raise ValueError(f"tiled depthwise conv2d needs the blocks ('pad_temp', '{block}') "
-                         f"of ops.depthwise_conv2d_nchw (an epilogue may follow); got {names}")
+    head = _conv_head(func, block, "tiled depthwise conv2d", "ops.depthwise_conv2d_nchw")
     sch = Schedule(func)
     conv = sch.get_block(block)
     n, c, y, x, ry, rx = sch.get_loops(conv)

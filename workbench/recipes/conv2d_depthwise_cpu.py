@@ -36,15 +36,12 @@ from __future__ import annotations
 
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
-from workbench.recipes.registry import register
-from workbench.schedule import Schedule, ScheduleError
+from workbench.recipes.registry import graph_rule, register
+from workbench.schedule import Schedule
 
 HEAD = "depthwise_conv2d_nchw"
 PARALLEL_WORK = 1 << 16
 """Multiply-adds below which the kernel stays serial (starting the thread pool costs more)."""
-_FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
-
-
 def _head(func: PrimFunc):
     return next((b for b in find_blocks(func) if b.name == HEAD), None)
 
@@ -82,15 +79,10 @@ def plane_cpu(func: PrimFunc, *, parallel: bool = True, target="cpu") -> Schedul
     return sch
 
 
-def plane_rule(func: PrimFunc, parallel: bool = True) -> Schedule | None:
+plane_rule = graph_rule(
+    "plane_rule", lambda func: _head(func) is not None, plane_cpu,
     """The graph's default-schedule rule for a depthwise conv kernel (plus its epilogue):
-    ``plane_cpu``; None for other kernels (or where the recipe does not apply)."""
-    if _head(func) is None:
-        return None
-    try:
-        return plane_cpu(func, parallel=parallel)
-    except _FAILS:
-        return None
+    ``plane_cpu``; None for other kernels (or where the recipe does not apply).""")
 
 
 __all__ = ["HEAD", "PARALLEL_WORK", "plane_cpu", "plane_rule"]

@@ -39,8 +39,8 @@ from workbench.backends.common.target import Target
 from workbench.backends.cpu.cpu_facts import target_vector_lanes
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
-from workbench.recipes.registry import register
-from workbench.schedule import Schedule, ScheduleError
+from workbench.recipes.registry import graph_rule, register
+from workbench.schedule import Schedule
 
 HEADS = ("conv2d_nchw_packed", "depthwise_conv2d_nchw_packed")
 PARALLEL_WORK = 1 << 16
@@ -49,9 +49,6 @@ PAD_PARALLEL = 1 << 20
 """Elements of ``pad_temp`` below which its copy stays serial: a second parallel loop is a
 second Numba gufunc, ~2 of a kernel's ~4.5 s cold compile (profiled: the parfor passes and
 their lowering dominate), while copying 4 MiB or less costs well under a millisecond."""
-_FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
-
-
 def max_columns(target: Target | str = "cpu") -> int:
     """Output columns of a register tile: the vector registers of the target (32 with 64-byte
     vectors, else 16) less four (a weight vector, a broadcast, spare).
@@ -167,15 +164,10 @@ def packed_cpu(func: PrimFunc, *, tx: int | None = None, kv: int | None = None,
     return sch
 
 
-def packed_rule(func: PrimFunc, parallel: bool = True) -> Schedule | None:
+packed_rule = graph_rule(
+    "packed_rule", lambda func: _head(func) is not None, packed_cpu,
     """The graph's default-schedule rule for a packed conv kernel (plus its epilogue):
-    ``packed_cpu``; None for other kernels (or where the recipe does not apply)."""
-    if _head(func) is None:
-        return None
-    try:
-        return packed_cpu(func, parallel=parallel)
-    except _FAILS:
-        return None
+    ``packed_cpu``; None for other kernels (or where the recipe does not apply).""")
 
 
 __all__ = ["HEADS", "max_columns", "packed_cpu", "packed_rule", "tile_columns",

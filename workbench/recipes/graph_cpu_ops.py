@@ -138,6 +138,16 @@ def _rows(func, block: str) -> tuple[int, int]:
     return tuple(int(iv.dom.extent.value) for iv in head.iter_vars[:2])
 
 
+def _epilogue_per_row(sch: Schedule | None, head: str) -> Schedule | None:
+    """``sch`` with its epilogue block ``out`` (where there is one) moved under the first
+    (row) loop of block ``head`` and vectorized there: the row is still in cache."""
+    if sch is not None and "out" in _blocks(sch.mod):
+        row = sch.get_loops(sch.get_block(head))[0]
+        _ok(sch.reverse_compute_at, sch.get_block("out"), row)
+        vectorize_innermost(sch, "out")
+    return sch
+
+
 def softmax_fused(func, parallel: bool = True) -> Schedule | None:
     """``ops.softmax`` (plus an epilogue) with the fused recipe."""
     from workbench import recipes
@@ -149,13 +159,7 @@ def softmax_fused(func, parallel: bool = True) -> Schedule | None:
     parallel = parallel and M * N >= PARALLEL_WORK // 4 and M > 1
     sch = _try(recipes.get("softmax", "fused", "cpu"), func, parallel=parallel,
                rfactor=N % lanes == 0 and N >= lanes)
-    if sch is None:
-        return None
-    if "out" in _blocks(sch.mod):
-        row = sch.get_loops(sch.get_block("T_softmax_norm"))[0]
-        _ok(sch.reverse_compute_at, sch.get_block("out"), row)
-        vectorize_innermost(sch, "out")
-    return sch
+    return _epilogue_per_row(sch, "T_softmax_norm")
 
 
 def layernorm_fused(func, parallel: bool = True) -> Schedule | None:
@@ -207,13 +211,7 @@ def attention_rows(func, parallel: bool = True) -> Schedule | None:
         sch = _try(recipe, func, parallel=parallel and work >= PARALLEL_WORK // 4)
         if sch is not None:
             break
-    if sch is None:
-        return None
-    if "out" in _blocks(sch.mod):
-        row = sch.get_loops(sch.get_block("attention"))[0]
-        _ok(sch.reverse_compute_at, sch.get_block("out"), row)
-        vectorize_innermost(sch, "out")
-    return sch
+    return _epilogue_per_row(sch, "attention")
 
 
 def conv2d_blocked(func, parallel: bool = True) -> Schedule | None:

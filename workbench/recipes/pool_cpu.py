@@ -27,14 +27,11 @@ from __future__ import annotations
 
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
-from workbench.recipes.registry import register
-from workbench.schedule import Schedule, ScheduleError
+from workbench.recipes.registry import graph_rule, register
+from workbench.schedule import Schedule
 
 PARALLEL_WORK = 1 << 16
 """Elements summed below which the kernel stays serial."""
-_FAILS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
-
-
 def _applies(func: PrimFunc) -> bool:
     """``ops.avg_pool2d``'s blocks (an epilogue may follow), its ``pad_temp`` a plain copy."""
     names = [b.name for b in find_blocks(func)]
@@ -65,15 +62,10 @@ def direct_cpu(func: PrimFunc, *, parallel: bool = True, target="cpu") -> Schedu
     return sch
 
 
-def direct_rule(func: PrimFunc, parallel: bool = True) -> Schedule | None:
+direct_rule = graph_rule(
+    "direct_rule", _applies, direct_cpu,
     """The graph's default-schedule rule for an unpadded average pool: ``direct_cpu``;
-    None for other kernels (or where the recipe does not apply)."""
-    if not _applies(func):
-        return None
-    try:
-        return direct_cpu(func, parallel=parallel)
-    except _FAILS:
-        return None
+    None for other kernels (or where the recipe does not apply).""")
 
 
 __all__ = ["PARALLEL_WORK", "direct_cpu", "direct_rule"]

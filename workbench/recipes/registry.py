@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 
 from workbench.ir import PrimFunc
-from workbench.schedule import Schedule
+from workbench.schedule import Schedule, ScheduleError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +70,29 @@ def get(op: str, name: str, target="cpu") -> Recipe:
         known = ", ".join(f"{o}/{n}/{t}" for o, n, t in sorted(RECIPES))
         raise KeyError(f"no recipe {op}/{name}/{target}; known: {known}")
     return RECIPES[key]
+
+
+RULE_REFUSALS = (ScheduleError, ValueError, IndexError, KeyError, LookupError)
+"""What a recipe raises on a kernel it does not fit: its graph rule then answers None."""
+
+
+def graph_rule(name: str, applies: Callable[[PrimFunc], bool],
+               recipe: Callable[..., Schedule], doc: str) -> Callable[..., Schedule | None]:
+    """The graph's default-schedule rule ``name`` of ``recipe``: ``recipe(func,
+    parallel=parallel)`` for a kernel ``applies`` accepts; None for other kernels or where
+    the recipe refuses (``RULE_REFUSALS``: the graph then tries its next rule)."""
+
+    def rule(func: PrimFunc, parallel: bool = True) -> Schedule | None:
+        if not applies(func):
+            return None
+        try:
+            return recipe(func, parallel=parallel)
+        except RULE_REFUSALS:
+            return None
+
+    rule.__name__ = rule.__qualname__ = name
+    rule.__doc__ = doc
+    return rule
 
 
 def list_recipes(op: str | None = None, target: str | None = None) -> list[Recipe]:
