@@ -116,11 +116,11 @@ def test_entry_points_compile_and_refuse_bad_inputs_by_name(form):
         compiled(x.long(), y)
 
 
-def test_onnx_gather_nd_matches_numpy():
-    """GatherND (what exporters give for ``x[i, j]``): negatives wrap, trailing axes kept."""
+def _gather_nd_graph():
+    """One ONNX GatherND node (``batch_dims`` 0): ``x[idx[..., 0], idx[..., 1]]`` of x
+    ``[3, 5, 2]`` by idx ``[4, 1, 2]``, through the ONNX frontend."""
     from onnx import TensorProto, helper
 
-    from workbench.graph import run
     from workbench.graph.frontends.onnx import from_onnx
 
     node = helper.make_node("GatherND", ["x", "idx"], ["y"])
@@ -128,41 +128,40 @@ def test_onnx_gather_nd_matches_numpy():
         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5, 2]),
         helper.make_tensor_value_info("idx", TensorProto.INT64, [4, 1, 2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    return from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+def test_onnx_gather_nd_matches_numpy():
+    """GatherND (what exporters give for ``x[i, j]``): negatives wrap, trailing axes kept."""
+    from workbench.graph import run
+
     rng = np.random.default_rng(6)
     x = rng.standard_normal((3, 5, 2)).astype(np.float32)
     idx = np.stack([rng.integers(-3, 3, (4, 1)), rng.integers(0, 5, (4, 1))], axis=-1)
     expected = x[idx[..., 0], idx[..., 1]]
-    graph = from_onnx(model)
+    graph = _gather_nd_graph()
     np.testing.assert_allclose(run(graph, x, idx)[0], expected, rtol=1e-6)
     np.testing.assert_allclose(wb.compile(graph, target="numpy")(x, idx), expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("target", ["numpy", "cpu"])
+@pytest.fixture(scope="module", params=["numpy", "cpu"])
+def gather_nd(request):
+    return wb.compile(_gather_nd_graph(), target=request.param)
+
+
 @pytest.mark.parametrize("column, bad", [(0, 3), (0, -4), (1, 5), (1, -6)])
-def test_onnx_gather_nd_checks_each_index_column(target, column, bad):
+def test_onnx_gather_nd_checks_each_index_column(gather_nd, column, bad):
     """Each column of GatherND's index tensor bounds its own axis (a view of the model's
     input, checked on every call) instead of reading a clamped element."""
-    from onnx import TensorProto, helper
-
-    from workbench.graph.frontends.onnx import from_onnx
-
-    node = helper.make_node("GatherND", ["x", "idx"], ["y"])
-    g = helper.make_graph([node], "g", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5, 2]),
-        helper.make_tensor_value_info("idx", TensorProto.INT64, [4, 1, 2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
     rng = np.random.default_rng(7)
     x = rng.standard_normal((3, 5, 2)).astype(np.float32)
     idx = np.stack([rng.integers(-3, 3, (4, 1)), rng.integers(-5, 5, (4, 1))], axis=-1)
-    compiled = wb.compile(from_onnx(model), target=target)
-    np.testing.assert_allclose(compiled(x, idx), x[idx[..., 0], idx[..., 1]], rtol=1e-6)
+    np.testing.assert_allclose(gather_nd(x, idx), x[idx[..., 0], idx[..., 1]], rtol=1e-6)
     wrong = idx.copy()
     wrong[2, 0, column] = bad
     with pytest.raises(IndexOutOfRangeError, match=rf"input 'idx'.*index {bad} .*size "
                                                    rf"{x.shape[column]}"):
-        compiled(x, wrong)
+        gather_nd(x, wrong)
     with pytest.raises(IndexError):
         x[wrong[..., 0], wrong[..., 1]]
 
