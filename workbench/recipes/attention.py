@@ -15,6 +15,15 @@ ROW_BLOCKS = ("scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm
 """The blocks computed per query row, in the order they run."""
 
 
+def _row_blocks_at(sch: Schedule, loop) -> None:
+    """The ``ROW_BLOCKS`` computed under ``loop`` (one query row, or a block of rows), each
+    in a local buffer."""
+    for name in reversed(ROW_BLOCKS):
+        sch.compute_at(sch.get_block(name), loop)
+    for name in ROW_BLOCKS:
+        sch.set_scope(sch.get_block(name), 0, "local")
+
+
 def _row_reduction_in_lanes(sch: Schedule, name: str, lanes: int, rows: int = 2) -> None:
     """``vectorize_row_reduction`` of the softmax recipes, under ``rows`` row loops (``bh,
     i``; three for the row blocks)."""
@@ -104,10 +113,7 @@ def rows_cpu(func: PrimFunc, *, parallel: bool = True, vectorize: bool = True,
     b, h, i, d, k = sch.get_loops(out)
     sch.reorder(k, d)
     sch.reverse_compute_at(out_row, i)
-    for name in reversed(ROW_BLOCKS):
-        sch.compute_at(sch.get_block(name), i)
-    for name in ROW_BLOCKS:
-        sch.set_scope(sch.get_block(name), 0, "local")
+    _row_blocks_at(sch, i)
     scores = sch.get_block("scores")
     *_, j, dd = sch.get_loops(scores)
     sch.reorder(dd, j)
@@ -177,10 +183,7 @@ def row_blocks_cpu(func: PrimFunc, *, rows: int = 4, tile: int = ROW_TILE,
     i0, i1 = sch.split(i, factors=[None, rows])
     sch.reorder(i0, k, i1, d)
     sch.reverse_compute_at(out_rows, i0)
-    for name in reversed(ROW_BLOCKS):
-        sch.compute_at(sch.get_block(name), i0)
-    for name in ROW_BLOCKS:
-        sch.set_scope(sch.get_block(name), 0, "local")
+    _row_blocks_at(sch, i0)
     scores = sch.get_block("scores")
     *_, row, j, dd = sch.get_loops(scores)
     j0, j1 = sch.split(j, factors=[None, tile])
