@@ -201,6 +201,20 @@ class Context:
         return {k: v for k, v in row.items() if not k.endswith("_all")}
 
 
+def _error(err: Exception, limit: int = 500) -> dict:
+    """A row's record of ``err``: its class and message, cut to ``limit`` characters."""
+    return {"error": f"{type(err).__name__}: {err}"[:limit]}
+
+
+def _block(ctx: Context, part: str):
+    """(the pre-norm block of ``ctx.sizes[part]`` with seeded weights, an input on the CPU)."""
+    from tests.graph.graph_models import Block
+
+    dim, heads, batch, tokens = ctx.sizes[part]
+    ctx.torch.manual_seed(0)
+    return Block(dim, heads).eval(), ctx.torch.randn(batch, tokens, dim)
+
+
 def rel_err(torch, got, want) -> float:
     got, want = torch.as_tensor(got).double().cpu(), torch.as_tensor(want).double().cpu()
     if torch.isnan(got).any():
@@ -303,7 +317,7 @@ def part_sgemm(ctx: Context, entry: dict) -> None:
                 row = _run_kernel(ctx, make(func), (a, b, c), c, ref)
                 row["TFLOP/s"] = 2 * m * n * k / row["ms"] / 1e9
             except Exception as err:  # noqa: BLE001
-                row = {"error": f"{type(err).__name__}: {err}"[:500]}
+                row = _error(err)
             rows[f"{name} {label}"] = _ratio(row, theirs)
             ctx.save()
 
@@ -337,7 +351,7 @@ def part_rows(ctx: Context, entry: dict) -> None:
                                   ref)
                 row["GB/s"] = 2 * 4 * m * n / row["ms"] / 1e6
             except Exception as err:  # noqa: BLE001
-                row = {"error": f"{type(err).__name__}: {err}"[:500]}
+                row = _error(err)
             rows[name] = _ratio(row, theirs * 1e3)
             ctx.save()
 
@@ -421,7 +435,7 @@ def run_model(ctx: Context, name: str, layout: bool = True) -> dict:
                 row[label].update(compile_s=round(time.perf_counter() - start, 1),
                                   rel_err=rel_err(torch, out, want))
             except Exception as err:  # noqa: BLE001
-                row[label] = {"error": f"{type(err).__name__}: {err}"[:500]}
+                row[label] = _error(err)
     eager = row["torch eager"]["device_ms"]
     for key in ("workbench", label):
         if "device_ms" in row.get(key, {}):
@@ -438,19 +452,15 @@ def part_models(ctx: Context, entry: dict) -> None:
         try:
             rows[name] = run_model(ctx, name)
         except Exception as err:  # noqa: BLE001
-            rows[name] = {"error": f"{type(err).__name__}: {err}"[:800],
+            rows[name] = {**_error(err, 800),
                           "traceback": traceback.format_exc()[-2000:]}
         ctx.save()
 
 
 def part_launch(ctx: Context, entry: dict) -> None:
     import workbench as wb
-    from tests.graph.graph_models import Block
 
-    dim, heads, batch, tokens = ctx.sizes["launch"]
-    ctx.torch.manual_seed(0)
-    model = Block(dim, heads).eval()
-    x = ctx.torch.randn(batch, tokens, dim)
+    model, x = _block(ctx, "launch")
     compiled = wb.compile(model, (x,), target="cuda", progress=False)
     kernels = len(compiled.kernels)
     entry["kernels"] = kernels
@@ -465,19 +475,15 @@ def part_launch(ctx: Context, entry: dict) -> None:
                 ctx.sync()
                 rows[mode] = ctx.measure(lambda: compiled(xd), kernels, n=50)
             except Exception as err:  # noqa: BLE001
-                rows[mode] = {"error": f"{type(err).__name__}: {err}"[:500]}
+                rows[mode] = _error(err)
             ctx.save()
 
 
 def part_tune(ctx: Context, entry: dict) -> None:
-    from tests.graph.graph_models import Block
     from workbench.graph.tune_model import tune_model
     from workbench.tune.runner import LocalRunner
 
-    dim, heads, batch, tokens = ctx.sizes["tune"]
-    ctx.torch.manual_seed(0)
-    model = Block(dim, heads).eval()
-    x = ctx.torch.randn(batch, tokens, dim)
+    model, x = _block(ctx, "tune")
     db = os.path.join(ctx.args.out, "plan_tune.jsonl")
     budget = max(10.0, min(ctx.args.tune_s, ctx.left() - 60))
     entry["budget_s"] = round(budget, 1)
