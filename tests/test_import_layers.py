@@ -34,6 +34,7 @@ TARGET_PACKAGES = ("backends/numpy", "backends/cpu", "backends/cuda")
 # layer -> its rank in docs/architecture.md's table (a layer imports lower ranks only)
 RANK = {
     "integrity": 0,  # workbench/integrity.py: artifact file hashes, imports nothing
+    "pyparse": 0,  # workbench/pyparse.py: ast.parse under one lock, imports nothing
     "ir": 1,
     "script": 2,
     "schedule": 3,

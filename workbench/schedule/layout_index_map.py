@@ -52,6 +52,7 @@ from workbench.ir import (
 )
 from workbench.ir.arith import int_bounds
 from workbench.ir.operators import OPERATORS
+from workbench.pyparse import parse
 from workbench.schedule.errors import InvalidArgumentError
 from workbench.schedule.errors_layout import (
     IndexMapArityError,
@@ -107,7 +108,7 @@ class IndexMap:
         """Parse the canonical text (``lambda a, b: (expr, ...)`` over ``+ - * // %``,
         integers and the arguments); raises ``ValueError`` for anything else."""
         try:
-            tree = ast.parse(text.strip(), mode="eval").body
+            tree = parse(text.strip(), mode="eval").body
         except SyntaxError as err:
             raise ValueError(f"not a lambda: {err.msg}") from None
         if not isinstance(tree, ast.Lambda):

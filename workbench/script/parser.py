@@ -41,6 +41,7 @@ from workbench.ir.stmt import (
     Stmt,
     seq,
 )
+from workbench.pyparse import parse
 from workbench.script.block_parser import (
     BlockParser,
     Frame,
@@ -524,7 +525,7 @@ def from_source(text: str, filename: str = "<string>") -> PrimFunc:
 
 def _parse_text(text: str, source: SourceInfo) -> ast.Module:
     try:
-        return ast.parse(text)
+        return parse(text)
     except SyntaxError as exc:
         lineno = exc.lineno or 0
         line = source.lines[lineno - 1] if 0 < lineno <= len(source.lines) else ""

@@ -47,6 +47,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
 
+from workbench.pyparse import parse
+
 DEFAULT_MAXSIZE = 256
 DISK_MAX_KERNELS = 2000
 """Generated modules kept in a kernel cache folder (least recently used pruned first)."""
@@ -242,7 +244,7 @@ def _imports(source: str) -> set[str]:
     """The workbench modules ``source`` imports at its top level (``from pkg import mod``
     names both; imports inside functions are left out)."""
     try:
-        body = ast.parse(source).body
+        body = parse(source).body
     except SyntaxError:  # not Python: nothing it imports can be known
         return set()
     names = set()
