@@ -20,6 +20,7 @@ import numpy as np
 from workbench.graph.builder import GraphBuilder
 from workbench.graph.errors import UnsupportedOperatorError
 from workbench.graph.frontends.onnx_more import MoreOps, mask_scatters_as_where
+from workbench.graph.frontends.pool_windows import pool_plan
 from workbench.graph.ir import Graph, TensorType
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
@@ -206,16 +207,30 @@ class _Node(MoreOps):
                          {"eps": float(self.attrs.get("epsilon", 1e-5))})
 
     def _pool(self, op: str):
+        """MaxPool / AveragePool: ``ceil_mode`` (averages) and ``count_include_pad`` (ONNX's
+        default 0: a border window averages its input elements only) as extra padding and a
+        constant rescale (``pool_windows.pool_plan``)."""
         kernel = list(self.attrs["kernel_shape"])
-        if self.attrs.get("ceil_mode", 0):
+        ceil_mode = bool(self.attrs.get("ceil_mode", 0))
+        average = op == "avg_pool2d"
+        if ceil_mode and not average:
             raise NotImplementedError(f"{self.where}: ceil_mode")
         stride = list(self.attrs.get("strides", kernel))
         x = self.ins[0]
-        if self._one_d(x):
-            attrs = {"kernel": (1, kernel[0]), "stride": (1, stride[0]), "padding": self._pads()}
-            return self._from_2d(self.emit(op, [self._to_2d(x)], attrs))
-        attrs = {"kernel": tuple(kernel), "stride": tuple(stride), "padding": self._pads()}
-        return self.emit(op, [x], attrs)
+        one_d = self._one_d(x)
+        if one_d:
+            kernel, stride, x = [1, kernel[0]], [1, stride[0]], self._to_2d(x)
+        padding = self._pads()
+        extra, scale = pool_plan(self.shape(x)[2:], kernel, stride, padding, ceil_mode,
+                                 bool(self.attrs.get("count_include_pad", 0)), average=average)
+        if any(extra):
+            x = self.emit("pad", [x], {"pads": [[0, 0], [0, 0]] + [[0, e] for e in extra],
+                                       "value": 0.0})
+        y = self.emit(op, [x], {"kernel": tuple(kernel), "stride": tuple(stride),
+                                "padding": padding})
+        if scale is not None:
+            y = self.emit("mul", [y, self.b.constant("divisor", scale.astype(np.float32))])
+        return self._from_2d(y) if one_d else y
 
     def op_MaxPool(self):
         return self._pool("max_pool2d")

@@ -1,7 +1,8 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
 (``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
-comparisons, And, Not.
+comparisons, And, Not; and of timm's vision models through the TorchScript exporter:
+ReduceL2 (``F.normalize``), HardSwish, HardSigmoid, InstanceNormalization (``nn.GroupNorm``).
 
 Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
 ``x != x``, which holds for NaN under IEEE comparisons; the exporter puts it after
@@ -10,6 +11,8 @@ produce.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -114,17 +117,57 @@ class MoreOps:
         x = self.ins[0]
         return self.emit("div", [self.b.constant("one", np.ones((), self.b.types[x].dtype)), x])
 
-    def op_ReduceMean(self):
-        x = self.ins[0]
-        n = len(self.shape(x))
+    def _reduce_attrs(self) -> dict:
+        """``axes`` (attribute, or input 1 from opset 18; none: every axis) and
+        ``keepdims`` of a Reduce* node."""
+        n = len(self.shape(self.ins[0]))
         if "axes" in self.attrs:
             axes = list(self.attrs["axes"])
         elif len(self.ins) > 1 and self.ins[1]:
             axes = [int(a) for a in self.const(self.ins[1])]
         else:
             axes = list(range(n))
-        return self.emit("mean", [x], {"axes": sorted(a % n for a in axes),
-                                       "keepdims": bool(self.attrs.get("keepdims", 1))})
+        return {"axes": sorted(a % n for a in axes),
+                "keepdims": bool(self.attrs.get("keepdims", 1))}
+
+    def op_ReduceMean(self):
+        return self.emit("mean", [self.ins[0]], self._reduce_attrs())
+
+    def op_ReduceL2(self):
+        """``sqrt(sum(x * x))`` (``F.normalize``)."""
+        x = self.ins[0]
+        total = self.emit("reduce", [self.emit("mul", [x, x])],
+                          {**self._reduce_attrs(), "kind": "sum"})
+        return self.emit("sqrt", [total])
+
+    def op_HardSwish(self):
+        return self.emit("hardswish", [self.ins[0]])
+
+    def op_HardSigmoid(self):
+        """``clamp(alpha * x + beta, 0, 1)``: the graph's ``hardsigmoid`` at PyTorch's
+        alpha 1/6, beta 1/2."""
+        x = self.ins[0]
+        alpha, beta = self.attrs.get("alpha", 0.2), self.attrs.get("beta", 0.5)
+        if np.isclose(alpha, 1 / 6, rtol=1e-6) and beta == 0.5:
+            return self.emit("hardsigmoid", [x])
+        dtype = self.b.types[x].dtype
+        y = self.emit("mul", [x, self.b.constant("alpha", np.asarray(alpha, dtype))])
+        y = self.emit("add", [y, self.b.constant("beta", np.asarray(beta, dtype))])
+        return self.emit("clamp", [y], {"min": 0.0, "max": 1.0})
+
+    def op_InstanceNormalization(self):
+        """Each (sample, channel) normalized over the spatial axes (the TorchScript exporter
+        writes ``nn.GroupNorm`` as one over ``(N, groups, rest)``), then scale and bias per
+        channel."""
+        x, scale, bias = self.ins[:3]
+        shape = list(self.shape(x))
+        flat = self.emit("reshape", [x], {"shape": shape[:2] + [math.prod(shape[2:])]})
+        y = self.emit("layer_norm", [flat], {"eps": float(self.attrs.get("epsilon", 1e-5)),
+                                             "ndim": 1})
+        y = self.emit("reshape", [y], {"shape": shape})
+        channel = [shape[1]] + [1] * (len(shape) - 2)
+        y = self.emit("mul", [y, self.emit("reshape", [scale], {"shape": channel})])
+        return self.emit("add", [y, self.emit("reshape", [bias], {"shape": channel})])
 
 
 def mask_scatters_as_where(model):

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from workbench.graph.frontends.pool_windows import pool_plan
 from workbench.graph.frontends.torch_index import IndexOps
 from workbench.graph.frontends.torch_layout import LayoutOps
 from workbench.graph.frontends.torch_promotion import PromotionOps
@@ -287,10 +288,27 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
     def _binary(self, op: str, a, b, alpha=1, **kwargs):
         """``op`` (a ``BINARY`` graph op) of ``a`` and ``alpha * b``, promoted as PyTorch."""
         if kwargs.get("rounding_mode") is not None:
-            raise NotImplementedError(f"{op} with rounding_mode")
+            return self._rounded_div(a, b, kwargs["rounding_mode"])
         if alpha != 1:
             b = self._promoted("mul", [b, alpha])
         return self._promoted(op, [a, b])
+
+    def _rounded_div(self, a, b, mode: str):
+        """``torch.div(a, b, rounding_mode=mode)``: the quotient truncated by a cast to
+        int64 and back; ``floor`` subtracts one where that rounded up (a negative
+        quotient)."""
+        if mode not in ("trunc", "floor"):
+            raise NotImplementedError(f"div with rounding_mode={mode!r}")
+        result = self._result([a, b])
+        dtype = self._compute_dtype([a, b], result)
+        q = self._emit("div", [self._operand(a, dtype), self._operand(b, dtype)])
+        t = self._emit("cast", [self._emit("cast", [q], {"dtype": "int64"})], {"dtype": dtype})
+        if mode == "floor":
+            t = self._emit("sub", [t, self._emit("lt", [q, t])])
+        return self._cast(t, result)
+
+    def _op_floor_divide(self, a, b):
+        return self._rounded_div(a, b, "floor")
 
     def _op_rsub(self, a, b, alpha=1):
         return self._binary("sub", b, a if alpha == 1 else self._promoted("mul", [a, alpha]))
@@ -364,11 +382,21 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
 
     def _op_avg_pool2d(self, x, kernel, stride=(), padding=0, ceil_mode=False,
                        count_include_pad=True, divisor_override=None):
-        if ceil_mode or not count_include_pad or divisor_override:
-            raise NotImplementedError("avg_pool2d with ceil_mode / count_include_pad=False")
-        stride = stride or kernel
-        return self._emit("avg_pool2d", [x], {"kernel": _pair(kernel), "stride": _pair(stride),
-                                             "padding": _pair(padding)})
+        """The graph's ``avg_pool2d`` (sum / kernel area); ``ceil_mode``, ``count_include_pad``
+        and ``divisor_override`` as extra padding after each axis and a constant rescale
+        (``pool_windows.pool_plan``)."""
+        kernel, padding = _pair(kernel), _pair(padding)
+        stride = _pair(stride or kernel)
+        extra, scale = pool_plan(self._shape(x)[2:], kernel, stride, padding, ceil_mode,
+                                 count_include_pad, divisor_override)
+        if any(extra):
+            pads = [[0, 0], [0, 0]] + [[0, e] for e in extra]
+            x = self._emit("pad", [x], {"pads": pads, "value": 0.0})
+        y = self._emit("avg_pool2d", [x], {"kernel": kernel, "stride": stride,
+                                           "padding": padding})
+        if scale is None:
+            return y
+        return self._emit("mul", [y, self.b.constant("divisor", scale.astype(self._dtype(y)))])
 
     def _op_adaptive_avg_pool2d(self, x, output_size):
         return self._emit("adaptive_avg_pool2d", [x], {"output_size": _pair(output_size)})
@@ -435,6 +463,26 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
     def _reduce(self, kind: str, x, dims=None, keepdim=False, dtype=None):
         return self._emit("reduce", [x], {"axes": self._axes(x, dims),
                                           "keepdims": bool(keepdim), "kind": kind})
+
+    def _op_linalg_vector_norm(self, x, ord=2, dims=None, keepdim=False, *, dtype=None):  # noqa: A002
+        """``torch.linalg.vector_norm`` (``F.normalize``): ``sum(|x| ** ord) ** (1 / ord)``;
+        ``ord`` 2 as ``sqrt(sum(x * x))``, 1, 0 (nonzero count) and +-inf as reductions."""
+        attrs = {"axes": self._axes(x, dims), "keepdims": bool(keepdim)}
+        ord = float(ord)  # noqa: A001
+        if ord == 2:
+            total = self._emit("reduce", [self._emit("mul", [x, x])], {**attrs, "kind": "sum"})
+            return self._emit("sqrt", [total])
+        if ord == 0:
+            nonzero = self._emit("ne", [x, self._tensor(0.0, x)])
+            return self._emit("reduce", [nonzero], {**attrs, "kind": "sum"})
+        size = self._emit("abs", [x])
+        if math.isinf(ord):
+            return self._emit("reduce", [size], {**attrs, "kind": "max" if ord > 0 else "min"})
+        if ord == 1:
+            return self._emit("reduce", [size], {**attrs, "kind": "sum"})
+        total = self._emit("reduce", [self._emit("pow", [size], {"exponent": ord})],
+                           {**attrs, "kind": "sum"})
+        return self._emit("pow", [total], {"exponent": 1.0 / ord})
 
     def _op_var(self, x, dims=None, unbiased=True, keepdim=False, *, correction=None):
         """``var.dim`` (``unbiased``) and ``var.correction`` (``correction``, keyword)."""

@@ -216,8 +216,8 @@ class _Converter(AtenOps):
         val = fx_node.meta.get("val")
         dtype = getattr(val, "dtype", None) if not isinstance(val, list | tuple) else None
         self.result_dtype = None if dtype is None else str(dtype).replace("torch.", "")
-        if fx_node.target not in _NEVER_FOLD and self._foldable(args, kwargs):
-            self.values[fx_node.name] = self._fold(fx_node.target, args, kwargs)
+        if fx_node.target not in _NEVER_FOLD and self._foldable(fx_node):
+            self.values[fx_node.name] = self._fold(fx_node)
             return
         handler = self.handler(name)
         if handler is None or name in REFUSED:
@@ -243,23 +243,37 @@ class _Converter(AtenOps):
 
     # ---- constant folding by PyTorch -------------------------------------------------------
 
-    def _foldable(self, args, kwargs) -> bool:
-        """True when every value name among the arguments is a constant."""
-        names = [v for v in _flat(list(args) + list(kwargs.values())) if isinstance(v, str)]
-        return all(n in self.b.constants for n in names)
+    def _foldable(self, fx_node) -> bool:
+        """True when every tensor argument is a constant (looked up from the fx node's
+        arguments: a string argument such as ``rounding_mode="floor"`` is not a value)."""
+        from torch.fx import Node as FxNode
 
-    def _fold(self, target, args, kwargs):
+        nodes = [v for v in _flat(list(fx_node.args) + list(fx_node.kwargs.values()))
+                 if isinstance(v, FxNode)]
+        values = _flat([self.values.get(n.name) for n in nodes])
+        return all(v in self.b.constants for v in values if isinstance(v, str))
+
+    def _fold(self, fx_node):
         import torch
+        from torch.fx import Node as FxNode
+
+        def value_of(value):  # a converted value: constant names become tensors
+            if isinstance(value, str):
+                return torch.from_numpy(np.array(self.b.constants[value]))
+            if isinstance(value, list | tuple):
+                return type(value)(value_of(v) for v in value)
+            return value
 
         def to_torch(value):
-            if isinstance(value, str) and value in self.b.constants:
-                return torch.from_numpy(np.array(self.b.constants[value]))
+            if isinstance(value, FxNode):
+                return value_of(self.values[value.name])
             if isinstance(value, list | tuple):
                 return type(value)(to_torch(v) for v in value)
             return value
 
         with torch.no_grad():
-            result = target(*to_torch(list(args)), **{k: to_torch(v) for k, v in kwargs.items()})
+            result = fx_node.target(*to_torch(list(fx_node.args)),
+                                    **{k: to_torch(v) for k, v in fx_node.kwargs.items()})
         return self._from_torch_value(result)
 
     def _from_torch_value(self, value):
