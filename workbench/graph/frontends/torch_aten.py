@@ -126,9 +126,17 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
         return y if b is None else self._emit("add", [y, b])
 
     def _op_addmm(self, bias, x, w, beta=1, alpha=1):
-        if beta != 1 or alpha != 1:
-            raise NotImplementedError("addmm with beta or alpha other than 1")
-        return self._emit("add", [self._emit("matmul", [x, w]), bias])
+        """``beta * bias + alpha * (x @ w)`` (BLOOM's ALiBi scores are a ``baddbmm`` with
+        ``beta=1, alpha=1/sqrt(head_dim)``); ``beta=0`` ignores ``bias``, NaN included, as
+        PyTorch does."""
+        product = self._emit("matmul", [x, w])
+        if alpha != 1:
+            product = self._emit("mul", [product, self._tensor(float(alpha), product)])
+        if beta == 0:
+            return product
+        if beta != 1:
+            bias = self._emit("mul", [bias, self._tensor(float(beta), product)])
+        return self._emit("add", [product, bias])
 
     _op_baddbmm = _op_addmm
 
