@@ -253,3 +253,31 @@ def test_save_refuses_a_file_and_a_non_path_and_writes_nothing(mlp, tmp_path):
     with pytest.raises(TypeError, match=r"CompiledModel.save: expected an artifact folder "
                                         r"path .* got int"):
         compiled.save(3)
+
+
+def test_latency_report_and_tune_model_check_their_counts_first(mlp, tmp_path):
+    from workbench.graph.tune_model import tune_model
+
+    model, x = mlp
+    compiled = wb.compile(model, (x,), target="numpy")
+    for bad in (0, -1, "5"):
+        with pytest.raises(ValueError, match=rf"latency_report: repeat must be a positive "
+                                             rf"integer, got {bad!r}"):
+            compiled.latency_report(x, repeat=bad)
+    db = str(tmp_path / "r.jsonl")
+    for kwargs, error, match in (({"top": 0}, ValueError, r"tune_model: top must be at least 1"),
+                                 ({"trials": "8"}, TypeError, r"tune_model: trials must be an "
+                                                              r"integer, got str"),
+                                 ({"time_budget_s": "1h"}, TypeError, r"in seconds"),
+                                 ({"db": str(tmp_path / "no" / "r.jsonl")}, FileNotFoundError,
+                                  r"tune_model: db .* its folder .* does not exist")):
+        with pytest.raises(error, match=match):
+            tune_model(model, (x,), **{"db": db, **kwargs})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_wb_verify_is_the_function():
+    from workbench.ir.verify import verify
+
+    assert wb.verify is verify and callable(wb.verify)
+    assert wb.measure.__name__ == "workbench.measure" and callable(wb.measure)

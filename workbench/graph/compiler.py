@@ -463,6 +463,10 @@ class CompiledModel:
         """Per-kernel median latency as a DataFrame (kernel, pattern, median_us, share)."""
         import pandas as pd
 
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise ValueError(f"latency_report: repeat must be a positive integer, got "
+                             f"{repeat!r}")
+
         if self.runtime is not None:  # device time per kernel, CUDA events
             medians = np.array(self.runtime.kernel_seconds(*inputs, repeat=repeat)) * 1e6
             frame = pd.DataFrame({"kernel": [k.node for k in self.kernels],

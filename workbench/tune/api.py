@@ -320,21 +320,24 @@ def tune(
     return TuneResult(func, target, records, space, model, time.perf_counter() - start)
 
 
-def _count(name: str, value, *, least: int) -> None:
+def check_count(name: str, value, *, least: int, who: str = "tune") -> None:
+    """``value`` an integer (not a bool) >= ``least``; the error names ``who`` and ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"tune: {name} must be an integer, got {type(value).__name__} "
+        raise TypeError(f"{who}: {name} must be an integer, got {type(value).__name__} "
                         f"{value!r}"[:200])
     if value < least:
-        raise ValueError(f"tune: {name} must be at least {least}, got {value}")
+        raise ValueError(f"{who}: {name} must be at least {least}, got {value}")
 
 
-def _seconds(name: str, value, *, positive: bool) -> None:
+def check_seconds(name: str, value, *, positive: bool, who: str = "tune") -> None:
+    """``value`` a finite number of seconds (> 0 where ``positive``, else >= 0)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"tune: {name} is in seconds, a number (like 60 or 0.5), got "
+        raise TypeError(f"{who}: {name} is in seconds, a number (like 60 or 0.5), got "
                         f"{type(value).__name__} {value!r}"[:200])
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ValueError(f"tune: {name} must be a {'positive' if positive else 'non-negative'}"
-                         f" finite number of seconds, got {value}")
+        raise ValueError(f"{who}: {name} must be a "
+                         f"{'positive' if positive else 'non-negative'} finite number of "
+                         f"seconds, got {value}")
 
 
 def check_tune_args(func, *, trials, db, batch_size=8, repeats=5, min_repeat_s=0.0,
@@ -355,23 +358,29 @@ def check_tune_args(func, *, trials, db, batch_size=8, repeats=5, min_repeat_s=0
     if not isinstance(func, PrimFunc):
         raise TypeError(f"tune: func must be a PrimFunc (like ops.matmul(64, 64, 64) or a "
                         f"@T.prim_func), got {type(func).__name__}")
-    _count("trials", trials, least=1)
-    _count("batch_size", batch_size, least=1)
-    _count("repeats", repeats, least=1)
-    _seconds("min_repeat_s", min_repeat_s, positive=False)
+    check_count("trials", trials, least=1)
+    check_count("batch_size", batch_size, least=1)
+    check_count("repeats", repeats, least=1)
+    check_seconds("min_repeat_s", min_repeat_s, positive=False)
     if time_budget_s is not None:
-        _seconds("time_budget_s", time_budget_s, positive=True)
+        check_seconds("time_budget_s", time_budget_s, positive=True)
+    check_db(db)
+
+
+def check_db(db, who: str = "tune") -> None:
+    """``db`` a ``Database`` or the path of a records file that can be created or appended
+    to: not a folder, in a folder that exists."""
     if isinstance(db, Database):
         return
     if not isinstance(db, str | os.PathLike):
-        raise TypeError(f"tune: db must be a records file path or a Database, got "
+        raise TypeError(f"{who}: db must be a records file path or a Database, got "
                         f"{type(db).__name__}")
     path = Path(db)
     if path.is_dir():
-        raise IsADirectoryError(f"tune: db {str(path)!r} is a folder, not a records file")
+        raise IsADirectoryError(f"{who}: db {str(path)!r} is a folder, not a records file")
     folder = path.parent
     if not path.exists() and not folder.is_dir():
-        raise FileNotFoundError(f"tune: db {str(path)!r}: its folder {str(folder)!r} does "
+        raise FileNotFoundError(f"{who}: db {str(path)!r}: its folder {str(folder)!r} does "
                                 "not exist")
 
 
