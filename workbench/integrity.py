@@ -156,6 +156,23 @@ class VerifiedFolder:
             raise ArtifactIntegrityError(self.folder, rel, "is not UTF-8 text") from None
 
 
+def artifact_path(folder, what: str) -> Path:
+    """``folder`` as a ``Path``; ``TypeError`` naming ``what`` (``"load"``, ``"save"``) for
+    anything that is not a path (a model, None, a number).
+
+    Example
+    -------
+    >>> artifact_path(3, "load")
+    Traceback (most recent call last):
+    ...
+    TypeError: load: expected an artifact folder path (str or os.PathLike), got int
+    """
+    if not isinstance(folder, str | os.PathLike):
+        raise TypeError(f"{what}: expected an artifact folder path (str or os.PathLike), got "
+                        f"{type(folder).__name__}")
+    return Path(folder)
+
+
 def verify_folder(folder, fmt: str) -> VerifiedFolder:
     """Check ``folder`` against its manifest (see the module docstring); nothing else of the
     folder is read before every file has passed.
@@ -167,9 +184,10 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
     ValueError
         When the manifest is intact but of another format than ``fmt``.
     """
-    folder = Path(folder)
+    folder = artifact_path(folder, "load")
     if not folder.is_dir():  # the folder may be a symlink (a "latest" link); nothing in it
-        raise ArtifactIntegrityError(folder, ".", "is not a folder")
+        raise ArtifactIntegrityError(folder, ".", "does not exist" if not folder.exists()
+                                     else "is a file, not an artifact folder")
     manifest_path = folder / MANIFEST
     try:
         if not stat.S_ISREG(os.lstat(manifest_path).st_mode):
@@ -195,8 +213,10 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
     for rel in files:
         verified.path(rel)  # confined and listed
     present = set(_walk(folder)) - {MANIFEST}
+    missing = sorted(set(files) - present)
     for rel in sorted(present - set(files)):
-        raise ArtifactIntegrityError(folder, rel, "is not listed in the manifest")
+        also = f" (and {missing[0]}, listed, is missing: renamed?)" if missing else ""
+        raise ArtifactIntegrityError(folder, rel, "is not listed in the manifest" + also)
     for rel in sorted(set(files) - present):
         raise ArtifactIntegrityError(folder, rel, "is missing")
     for rel in sorted(files):

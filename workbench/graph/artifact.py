@@ -33,6 +33,7 @@ from workbench.backends.common.target import artifact_target
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.integrity import (
     ArtifactIntegrityError,
+    artifact_path,
     check_options,
     verify_folder,
     write_manifest,
@@ -95,11 +96,13 @@ def save(compiled, folder) -> None:
     ``folder`` must be new or empty: the manifest lists every file in it, and ``load``
     refuses files it does not list.
     """
-    folder = Path(folder)
+    folder = artifact_path(folder, "CompiledModel.save")
     if compiled.target_info.kind.artifact_format is None:
         raise ValueError(f"only models of a target with an artifact format (cpu, cuda) are "
                          f"saved (their kernels are generated again from the artifact when it is "
                          f"loaded), not {compiled.target!r}")
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"{folder} is a file: save writes a new artifact folder")
     if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} is not empty: save writes a new artifact folder")
     weights: dict[int, np.ndarray] = {}
@@ -163,7 +166,7 @@ def load(folder):
     >>> model = wb.load("artifact/")          # doctest: +SKIP
     >>> model(x)                              # doctest: +SKIP
     """
-    folder = Path(folder)
+    folder = artifact_path(folder, "wb.load")
     files = verify_folder(folder, FORMAT)
     manifest = files.manifest
     try:

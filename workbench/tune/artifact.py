@@ -32,6 +32,7 @@ import numpy as np
 from workbench.backends.common.target import artifact_target, resolve_target
 from workbench.integrity import (
     ArtifactIntegrityError,
+    artifact_path,
     check_options,
     verify_folder,
     write_manifest,
@@ -162,7 +163,7 @@ def load_artifact(folder) -> LoadedKernel:
     from workbench.schedule import Trace
     from workbench.script import from_source
 
-    folder = Path(folder)
+    folder = artifact_path(folder, "wb.load_artifact")
     files = verify_folder(folder, FORMAT)
     manifest = files.manifest
     func_text = files.read_text("func.py")
