@@ -154,6 +154,7 @@ def test_a_tuned_cuda_kernel_exports_and_loads(tmp_path):
     folder = export_artifact(graph_schedule(func), tmp_path / "best", target="cuda", func=func)
     kernel = load_artifact(folder)
     assert kernel.manifest["target"] == "cuda"
+    assert kernel.cache_hits == 0 and kernel.cache_misses == 0  # no disk cache on cuda
     rng = np.random.default_rng(2)
     a = rng.uniform(-1, 1, (5, 7)).astype(np.float32)
     b = rng.uniform(-1, 1, (7, 3)).astype(np.float32)
