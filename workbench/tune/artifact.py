@@ -67,8 +67,8 @@ def export_artifact(result_or_schedule, folder, target: str = "cpu", func=None,
                             "function the schedule's trace replays on")
     resolved = resolve_target(target, "export_artifact")
     if resolved.kind.artifact_format is None:
-        raise ValueError(f"artifacts hold Numba CPU kernels; target {resolved.name!r} is "
-                         "not supported")
+        raise ValueError(f"artifacts hold the kernels of a target with an artifact format "
+                         f"(cpu, cuda); target {resolved.name!r} has none")
     target = resolved.name
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
