@@ -308,3 +308,17 @@ def test_a_pipeline_that_is_not_one_is_refused(mlp):
     with pytest.raises(TypeError, match=r"wb.compile\(pipeline=...\): expected a .*Pipeline "
                                         r"or None, got str"):
         wb.compile(model, (x,), pipeline="fast")
+
+
+def test_an_artifact_of_the_other_kind_names_its_loader(saved, tmp_path):
+    from workbench import ops
+    from workbench.schedule import Schedule
+
+    func = ops.add(4, 8)
+    kernel_folder = wb.export_artifact(Schedule(func), tmp_path / "kernel", func=func)
+    with pytest.raises(ValueError, match=r"is not a workbench-graph-artifact/2 artifact \(format "
+                                         r"'workbench.tune.artifact/2'\); load it with "
+                                         r"wb.load_artifact"):
+        wb.load(kernel_folder)
+    with pytest.raises(ValueError, match=r"load it with wb.load \(a compiled model\)"):
+        wb.load_artifact(saved)
