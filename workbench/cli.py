@@ -250,7 +250,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_args(parser.subparsers[args.command], args)
     commands = {"tune": cmd_tune, "tune-model": cmd_tune_model, "best": cmd_best}
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except Exception as err:
+        errors = sys.modules.get("workbench.graph.errors")  # loaded when a model was read
+        if errors is None or not isinstance(err, errors.GraphError):
+            raise
+        # the model is at fault (an unsupported operator, an input): one line, exit 2
+        text = "; ".join(line.strip().rstrip(":") for line in str(err).splitlines()
+                         if line.strip())
+        print(f"{parser.subparsers[args.command].prog}: error: {text}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

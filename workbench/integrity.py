@@ -156,6 +156,11 @@ class VerifiedFolder:
             raise ArtifactIntegrityError(self.folder, rel, "is not UTF-8 text") from None
 
 
+# which public function loads an artifact of a format (by the format's name before "/")
+LOADERS = {"workbench-graph-artifact/": "wb.load (a compiled model)",
+           "workbench.tune.artifact/": "wb.load_artifact (one tuned kernel)"}
+
+
 def artifact_path(folder, what: str) -> Path:
     """``folder`` as a ``Path``; ``TypeError`` naming ``what`` (``"load"``, ``"save"``) for
     anything that is not a path (a model, None, a number).
@@ -207,8 +212,11 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
         raise ArtifactIntegrityError(folder, MANIFEST, "its content changed (its own sha256 "
                                      "does not match)")
     if manifest.get("format") != fmt:
-        raise ValueError(f"{folder} is not a {fmt} artifact (format "
-                         f"{manifest.get('format')!r})")
+        found = manifest.get("format")
+        loader = next((name for prefix, name in LOADERS.items()
+                       if isinstance(found, str) and found.startswith(prefix)), None)
+        hint = f"; load it with {loader}" if loader else ""
+        raise ValueError(f"{folder} is not a {fmt} artifact (format {found!r}){hint}")
     verified = VerifiedFolder(folder, manifest)
     for rel in files:
         verified.path(rel)  # confined and listed

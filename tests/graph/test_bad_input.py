@@ -281,3 +281,44 @@ def test_wb_verify_is_the_function():
 
     assert wb.verify is verify and callable(wb.verify)
     assert wb.measure.__name__ == "workbench.measure" and callable(wb.measure)
+
+
+def _relu_onnx():
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    return helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                               [x], [y]))
+
+
+def test_example_inputs_of_an_onnx_model_must_fit_it():
+    proto = _relu_onnx()
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype("float32")
+    np.testing.assert_allclose(wb.compile(proto, (x,), target="numpy")(x), np.maximum(x, 0))
+    with pytest.raises(ModelInputError, match=r"input 'x' of the model: expected float32 array "
+                                              r"of shape \(2, 3\), got float64 array of shape"):
+        wb.compile(proto, (x.astype("float64"),), target="numpy")
+    with pytest.raises(ModelInputError, match=r"takes 1 input\(s\) \(x\), got 2"):
+        wb.compile(proto, (x, x), target="numpy")
+
+
+def test_a_pipeline_that_is_not_one_is_refused(mlp):
+    model, x = mlp
+    with pytest.raises(TypeError, match=r"wb.compile\(pipeline=...\): expected a .*Pipeline "
+                                        r"or None, got str"):
+        wb.compile(model, (x,), pipeline="fast")
+
+
+def test_an_artifact_of_the_other_kind_names_its_loader(saved, tmp_path):
+    from workbench import ops
+    from workbench.schedule import Schedule
+
+    func = ops.add(4, 8)
+    kernel_folder = wb.export_artifact(Schedule(func), tmp_path / "kernel", func=func)
+    with pytest.raises(ValueError, match=r"is not a workbench-graph-artifact/2 artifact \(format "
+                                         r"'workbench.tune.artifact/2'\); load it with "
+                                         r"wb.load_artifact"):
+        wb.load(kernel_folder)
+    with pytest.raises(ValueError, match=r"load it with wb.load \(a compiled model\)"):
+        wb.load_artifact(saved)

@@ -90,3 +90,18 @@ def test_the_cli_refuses_a_file_that_is_not_an_onnx_model(tmp_path, capsys):
     assert info.value.code == 2 and len(err.strip().splitlines()) == 1
     assert "argument model: model file" in err and "is not an ONNX model (DecodeError" in err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_the_cli_names_an_unsupported_operator_in_one_line(tmp_path, capsys):
+    from onnx import TensorProto, helper, save
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
+    path = tmp_path / "det.onnx"
+    save(helper.make_model(helper.make_graph([helper.make_node("Det", ["x"], ["y"])], "g", [x],
+                                             [y])), str(path))
+    code = main(["tune-model", str(path), "--db", str(tmp_path / "r.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("python -m workbench tune-model: error: 1 unsupported operator use")
+    assert "onnx::Det at node 0" in err and not (tmp_path / "r.jsonl").exists()

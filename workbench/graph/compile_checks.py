@@ -233,3 +233,33 @@ def _describe(value) -> str:
     if shape is not None and dtype is not None:
         return f"{str(dtype).replace('torch.', '')}{list(shape)}"
     return type(value).__name__
+
+
+def check_pipeline(pipeline) -> None:
+    """None or a callable ``Pipeline``-like object (``pipeline(graph, layout=...)``)."""
+    if pipeline is not None and not callable(pipeline):
+        raise TypeError(f"wb.compile(pipeline=...): expected a workbench.graph.passes.Pipeline "
+                        f"or None, got {type(pipeline).__name__}")
+
+
+def check_examples_fit(graph, example_inputs: tuple) -> None:
+    """For a model imported without tracing (ONNX, a ``Graph``) the example inputs, when
+    given, must be what the graph takes: their count, shapes and dtypes (``ModelInputError``
+    naming the input); a traced torch model's graph is made from them."""
+    import numpy as np
+
+    if not example_inputs:
+        return
+    if len(example_inputs) != len(graph.inputs):
+        raise ModelInputError(f"wb.compile(example_inputs=...): the model takes "
+                              f"{len(graph.inputs)} input(s) ({', '.join(graph.inputs)}), "
+                              f"got {len(example_inputs)}")
+    for (name, ty), x in zip(graph.inputs.items(), example_inputs, strict=True):
+        array = x.detach().cpu().numpy() if hasattr(x, "detach") else x
+        got = (f"{array.dtype} array of shape {tuple(array.shape)}"
+               if isinstance(array, np.ndarray) else type(x).__name__)
+        if (not isinstance(array, np.ndarray) or array.dtype != np.dtype(ty.dtype)
+                or tuple(array.shape) != tuple(ty.shape)):
+            raise ModelInputError(f"wb.compile(example_inputs=...): input {name!r} of the "
+                                  f"model: expected {ty.dtype} array of shape "
+                                  f"{tuple(ty.shape)}, got {got}")

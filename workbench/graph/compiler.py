@@ -20,8 +20,10 @@ import numpy as np
 
 from workbench.backends.common.target import resolve_target
 from workbench.graph.compile_checks import (
+    check_examples_fit,
     check_jobs,
     check_model,
+    check_pipeline,
     check_schedules,
     check_signature,
     eager_check,
@@ -316,10 +318,13 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     target = resolve_target(target, "compile")
     check_schedules(schedules)
     check_jobs(jobs)
+    check_pipeline(pipeline)
     model = check_model(model)
     example_inputs = example_tuple(model, example_inputs)
     check_signature(model, example_inputs)
     graph, out_spec = _import_checked(model, example_inputs)
+    if isinstance(model, Graph) or type(model).__name__ == "ModelProto":
+        check_examples_fit(graph, example_inputs)  # not traced from them: they must fit
     structure = None if out_spec is None else structure_from_spec(out_spec, len(graph.outputs))
     if (structure is None and not isinstance(model, Graph | str)
             and type(model).__name__ != "ModelProto"):
