@@ -138,3 +138,23 @@ def test_sdpa_rows_with_no_key_give_zero(target, causal):
     assert (expected[1, :, :4] == 0).all() and np.isfinite(expected).all()
     compiled = wb.compile(net, (q, k, v, pad), target=target)
     _assert_close(compiled(q.numpy(), k.numpy(), v.numpy(), pad.numpy()), expected)
+
+
+@pytest.mark.parametrize("target", ["numpy", "cpu"])
+def test_positions_from_the_mask_cumsum(target):
+    """OPT's positions, ``(cumsum(mask) * mask).long() - 1 + 2``: the cumsum is a matmul whose
+    epilogue reads the int64 mask and ends in an int64 cast (its kernel's output is int64)."""
+    gen = torch.Generator().manual_seed(0)
+    mask = torch.ones(3, 13, dtype=torch.int64)
+    mask[1, :5] = 0
+    table = torch.randn(20, 7, generator=gen)
+
+    class Net(torch.nn.Module):
+        def forward(self, mask):
+            positions = (torch.cumsum(mask, dim=1) * mask).long() - 1
+            return torch.nn.functional.embedding(positions + 2, table)
+
+    net = Net()
+    expected = net(mask).numpy()
+    compiled = wb.compile(net, (mask,), target=target)
+    _assert_close(compiled(mask.numpy()), expected)

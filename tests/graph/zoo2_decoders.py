@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 
 import torch
-
 import zoo_models
 
 VOCAB = 96

@@ -498,7 +498,9 @@ def _with_epilogue(name: str, head: Head, head_node: Node, rest: list[Node], ctx
     func = head.func
     if members:
         operands = [(f"e{i}", shape) for i, (_, shape) in enumerate(epilogue.params)]
-        func = append_epilogue(func, operands, epilogue.value, block="out", out="out")
+        dtypes = [param_dtype(ctx.types[v].dtype) for v, _ in epilogue.params]
+        func = append_epilogue(func, operands, epilogue.value, block="out", out="out",
+                               dtypes=dtypes, out_dtype=param_dtype(out.dtype))
     func = func.replace(name=name)
     inputs = tuple(head.inputs) + tuple(v for v, _ in epilogue.params)
     return KernelLowering(func, inputs, tuple(p.shape for p in func.params))
