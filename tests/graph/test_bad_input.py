@@ -160,8 +160,8 @@ def test_compile_refuses_bad_schedules_values(mlp, tmp_path):
     model, x = mlp
     with pytest.raises(FileNotFoundError, match=r"schedules='defualt'.*did you mean 'default'"):
         wb.compile(model, (x,), schedules="defualt")
-    with pytest.raises(TypeError, match=r"schedules=...\): expected 'default', 'none' or .* "
-                                        r"got int"):
+    with pytest.raises(TypeError, match=r"schedules=...\): expected 'default', 'none', .* "
+                                        r"or a Database, got int"):
         wb.compile(model, (x,), schedules=3)
     with pytest.raises(IsADirectoryError, match="is a folder, not a tuning records file"):
         wb.compile(model, (x,), schedules=tmp_path)
