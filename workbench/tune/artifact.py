@@ -130,16 +130,20 @@ class LoadedKernel:
         return Trace.from_json(self.trace_json).apply(self._func)
 
     @property
-    def _dispatcher(self):
-        return self.kernel._compiled.dispatcher
+    def _stats(self):
+        """Numba's disk-cache statistics (None on ``cuda``: no machine code is cached)."""
+        dispatcher = getattr(self.kernel._compiled, "dispatcher", None)
+        return getattr(dispatcher, "stats", None)
 
     @property
     def cache_hits(self) -> int:
-        return sum(self._dispatcher.stats.cache_hits.values())
+        stats = self._stats
+        return 0 if stats is None else sum(stats.cache_hits.values())
 
     @property
     def cache_misses(self) -> int:
-        return sum(self._dispatcher.stats.cache_misses.values())
+        stats = self._stats
+        return 0 if stats is None else sum(stats.cache_misses.values())
 
     def __call__(self, *arrays: np.ndarray) -> None:
         self.kernel(*arrays)
