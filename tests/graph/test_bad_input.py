@@ -160,8 +160,8 @@ def test_compile_refuses_bad_schedules_values(mlp, tmp_path):
     model, x = mlp
     with pytest.raises(FileNotFoundError, match=r"schedules='defualt'.*did you mean 'default'"):
         wb.compile(model, (x,), schedules="defualt")
-    with pytest.raises(TypeError, match=r"schedules=...\): expected 'default', 'none' or .* "
-                                        r"got int"):
+    with pytest.raises(TypeError, match=r"schedules=...\): expected 'default', 'none', .* "
+                                        r"or a Database, got int"):
         wb.compile(model, (x,), schedules=3)
     with pytest.raises(IsADirectoryError, match="is a folder, not a tuning records file"):
         wb.compile(model, (x,), schedules=tmp_path)
@@ -322,3 +322,87 @@ def test_an_artifact_of_the_other_kind_names_its_loader(saved, tmp_path):
         wb.load(kernel_folder)
     with pytest.raises(ValueError, match=r"load it with wb.load \(a compiled model\)"):
         wb.load_artifact(saved)
+
+
+def test_records_of_another_version_or_that_no_longer_replay(mlp, tmp_path):
+    from workbench import ops
+    from workbench.schedule import Schedule
+    from workbench.tune.database import workload_key
+
+    model, x = mlp
+    compiled = wb.compile(model, (x,), target="numpy")
+    node = compiled.kernels[0].node
+    other = Schedule(ops.add(4, 8))
+    other.get_block("T_add")  # a block the model's kernel does not have
+    path = tmp_path / "r.jsonl"
+    Database(path).append(Record(workload_key(compiled.func(node), "numpy"), "numpy", {"t": 1},
+                                 trace=other.trace.to_json(), latency_s=1e-3, times_s=[1e-3]))
+    with pytest.warns(RecordWarning, match=r"the best record of .* does not replay .*T_add.*; "
+                                           r"its default schedule is used"):
+        again = wb.compile(model, (x,), target="numpy", schedules=path)
+    np.testing.assert_allclose(again(x), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    old = tmp_path / "old.jsonl"
+    line = json.loads(path.read_text())
+    line["version"] = 0  # a record of another record format: not a record
+    old.write_text(json.dumps(line) + "\n")
+    with pytest.raises(ValueError, match=r"holds no tuning record \(1 line\(s\), none a record; "
+                                         r"line 1: unsupported record version 0\)"):
+        wb.compile(model, (x,), schedules=old)
+
+
+def test_a_tensor_numpy_cannot_hold_is_named_not_a_torch_error(compiled, mlp):
+    _, x = mlp
+    name = list(compiled.graph.inputs)[0]
+    with pytest.raises(ModelInputError, match=rf"input {name!r} of the model: expected float32 "
+                                              r"array of shape \(2, 8\), got a torch.bfloat16 "
+                                              r"tensor of shape \(2, 8\) on cpu"):
+        compiled(x.to(torch.bfloat16))
+    with pytest.raises(ModelInputError, match=r"got a torch.float32 tensor of shape \(2, 8\) on "
+                                              r"meta"):
+        compiled(torch.empty(2, 8, device="meta"))
+
+
+def test_a_dtype_numpy_cannot_hold_is_named_before_tracing(mlp):
+    import copy
+
+    from workbench.graph.errors import UnsupportedDtypeError
+
+    model, x = mlp
+    with pytest.raises(UnsupportedDtypeError, match=r"example input 0 of the model is "
+                                                    r"torch.bfloat16: .*model.float\(\)"):
+        wb.compile(copy.deepcopy(model).to(torch.bfloat16), (x.to(torch.bfloat16),))
+    with pytest.raises(UnsupportedDtypeError, match=r"parameter 'fc1.weight' of the model is "
+                                                    r"torch.bfloat16"):
+        wb.compile(copy.deepcopy(model).to(torch.bfloat16), (x,))
+    assert next(model.parameters()).dtype == torch.float32 and issubclass(
+        UnsupportedDtypeError, TypeError)
+
+
+def test_symbolic_onnx_dimensions_come_from_the_example_inputs():
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])
+    proto = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                                [x], [y]))
+    with pytest.raises(ModelInputError, match=r"input 'x' of the ONNX model has symbolic "
+                                              r"dimensions \('N', 3\): pass example_inputs"):
+        wb.compile(proto, target="numpy")
+    a = np.random.default_rng(1).standard_normal((5, 3)).astype("float32")
+    compiled = wb.compile(proto, (a,), target="numpy")
+    np.testing.assert_allclose(compiled(a), np.maximum(a, 0))
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "N"  # unchanged
+    with pytest.raises(ModelInputError, match=r"input 'x' of the model has shape \('N', 3\), "
+                                              r"got 1 dimension"):
+        wb.compile(proto, (a[0],), target="numpy")
+    with pytest.raises(ModelInputError, match=r"expected float32 array of shape \(5, 3\), got "
+                                              r"float32 array of shape \(5, 4\)"):
+        wb.compile(proto, (np.ones((5, 4), "float32"),), target="numpy")
+
+
+def test_an_open_database_is_still_a_schedules_value(mlp, tmp_path):
+    model, x = mlp
+    database = Database(tmp_path / "r.jsonl")
+    with pytest.warns(RecordWarning, match=r"r.jsonl: no record of any of this model's"):
+        compiled = wb.compile(model, (x,), target="numpy", schedules=database)
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -188,3 +188,28 @@ def test_gpu_a_strided_tensor_is_refused_and_latency_report_runs_on_a_side_strea
     with torch.cuda.stream(torch.cuda.Stream()):
         frame = c.latency_report(x, repeat=2)
     assert (frame["median_us"] > 0).all()
+
+
+@on_gpu
+def test_gpu_a_model_on_the_gpu_compiles_from_its_cuda_example_input():
+    """The natural GPU user's call: the model and its example input already on the GPU."""
+    model = _model().cuda()
+    x = torch.randn(2, 3, 4, device="cuda")
+    c = wb.compile(model, (x,), target="cuda", progress=False)
+    assert next(model.parameters()).is_cuda  # the model is left where it was
+    with torch.no_grad():
+        torch.testing.assert_close(c(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+@on_gpu
+def test_gpu_cupy_arrays_in_and_out_and_a_strided_one_refused():
+    cupy = pytest.importorskip("cupy")
+    model = _model()
+    c = wb.compile(model, (torch.randn(2, 3, 4),), target="cuda", progress=False)
+    x = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    for _ in range(2):
+        out = c(cupy.asarray(x))
+        assert isinstance(out, cupy.ndarray)
+        np.testing.assert_allclose(cupy.asnumpy(out), _want(model, x), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ModelInputError, match="not C-contiguous"):
+        c(cupy.ones((2, 3, 8), np.float32)[:, :, ::2])

@@ -31,7 +31,7 @@ import logging
 import os
 import sys
 
-from workbench.graph.errors import ModelFileError, ModelInputError
+from workbench.graph.errors import ModelFileError, ModelInputError, UnsupportedDtypeError
 
 SCHEDULE_WORDS = ("default", "none")
 
@@ -82,9 +82,11 @@ def check_schedules(schedules) -> None:
     """``"default"``, ``"none"``, None, or the path of an existing records file."""
     if schedules is None or (isinstance(schedules, str) and schedules in SCHEDULE_WORDS):
         return
+    if type(schedules).__name__ == "Database":  # an open tuning database: read as it is
+        return
     if not isinstance(schedules, str | os.PathLike):
-        raise TypeError(f"wb.compile(schedules=...): expected 'default', 'none' or the path of "
-                        f"a tuning-records file, got {type(schedules).__name__}")
+        raise TypeError(f"wb.compile(schedules=...): expected 'default', 'none', the path of "
+                        f"a tuning-records file or a Database, got {type(schedules).__name__}")
     text = os.fspath(schedules)
     if os.path.isdir(text):
         raise IsADirectoryError(f"wb.compile(schedules={text!r}): is a folder, not a tuning "
@@ -125,13 +127,14 @@ def warn_unmatched(path, funcs, target: str) -> None:
 
     if path is None or (isinstance(path, str) and path in SCHEDULE_WORDS):
         return
+    database = path if isinstance(path, Database) else Database(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        present = Database(path).workloads()
+        present = database.workloads()
     keys = {workload_key(func, target) for func in funcs}
     if not keys & {workload for workload, _ in present}:
         held = sorted({t for _, t in present})
-        warnings.warn(f"{os.fspath(path)}: no record of any of this model's {len(keys)} kernels "
+        warnings.warn(f"{database.path}: no record of any of this model's {len(keys)} kernels "
                       f"on {target!r} (the file holds {len(present)} workload(s) on "
                       f"{', '.join(held) or 'no target'}); default schedules used",
                       RecordWarning, stacklevel=3)
@@ -255,7 +258,8 @@ def check_examples_fit(graph, example_inputs: tuple) -> None:
                               f"{len(graph.inputs)} input(s) ({', '.join(graph.inputs)}), "
                               f"got {len(example_inputs)}")
     for (name, ty), x in zip(graph.inputs.items(), example_inputs, strict=True):
-        array = x.detach().cpu().numpy() if hasattr(x, "detach") else x
+        array = host_array(x, name, f"{ty.dtype} array of shape {tuple(ty.shape)}",
+                           "wb.compile(example_inputs=...): ")
         got = (f"{array.dtype} array of shape {tuple(array.shape)}"
                if isinstance(array, np.ndarray) else type(x).__name__)
         if (not isinstance(array, np.ndarray) or array.dtype != np.dtype(ty.dtype)
@@ -263,3 +267,91 @@ def check_examples_fit(graph, example_inputs: tuple) -> None:
             raise ModelInputError(f"wb.compile(example_inputs=...): input {name!r} of the "
                                   f"model: expected {ty.dtype} array of shape "
                                   f"{tuple(ty.shape)}, got {got}")
+
+
+def host_array(x, name: str, expected: str, where: str = ""):
+    """``x`` as a numpy array (a torch tensor detached and copied to the host), or ``x``
+    itself when it is not a tensor; ``ModelInputError`` naming input ``name`` for a tensor
+    numpy cannot hold (bfloat16, a meta or sparse tensor) instead of torch's own error."""
+    if not hasattr(x, "detach"):
+        return x
+    try:
+        return x.detach().cpu().numpy()
+    except (TypeError, RuntimeError, NotImplementedError) as error:
+        raise ModelInputError(f"{where}input {name!r} of the model: expected {expected}, got "
+                              f"a {x.dtype} tensor of shape {tuple(x.shape)} on "
+                              f"{x.device} ({type(error).__name__}: {error})"[:400]) from None
+
+
+def _numpy_holds(dtype) -> bool:
+    torch = _torch()
+    if dtype not in _HELD:
+        try:
+            torch.empty(0, dtype=dtype).numpy()
+            _HELD[dtype] = True
+        except (TypeError, RuntimeError):
+            _HELD[dtype] = False
+    return _HELD[dtype]
+
+
+_HELD: dict = {}
+
+
+def check_dtypes(model, example_inputs: tuple) -> None:
+    """``UnsupportedDtypeError`` naming the first example input, parameter or buffer of a
+    torch module whose dtype numpy cannot hold (the graph's constants and the compiled
+    model's buffers are numpy arrays), before anything is traced."""
+    torch = _torch()
+    if torch is None or not isinstance(model, torch.nn.Module):
+        return
+    named = [(f"example input {i}", x) for i, x in enumerate(example_inputs)]
+    named += [(f"parameter {n!r}", p) for n, p in model.named_parameters()]
+    named += [(f"buffer {n!r}", b) for n, b in model.named_buffers()]
+    for what, tensor in named:
+        if isinstance(tensor, torch.Tensor) and not _numpy_holds(tensor.dtype):
+            raise UnsupportedDtypeError(
+                f"wb.compile: {what} of the model is {tensor.dtype}: workbench computes in "
+                "numpy's dtypes (float16/32/64, integers, bool); convert the model and its "
+                "inputs, e.g. model.float() and x.float()")
+
+
+def onnx_with_example_dims(proto, example_inputs: tuple):
+    """An ONNX model whose graph inputs have symbolic dimensions (``"batch"``, unset) with
+    those dimensions set from ``example_inputs`` (a copy; ``proto`` is left as it was), or
+    ``proto`` itself when every dimension is fixed. Without example inputs a symbolic
+    dimension is a ``ModelInputError`` naming the input: read as 0, it compiled a model of
+    empty tensors."""
+    initializers = {init.name for init in proto.graph.initializer}
+    inputs = [inp for inp in proto.graph.input if inp.name not in initializers]
+
+    def shape_text(inp) -> str:
+        dims = inp.type.tensor_type.shape.dim
+        return "(" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else
+                               repr(d.dim_param or "?") for d in dims) + ")"
+
+    symbolic = [inp for inp in inputs if any(not d.HasField("dim_value")
+                                             for d in inp.type.tensor_type.shape.dim)]
+    if not symbolic:
+        return proto
+    if not example_inputs:
+        raise ModelInputError(f"wb.compile: input {symbolic[0].name!r} of the ONNX model has "
+                              f"symbolic dimensions {shape_text(symbolic[0])}: pass "
+                              "example_inputs to fix them")
+    if len(example_inputs) != len(inputs):
+        raise ModelInputError(f"wb.compile(example_inputs=...): the model takes {len(inputs)} "
+                              f"input(s) ({', '.join(i.name for i in inputs)}), got "
+                              f"{len(example_inputs)}")
+    fixed = type(proto)()
+    fixed.CopyFrom(proto)
+    fixed_inputs = [inp for inp in fixed.graph.input if inp.name not in initializers]
+    for inp, x in zip(fixed_inputs, example_inputs, strict=True):
+        shape = tuple(getattr(x, "shape", ()))
+        dims = inp.type.tensor_type.shape.dim
+        if len(shape) != len(dims):
+            raise ModelInputError(f"wb.compile(example_inputs=...): input {inp.name!r} of the "
+                                  f"model has shape {shape_text(inp)}, got {len(shape)} "
+                                  f"dimension(s) {shape}")
+        for dim, size in zip(dims, shape, strict=True):
+            if not dim.HasField("dim_value"):
+                dim.dim_value = int(size)  # the oneof: clears dim_param
+    return fixed

@@ -12,7 +12,6 @@ True
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from workbench.backends.common.target import resolve_target
 from workbench.graph.compile_checks import (
+    check_dtypes,
     check_examples_fit,
     check_jobs,
     check_model,
@@ -28,6 +28,8 @@ from workbench.graph.compile_checks import (
     check_signature,
     eager_check,
     example_tuple,
+    host_array,
+    onnx_with_example_dims,
     quiet_fake_tensors,
     warn_unmatched,
 )
@@ -243,8 +245,9 @@ def records_schedule(func, target, records, *, parallel: bool = True):
 
         from workbench.tune.database import RecordWarning
 
-        warnings.warn(f"{os.fspath(records)}: the best record of {func.name} does not replay "
-                      f"({error.message}); its default schedule is used", RecordWarning,
+        warnings.warn(f"{getattr(records, 'path', records)}: the best record of {func.name} "
+                      f"does not replay ({error.message}); its default schedule is used",
+                      RecordWarning,
                       stacklevel=2)
         best = None
     return best if best is not None else default_schedule(func, target, parallel=parallel)
@@ -322,6 +325,9 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     model = check_model(model)
     example_inputs = example_tuple(model, example_inputs)
     check_signature(model, example_inputs)
+    check_dtypes(model, example_inputs)
+    if type(model).__name__ == "ModelProto":
+        model = onnx_with_example_dims(model, example_inputs)
     graph, out_spec = _import_checked(model, example_inputs)
     if isinstance(model, Graph) or type(model).__name__ == "ModelProto":
         check_examples_fit(graph, example_inputs)  # not traced from them: they must fit
@@ -413,8 +419,8 @@ class CompiledModel:
                                   f"({names}), got {len(inputs)}")
         values = dict(self._values)
         for (name, ty), x in zip(self.graph.inputs.items(), inputs, strict=True):
-            array = x.detach().cpu().numpy() if hasattr(x, "detach") else x
             expected = f"{ty.dtype} array of shape {tuple(ty.shape)}"
+            array = host_array(x, name, expected)
             if not isinstance(array, np.ndarray):
                 raise ModelInputError(f"input {name!r} of the model: expected {expected}, "
                                       f"got {type(x).__name__}")

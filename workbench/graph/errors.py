@@ -52,3 +52,15 @@ class ModelInputError(GraphError, ValueError):
 class ModelFileError(GraphError, ValueError):
     """A model path given to ``wb.compile`` (or ``python -m workbench tune-model``) that does
     not exist, is a folder, or is not an ONNX model: named before anything is imported."""
+
+
+class UnsupportedDtypeError(GraphError, TypeError):
+    """A model's input, parameter or buffer of a dtype numpy cannot hold (``bfloat16``, the
+    ``float8`` kinds, quantized tensors): ``wb.compile`` names the first one before tracing.
+
+    Example
+    -------
+    ``parameter '0.weight' of the model is torch.bfloat16: workbench computes in numpy's
+    dtypes (float16/32/64, integers, bool); convert the model and its inputs, e.g.
+    model.float()``
+    """
