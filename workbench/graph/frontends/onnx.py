@@ -19,8 +19,10 @@ import numpy as np
 
 from workbench.graph.builder import GraphBuilder
 from workbench.graph.errors import UnsupportedOperatorError
+from workbench.graph.frontends.einsum import einsum
 from workbench.graph.frontends.onnx_more import MoreOps, mask_scatters_as_where
 from workbench.graph.ir import Graph, TensorType
+from workbench.graph.ops import ceil_mode_pads
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
           "Erf": "erf", "Neg": "neg"}
@@ -141,6 +143,11 @@ class _Node(MoreOps):
     def op_MatMul(self):
         return self.emit("matmul", self.ins[:2])
 
+    def op_Einsum(self):
+        equation = self.attrs["equation"]
+        equation = equation.decode() if isinstance(equation, bytes) else equation
+        return einsum(equation, self.ins, self.shape, self.emit)
+
     def op_Gemm(self):
         a, w = self.ins[0], self.ins[1]
         if self.attrs.get("transA", 0):
@@ -207,15 +214,21 @@ class _Node(MoreOps):
 
     def _pool(self, op: str):
         kernel = list(self.attrs["kernel_shape"])
-        if self.attrs.get("ceil_mode", 0):
-            raise NotImplementedError(f"{self.where}: ceil_mode")
+        ceil = self.attrs.get("ceil_mode", 0)
+        if ceil and op != "max_pool2d":
+            raise NotImplementedError(f"{self.where}: ceil_mode (MaxPool only)")
         stride = list(self.attrs.get("strides", kernel))
         x = self.ins[0]
-        if self._one_d(x):
-            attrs = {"kernel": (1, kernel[0]), "stride": (1, stride[0]), "padding": self._pads()}
-            return self._from_2d(self.emit(op, [self._to_2d(x)], attrs))
+        one_d = self._one_d(x)
+        if one_d:
+            x, kernel, stride = self._to_2d(x), [1, kernel[0]], [1, stride[0]]
         attrs = {"kernel": tuple(kernel), "stride": tuple(stride), "padding": self._pads()}
-        return self.emit(op, [x], attrs)
+        extra = ceil_mode_pads(self.shape(x)[2:], kernel, stride, attrs["padding"]) if ceil else ()
+        if any(extra):  # ceil_mode: pad the end with -inf first
+            x = self.emit("pad", [x], {"pads": [[0, 0], [0, 0]] + [[0, e] for e in extra],
+                                       "value": -math.inf})
+        y = self.emit(op, [x], attrs)
+        return self._from_2d(y) if one_d else y
 
     def op_MaxPool(self):
         return self._pool("max_pool2d")

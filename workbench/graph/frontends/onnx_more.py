@@ -1,7 +1,7 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
 (``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
-comparisons, And, Not.
+comparisons, And, Not; and constant Pad (torchvision's Swin).
 
 Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
 ``x != x``, which holds for NaN under IEEE comparisons; the exporter puts it after
@@ -109,6 +109,25 @@ class MoreOps:
         if exponent is None or exponent.size != 1:
             raise NotImplementedError(f"{self.where}: Pow with a run-time exponent")
         return self.emit("pow", [self.ins[0]], {"exponent": float(exponent.reshape(()))})
+
+    def op_Pad(self):
+        """Constant padding by constant ``pads`` (``[begin..., end...]`` over ``axes``, all
+        axes by default); other modes and negative pads (crops) are refused."""
+        mode = self.attrs.get("mode", b"constant")
+        if mode not in ("constant", b"constant"):
+            raise NotImplementedError(f"{self.where}: Pad mode {mode!r}")
+        x, pads = self.ins[0], [int(p) for p in self.const(self.ins[1])]
+        n = len(self.shape(x))
+        value = self.ins[2] if len(self.ins) > 2 else None
+        axes = ([int(a) % n for a in self.const(self.ins[3])] if len(self.ins) > 3
+                and self.ins[3] else list(range(n)))
+        if min(pads, default=0) < 0:
+            raise NotImplementedError(f"{self.where}: Pad with negative pads {pads}")
+        pairs = [[0, 0] for _ in range(n)]
+        for k, axis in enumerate(axes):
+            pairs[axis] = [pads[k], pads[k + len(axes)]]
+        fill = float(self.const(value).reshape(())) if value else 0.0
+        return self.emit("pad", [x], {"pads": pairs, "value": fill})
 
     def op_Reciprocal(self):
         x = self.ins[0]
