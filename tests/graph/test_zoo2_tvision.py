@@ -5,8 +5,9 @@ schedules="none")`` (the lowered kernels as whole numpy arrays: seconds); ``WB_Z
 compiles each for the cpu with its default schedules (one to two minutes per model on two
 loaded cores: Numba compiles every distinct kernel). The ops these models added (max pooling
 in ``ceil_mode``, adaptive average pooling over uneven windows, ``einsum``) are checked on
-the cpu target here at odd shapes, and through the ONNX frontend; squeezenet1_1, googlenet and
-swin go through the ONNX route (``torch.onnx.export(..., dynamo=False)``).
+the cpu target here at odd shapes, and through the ONNX frontend; six models go through the
+ONNX route (``torch.onnx.export(..., dynamo=False)``; vgg11_bn cannot: that exporter refuses
+uneven adaptive pooling).
 ``DEFAULT`` lists the models of the default run.
 """
 
@@ -76,7 +77,8 @@ def _onnx(model, inputs):
     return onnx.load_from_string(buffer.getvalue())
 
 
-@pytest.mark.parametrize("name", ["squeezenet1_1", "googlenet", "swin_small"])
+@pytest.mark.parametrize("name", ["squeezenet1_1", "googlenet", "swin_small", "maxvit_small",
+                                  "mobilenet_v3_small", "shufflenet_v2_x0_5"])
 def test_model_through_onnx(name):
     if not ALL_CPU and name not in ONNX_DEFAULT:
         pytest.skip("WB_ZOO_CPU=1 runs it")
