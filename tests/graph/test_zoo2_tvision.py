@@ -5,8 +5,9 @@ schedules="none")`` (the lowered kernels as whole numpy arrays: seconds); ``WB_Z
 compiles each for the cpu with its default schedules (one to two minutes per model on two
 loaded cores: Numba compiles every distinct kernel). The ops these models added (max pooling
 in ``ceil_mode``, adaptive average pooling over uneven windows, ``einsum``) are checked on
-the cpu target here at odd shapes, and through the ONNX frontend; squeezenet1_1, googlenet and
-swin go through the ONNX route (``torch.onnx.export(..., dynamo=False)``).
+the cpu target here at odd shapes, and through the ONNX frontend; six models go through the
+ONNX route (``torch.onnx.export(..., dynamo=False)``; vgg11_bn cannot: that exporter refuses
+uneven adaptive pooling).
 ``DEFAULT`` lists the models of the default run.
 """
 
@@ -76,7 +77,8 @@ def _onnx(model, inputs):
     return onnx.load_from_string(buffer.getvalue())
 
 
-@pytest.mark.parametrize("name", ["squeezenet1_1", "googlenet", "swin_small"])
+@pytest.mark.parametrize("name", ["squeezenet1_1", "googlenet", "swin_small", "maxvit_small",
+                                  "mobilenet_v3_small", "shufflenet_v2_x0_5"])
 def test_model_through_onnx(name):
     if not ALL_CPU and name not in ONNX_DEFAULT:
         pytest.skip("WB_ZOO_CPU=1 runs it")
@@ -90,7 +92,8 @@ class _NewOps(torch.nn.Module):
     """The ops the models above added, at odd shapes: max pooling in ``ceil_mode`` (a last
     window hanging over the end, with and without padding), adaptive average pooling over
     uneven and upsampling windows, einsum (batched, with a summed index and an outer
-    product); constant padding (ONNX ``Pad``, Swin's). The TorchScript ONNX exporter refuses
+    product); constant padding (ONNX ``Pad``, Swin's); ONNX ``HardSwish`` and ``HardSigmoid``
+    (MobileNetV3's). The TorchScript ONNX exporter refuses
     uneven adaptive pooling: ``adaptive=False`` leaves it out."""
 
     def __init__(self, adaptive: bool = True):
@@ -99,7 +102,7 @@ class _NewOps(torch.nn.Module):
 
     def forward(self, x, q, k):
         parts = [F.max_pool2d(x, 3, 2, 1, ceil_mode=True), F.max_pool2d(x, 2, ceil_mode=True),
-                 F.pad(x, (1, 2, 0, 3), value=0.5)]
+                 F.pad(x, (1, 2, 0, 3), value=0.5), F.hardswish(x * 4), F.hardsigmoid(x * 4)]
         if self.adaptive:
             parts += [F.adaptive_avg_pool2d(x, (5, 3)),
                       F.adaptive_avg_pool2d(x[:, :, :1, :2], (3, 7))]
@@ -146,3 +149,16 @@ def test_einsum_refusals_name_the_reason(equation, reason):
         from_torch(_Einsum(equation).eval(), inputs)
     assert [op for op, _ in info.value.operators] == ["aten.einsum.default"]
     assert reason in str(info.value)
+
+
+def test_onnx_hard_sigmoid_of_any_slope():
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3, 7]) for n in "xy"]
+    node = helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)
+    proto = helper.make_model(helper.make_graph([node], "g", info[:1], info[1:]))
+    onnx.checker.check_model(proto)
+    x = np.random.default_rng(0).standard_normal((3, 7)).astype(np.float32) * 4
+    compiled = wb.compile(proto, target="numpy")
+    np.testing.assert_allclose(compiled(x), np.clip(0.3 * x + 0.4, 0, 1), rtol=1e-6, atol=1e-7)

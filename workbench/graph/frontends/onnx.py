@@ -25,7 +25,7 @@ from workbench.graph.ir import Graph, TensorType
 from workbench.graph.ops import ceil_mode_pads
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
-          "Erf": "erf", "Neg": "neg"}
+          "Erf": "erf", "Neg": "neg", "HardSwish": "hardswish"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 
 

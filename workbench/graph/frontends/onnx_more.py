@@ -1,7 +1,7 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
 (``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
-comparisons, And, Not; and constant Pad (torchvision's Swin).
+comparisons, And, Not; constant Pad (torchvision's Swin), HardSigmoid (MobileNetV3).
 
 Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
 ``x != x``, which holds for NaN under IEEE comparisons; the exporter puts it after
@@ -128,6 +128,18 @@ class MoreOps:
             pairs[axis] = [pads[k], pads[k + len(axes)]]
         fill = float(self.const(value).reshape(())) if value else 0.0
         return self.emit("pad", [x], {"pads": pairs, "value": fill})
+
+    def op_HardSigmoid(self):
+        """``clip(alpha * x + beta, 0, 1)``: the graph's ``hardsigmoid`` at PyTorch's
+        ``alpha = 1/6``, ``beta = 1/2``."""
+        x = self.ins[0]
+        alpha, beta = float(self.attrs.get("alpha", 0.2)), float(self.attrs.get("beta", 0.5))
+        if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:
+            return self.emit("hardsigmoid", [x])
+        dtype = self.b.types[x].dtype
+        y = self.emit("mul", [x, self.b.constant("alpha", np.asarray(alpha, dtype))])
+        y = self.emit("add", [y, self.b.constant("beta", np.asarray(beta, dtype))])
+        return self.emit("clamp", [y], {"min": 0.0, "max": 1.0})
 
     def op_Reciprocal(self):
         x = self.ins[0]
