@@ -63,6 +63,7 @@ CASES = {
     "matmul": (lambda a, b: aten.matmul(a, b), [X, (4, 5)]),
     "mm": (lambda a, b: torch.mm(a, b), [(3, 4), (4, 5)]),
     "bmm": (lambda a, b: torch.bmm(a, b), [X, (2, 4, 5)]),
+    "einsum": (lambda a, b: torch.einsum("bhid,bhjd->bhij", a, b), [(1, 2, 5, 7), (1, 2, 3, 7)]),
     "conv2d": (lambda x: F.conv2d(x, _CONST["w2"], stride=2, padding=1), [IMG]),
     "conv1d": (lambda x: F.conv1d(x, _CONST["w1"], padding=1, groups=2), [SEQ]),
     "convolution": (lambda x: aten.convolution(x, _CONST["w2"], None, [1, 1], [1, 1], [1, 1],
@@ -314,6 +315,20 @@ VARIANTS = {
     "index_put_accumulate": (lambda x: x.index_put((x[:, 0] > 0,), torch.arange(5.0),
                                                    accumulate=True), [(3, 5)]),
     "index_put_rows": (lambda x: _put_rows(x), [(2, 3, 4)]),
+    # torchvision's squeezenet, googlenet, vgg and maxvit (2026-12-05)
+    "max_pool2d_ceil_mode": (lambda x: torch.cat([
+        F.max_pool2d(x, 3, 2, 1, ceil_mode=True).flatten(1),
+        F.max_pool2d(x, 2, ceil_mode=True).flatten(1)], 1), [(2, 3, 7, 8)]),
+    "max_pool1d_ceil_mode": (lambda x: F.max_pool1d(x, 3, 2, ceil_mode=True), [(1, 3, 13)]),
+    "adaptive_avg_pool2d_uneven": (lambda x: F.adaptive_avg_pool2d(x, (5, 3)), [(2, 3, 13, 7)]),
+    "adaptive_avg_pool2d_upsampling": (lambda x: F.adaptive_avg_pool2d(x, (7, 4)),
+                                       [(1, 3, 1, 3)]),
+    "einsum_sums_outer_and_chains": (lambda a, b, c: torch.einsum("bn,anm,bm->ba", a, b, c)
+                                     + torch.einsum("ijk->i", b).sum()
+                                     + torch.einsum("i,j->ij", a[0], c[:, 0]).sum(),
+                                     [(3, 5), (2, 5, 7), (3, 7)]),
+    "einsum_ellipsis_implicit": (lambda a, b: torch.einsum("...ij,...jk", a, b),
+                                 [(2, 3, 5, 7), (2, 3, 7, 2)]),
 }
 
 

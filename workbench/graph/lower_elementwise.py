@@ -21,6 +21,7 @@ from workbench.ir.expr import (
     BinaryOp,
     Call,
     Cast,
+    IntImm,
     Max,
     Min,
     PrimExpr,
@@ -39,6 +40,11 @@ def param_dtype(dtype: str) -> str:
     return dtype if dtype.startswith(("int", "uint")) or dtype in ("float64", "bool") else "float32"
 
 
+def _zero(dtype: str) -> PrimExpr:
+    """A 0 of ``dtype`` (an integer tensor's relu or neg stays integer, as in PyTorch)."""
+    return const(0.0, dtype) if is_float(dtype) else IntImm(0, dtype)
+
+
 def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
     """The expression of the elementwise ``node`` over its argument expressions."""
     op, a = node.op, args[0]
@@ -51,7 +57,7 @@ def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
     if op == "div":
         return a / args[1]
     if op == "relu":
-        return Max(a, const(0.0))
+        return Max(a, _zero(a.dtype))
     if op == "gelu":
         if node.attrs.get("approximate", "none") == "tanh":
             inner = const(math.sqrt(2.0 / math.pi)) * (a + const(0.044715) * a * a * a)
@@ -65,7 +71,7 @@ def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
     if value is not None:
         return value
     if op == "neg":
-        return const(0.0) - a
+        return _zero(a.dtype) - a
     if op == "cast":
         dtype = param_dtype(node.attrs["dtype"])
         return a if a.dtype == dtype else Cast(dtype, a)

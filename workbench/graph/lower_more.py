@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from workbench.graph.lower_ops import _row_reduction, max_and_expsum
-from workbench.ir.expr import GE, LT, And, Call, IntImm, Max, Min, PrimExpr, Select
+from workbench.ir.expr import GE, LT, And, Call, Cast, IntImm, Max, Min, PrimExpr, Select
 from workbench.ops.compose import const
 
 
@@ -227,8 +227,43 @@ def _pool3d(fb, node, ins, out):
         fb.spatial("T_pool", out, lambda vs: acc[vs] * inv)
 
 
+def _adaptive_avg_pool2d(fb, node, ins, out):
+    """Uneven windows (the even case is the library's ``avg_pool2d``): output ``p`` of an
+    axis of size ``H`` averages rows ``[p * H // P, ceil((p + 1) * H / P))``, as PyTorch's; the
+    reduction runs over the widest window, masking the rows past a narrower one."""
+    (x,) = ins
+    sizes, outs = x.shape[2:], out.shape[2:]
+
+    def bounds(v, size, n):
+        return (v * IntImm(size)) // IntImm(n), ((v + IntImm(1)) * IntImm(size)
+                                                 + IntImm(n - 1)) // IntImm(n)
+
+    widest = [max(-(-(o + 1) * s // n) - o * s // n for o in range(n))
+              for s, n in zip(sizes, outs, strict=True)]
+    acc = fb.alloc("pool", out.shape)
+
+    def update(total, vs):
+        index, inside = list(vs[:2]), None
+        for v, r, size, n in zip(vs[2:4], vs[4:], sizes, outs, strict=True):
+            start, end = bounds(v, size, n)
+            index.append(_clamp(start + r, size))
+            cond = LT(start + r, end)
+            inside = cond if inside is None else And(inside, cond)
+        return total + Select(inside, x[index], const(0.0))
+
+    fb.reduce("pool", acc, list(out.shape) + widest, "SSSSRR", lambda vs: vs[:4], const(0.0),
+              update)
+
+    def value(vs):
+        (h0, h1), (w0, w1) = (bounds(v, s, n) for v, s, n in zip(vs[2:], sizes, outs,
+                                                                 strict=True))
+        return acc[vs] / Cast(fb.dtype, (h1 - h0) * (w1 - w0))
+
+    fb.spatial("T_pool", out, value)
+
+
 MORE_COMPOSED_HEADS = {
-    "conv3d": _conv3d, "pool3d": _pool3d,
+    "conv3d": _conv3d, "pool3d": _pool3d, "adaptive_avg_pool2d": _adaptive_avg_pool2d,
     "concat": _concat, "slice": _slice, "embedding": _embedding, "pad": _pad,
     "reduce": _reduce, "log_softmax": _log_softmax, "conv2d": _conv2d,
 }

@@ -229,8 +229,7 @@ def _lib_pool(node: Node, ctx: Context) -> Head | None:
     if node.op == "adaptive_avg_pool2d":
         P, Q = node.attrs["output_size"]
         if H % P or W % Q:
-            raise NotImplementedError(f"{node.name}: adaptive_avg_pool2d with uneven windows "
-                                      f"({H}x{W} to {P}x{Q})")
+            return None  # uneven windows: lower_more's kernel
         kernel = (H // P, W // Q)
         return Head(ops.avg_pool2d(N, C, H, W, kernel, kernel, 0), [x], identity(4))
     kernel, stride, padding = _pairs(node.attrs, "kernel", "stride", "padding")
@@ -498,7 +497,9 @@ def _with_epilogue(name: str, head: Head, head_node: Node, rest: list[Node], ctx
     func = head.func
     if members:
         operands = [(f"e{i}", shape) for i, (_, shape) in enumerate(epilogue.params)]
-        func = append_epilogue(func, operands, epilogue.value, block="out", out="out")
+        dtypes = [param_dtype(ctx.types[v].dtype) for v, _ in epilogue.params]
+        func = append_epilogue(func, operands, epilogue.value, block="out", out="out",
+                               dtypes=dtypes, out_dtype=param_dtype(out.dtype))
     func = func.replace(name=name)
     inputs = tuple(head.inputs) + tuple(v for v, _ in epilogue.params)
     return KernelLowering(func, inputs, tuple(p.shape for p in func.params))

@@ -152,12 +152,16 @@ class FuncBuilder:
 def append_epilogue(func: PrimFunc, operands: Sequence[tuple[str, tuple[int, ...]]],
                     value: Callable[[PrimExpr, Index, list[Tensor]], PrimExpr],
                     *, block: str = "epilogue", out: str = "out",
-                    name: str | None = None) -> PrimFunc:
+                    name: str | None = None, dtypes: Sequence[str] | None = None,
+                    out_dtype: str | None = None) -> PrimFunc:
     """``func`` with its output made an intermediate and one elementwise block after it.
 
     The new parameters are ``func``'s inputs, then ``operands`` (``(name, shape)``), then
     ``out`` (the old output's shape). The new block computes
     ``out[v] = value(head[v], v, operand_tensors)`` where ``head`` is the old output.
+    ``dtypes`` (one per operand, None for the default) and ``out_dtype`` default to the old
+    output's dtype (an epilogue may read integers and end in a cast: OPT's positions, a
+    matmul's float running sum of the mask made int64).
 
     Example
     -------
@@ -175,8 +179,10 @@ def append_epilogue(func: PrimFunc, operands: Sequence[tuple[str, tuple[int, ...
             raise ValueError(f"append_epilogue: the name {operand!r} is taken in {func.name}")
     if out in taken:
         raise ValueError(f"append_epilogue: the output name {out!r} is taken in {func.name}")
-    extra = [Tensor(Buffer(n, tuple(s), head.dtype)) for n, s in operands]
-    result = Tensor(Buffer(out, head.shape, head.dtype))
+    dtypes = [head.dtype] * len(operands) if dtypes is None else list(dtypes)
+    extra = [Tensor(Buffer(n, tuple(s), d or head.dtype))
+             for (n, s), d in zip(operands, dtypes, strict=True)]
+    result = Tensor(Buffer(out, head.shape, out_dtype or head.dtype))
     source = Tensor(head)
 
     def body(vs):

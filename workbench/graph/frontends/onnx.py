@@ -19,12 +19,13 @@ import numpy as np
 
 from workbench.graph.builder import GraphBuilder
 from workbench.graph.errors import UnsupportedOperatorError
+from workbench.graph.frontends.einsum import einsum
 from workbench.graph.frontends.onnx_more import MoreOps, mask_scatters_as_where
 from workbench.graph.frontends.pool_windows import pool_plan
 from workbench.graph.ir import Graph, TensorType
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Sqrt": "sqrt",
-          "Erf": "erf", "Neg": "neg"}
+          "Erf": "erf", "Neg": "neg", "HardSwish": "hardswish"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 
 
@@ -142,6 +143,11 @@ class _Node(MoreOps):
     def op_MatMul(self):
         return self.emit("matmul", self.ins[:2])
 
+    def op_Einsum(self):
+        equation = self.attrs["equation"]
+        equation = equation.decode() if isinstance(equation, bytes) else equation
+        return einsum(equation, self.ins, self.shape, self.emit)
+
     def op_Gemm(self):
         a, w = self.ins[0], self.ins[1]
         if self.attrs.get("transA", 0):
@@ -207,25 +213,23 @@ class _Node(MoreOps):
                          {"eps": float(self.attrs.get("epsilon", 1e-5))})
 
     def _pool(self, op: str):
-        """MaxPool / AveragePool: ``ceil_mode`` (averages) and ``count_include_pad`` (ONNX's
+        """MaxPool / AveragePool: ``ceil_mode`` and ``count_include_pad`` (ONNX's
         default 0: a border window averages its input elements only) as extra padding and a
         constant rescale (``pool_windows.pool_plan``)."""
         kernel = list(self.attrs["kernel_shape"])
         ceil_mode = bool(self.attrs.get("ceil_mode", 0))
         average = op == "avg_pool2d"
-        if ceil_mode and not average:
-            raise NotImplementedError(f"{self.where}: ceil_mode")
         stride = list(self.attrs.get("strides", kernel))
         x = self.ins[0]
         one_d = self._one_d(x)
         if one_d:
-            kernel, stride, x = [1, kernel[0]], [1, stride[0]], self._to_2d(x)
+            x, kernel, stride = self._to_2d(x), [1, kernel[0]], [1, stride[0]]
         padding = self._pads()
         extra, scale = pool_plan(self.shape(x)[2:], kernel, stride, padding, ceil_mode,
                                  bool(self.attrs.get("count_include_pad", 0)), average=average)
-        if any(extra):
+        if any(extra):  # ceil_mode: pad the end first (zeros for an average, -inf for a max)
             x = self.emit("pad", [x], {"pads": [[0, 0], [0, 0]] + [[0, e] for e in extra],
-                                       "value": 0.0})
+                                       "value": 0.0 if average else -math.inf})
         y = self.emit(op, [x], {"kernel": tuple(kernel), "stride": tuple(stride),
                                 "padding": padding})
         if scale is not None:

@@ -1,8 +1,8 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
 (``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
-comparisons, And, Not; and of timm's vision models through the TorchScript exporter:
-ReduceL2 (``F.normalize``), HardSwish, HardSigmoid, InstanceNormalization (``nn.GroupNorm``).
+comparisons, And, Not; constant Pad (torchvision's Swin), HardSigmoid (MobileNetV3); ReduceL2
+(``F.normalize``: timm's XCiT), InstanceNormalization (``nn.GroupNorm``: timm's PoolFormer).
 
 Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
 ``x != x``, which holds for NaN under IEEE comparisons; the exporter puts it after
@@ -113,6 +113,37 @@ class MoreOps:
             raise NotImplementedError(f"{self.where}: Pow with a run-time exponent")
         return self.emit("pow", [self.ins[0]], {"exponent": float(exponent.reshape(()))})
 
+    def op_Pad(self):
+        """Constant padding by constant ``pads`` (``[begin..., end...]`` over ``axes``, all
+        axes by default); other modes and negative pads (crops) are refused."""
+        mode = self.attrs.get("mode", b"constant")
+        if mode not in ("constant", b"constant"):
+            raise NotImplementedError(f"{self.where}: Pad mode {mode!r}")
+        x, pads = self.ins[0], [int(p) for p in self.const(self.ins[1])]
+        n = len(self.shape(x))
+        value = self.ins[2] if len(self.ins) > 2 else None
+        axes = ([int(a) % n for a in self.const(self.ins[3])] if len(self.ins) > 3
+                and self.ins[3] else list(range(n)))
+        if min(pads, default=0) < 0:
+            raise NotImplementedError(f"{self.where}: Pad with negative pads {pads}")
+        pairs = [[0, 0] for _ in range(n)]
+        for k, axis in enumerate(axes):
+            pairs[axis] = [pads[k], pads[k + len(axes)]]
+        fill = float(self.const(value).reshape(())) if value else 0.0
+        return self.emit("pad", [x], {"pads": pairs, "value": fill})
+
+    def op_HardSigmoid(self):
+        """``clip(alpha * x + beta, 0, 1)``: the graph's ``hardsigmoid`` at PyTorch's
+        ``alpha = 1/6``, ``beta = 1/2``."""
+        x = self.ins[0]
+        alpha, beta = float(self.attrs.get("alpha", 0.2)), float(self.attrs.get("beta", 0.5))
+        if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:
+            return self.emit("hardsigmoid", [x])
+        dtype = self.b.types[x].dtype
+        y = self.emit("mul", [x, self.b.constant("alpha", np.asarray(alpha, dtype))])
+        y = self.emit("add", [y, self.b.constant("beta", np.asarray(beta, dtype))])
+        return self.emit("clamp", [y], {"min": 0.0, "max": 1.0})
+
     def op_Reciprocal(self):
         x = self.ins[0]
         return self.emit("div", [self.b.constant("one", np.ones((), self.b.types[x].dtype)), x])
@@ -139,21 +170,6 @@ class MoreOps:
         total = self.emit("reduce", [self.emit("mul", [x, x])],
                           {**self._reduce_attrs(), "kind": "sum"})
         return self.emit("sqrt", [total])
-
-    def op_HardSwish(self):
-        return self.emit("hardswish", [self.ins[0]])
-
-    def op_HardSigmoid(self):
-        """``clamp(alpha * x + beta, 0, 1)``: the graph's ``hardsigmoid`` at PyTorch's
-        alpha 1/6, beta 1/2."""
-        x = self.ins[0]
-        alpha, beta = self.attrs.get("alpha", 0.2), self.attrs.get("beta", 0.5)
-        if np.isclose(alpha, 1 / 6, rtol=1e-6) and beta == 0.5:
-            return self.emit("hardsigmoid", [x])
-        dtype = self.b.types[x].dtype
-        y = self.emit("mul", [x, self.b.constant("alpha", np.asarray(alpha, dtype))])
-        y = self.emit("add", [y, self.b.constant("beta", np.asarray(beta, dtype))])
-        return self.emit("clamp", [y], {"min": 0.0, "max": 1.0})
 
     def op_InstanceNormalization(self):
         """Each (sample, channel) normalized over the spatial axes (the TorchScript exporter

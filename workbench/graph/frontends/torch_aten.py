@@ -16,10 +16,12 @@ import math
 
 import numpy as np
 
+from workbench.graph.frontends.einsum import einsum
 from workbench.graph.frontends.pool_windows import pool_plan
 from workbench.graph.frontends.torch_index import IndexOps
 from workbench.graph.frontends.torch_layout import LayoutOps
 from workbench.graph.frontends.torch_promotion import PromotionOps
+from workbench.graph.ops import ceil_mode_pads
 
 IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_copy",
             "_assert_tensor_metadata", "feature_dropout", "alpha_dropout", "_assert_async",
@@ -127,9 +129,17 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
         return y if b is None else self._emit("add", [y, b])
 
     def _op_addmm(self, bias, x, w, beta=1, alpha=1):
-        if beta != 1 or alpha != 1:
-            raise NotImplementedError("addmm with beta or alpha other than 1")
-        return self._emit("add", [self._emit("matmul", [x, w]), bias])
+        """``beta * bias + alpha * (x @ w)`` (BLOOM's ALiBi scores are a ``baddbmm`` with
+        ``beta=1, alpha=1/sqrt(head_dim)``); ``beta=0`` ignores ``bias``, NaN included, as
+        PyTorch does."""
+        product = self._emit("matmul", [x, w])
+        if alpha != 1:
+            product = self._emit("mul", [product, self._tensor(float(alpha), product)])
+        if beta == 0:
+            return product
+        if beta != 1:
+            bias = self._emit("mul", [bias, self._tensor(float(beta), product)])
+        return self._emit("add", [product, bias])
 
     _op_baddbmm = _op_addmm
 
@@ -138,6 +148,10 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
 
     _op_mm = _op_matmul
     _op_bmm = _op_matmul
+
+    def _op_einsum(self, equation, tensors, *, path=None):
+        """Transposes, reshapes, sums and (batched) matmuls (``frontends/einsum.py``)."""
+        return einsum(equation, tensors, self._shape, self._emit)
 
     def _op_conv2d(self, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
         if isinstance(padding, str):
@@ -371,11 +385,17 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
     # ---- pooling ---------------------------------------------------------------------------
 
     def _op_max_pool2d(self, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-        if ceil_mode or _pair(dilation) != (1, 1):
-            raise NotImplementedError("max_pool2d with ceil_mode or dilation")
-        stride = stride or kernel
-        return self._emit("max_pool2d", [x], {"kernel": _pair(kernel), "stride": _pair(stride),
-                                             "padding": _pair(padding)})
+        """``ceil_mode`` pads the bottom and right with ``-inf`` first (``ceil_mode_pads``)."""
+        if _pair(dilation) != (1, 1):
+            raise NotImplementedError("max_pool2d with dilation")
+        kernel, stride, padding = _pair(kernel), _pair(stride or kernel), _pair(padding)
+        if ceil_mode:
+            extra = ceil_mode_pads(self._shape(x)[2:], kernel, stride, padding)
+            if any(extra):
+                x = self._emit("pad", [x], {"pads": [[0, 0], [0, 0]] + [[0, e] for e in extra],
+                                            "value": -math.inf})
+        return self._emit("max_pool2d", [x], {"kernel": kernel, "stride": stride,
+                                             "padding": padding})
 
     def _op_max_pool2d_with_indices(self, *args, **kwargs):
         return (self._op_max_pool2d(*args, **kwargs), None)

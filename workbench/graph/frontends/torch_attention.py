@@ -3,7 +3,11 @@
 its definition: ``softmax(q @ k^T * scale + mask) @ v``.
 
 A boolean mask keeps the scores where it is true (``-inf`` elsewhere, PyTorch's rule); a
-floating mask is added. Grouped-query attention (fewer key/value heads than query heads,
+floating mask is added. A query row whose boolean mask keeps no key (the padding rows of a
+left-padded batch, as transformers builds them for batched generation) gives 0, as PyTorch's
+``sdpa`` does (its ``_safe_softmax``; a plain softmax would give NaN): a mask computed at run
+time is made to keep every key of such a row and the row's output is multiplied by 0
+(``_empty_rows``). Grouped-query attention (fewer key/value heads than query heads,
 ``enable_gqa`` or transformers' ``repeat_kv``) repeats each key/value head over its group.
 """
 
@@ -50,6 +54,34 @@ def attention(conv, q: str, k: str, v: str, mask, causal: bool, scale) -> str:
     """The graph value of ``sdpa(q, k, v, mask, causal, scale)`` built through ``conv``."""
     length, source = conv._shape(q)[-2], conv._shape(k)[-2]
     constant = conv._const(mask)
+    if mask is not None and constant is None and mask in conv.booleans:
+        if causal:  # one mask, so that the rows it empties are seen
+            tril = np.tril(np.ones((length, source), dtype=conv.b.types[mask].dtype))
+            mask = conv._emit("mul", [mask, conv.b.constant("causal_mask", tril)])
+            conv.booleans.add(mask)
+        mask, kept = _empty_rows(conv, q, mask)
+        out = _attention(conv, q, k, v, mask, False, scale, None)
+        return conv._emit("mul", [out, kept])
+    return _attention(conv, q, k, v, mask, causal, scale, constant)
+
+
+def _empty_rows(conv, q: str, mask: str) -> tuple[str, str]:
+    """``(mask', kept)`` for a 0/1 ``mask`` computed at run time: ``kept`` is 1 on the query
+    rows that keep some key and 0 on the others (the last axis reduced, kept as 1);
+    ``mask'`` keeps every key of the empty rows (their softmax stays finite; ``kept``
+    zeroes their output afterwards); both in ``q``'s dtype."""
+    dtype = conv.b.types[q].dtype
+    if conv.b.types[mask].dtype != dtype:  # a 0/1 mask may be float64 (integer sources)
+        mask = conv._emit("cast", [mask], {"dtype": dtype})
+    kept = conv._emit("reduce", [mask], {"axes": [-1], "keepdims": True, "kind": "max"})
+    empty = conv._emit("sub", [conv._tensor(1.0, mask), kept])
+    full = conv._emit("add", [mask, empty])
+    conv.booleans.update((kept, full))
+    return full, kept
+
+
+def _attention(conv, q: str, k: str, v: str, mask, causal: bool, scale, constant) -> str:
+    length, source = conv._shape(q)[-2], conv._shape(k)[-2]
     if constant is not None:
         kind = _mask_kind(constant, length, source)
         if kind == "none" or (kind == "causal" and not causal):
