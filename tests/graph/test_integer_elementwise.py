@@ -1,5 +1,5 @@
-"""Elementwise ops on integer tensors stay integer, as in PyTorch (relu and neg of an int8
-tensor used to mix a float 0 into an int8 expression and fail in lowering)."""
+"""Elementwise ops on integer tensors stay integer, as in PyTorch (relu, neg and clamp of an
+integer tensor used to mix a float literal into an integer expression and fail in lowering)."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ import workbench as wb  # noqa: E402
 
 class _ReluNeg(torch.nn.Module):
     def forward(self, x):
-        return torch.relu(x) - x.neg() + 3
+        return torch.relu(x) - x.neg() + 3 + x.clamp(min=-5) * x.clamp(-7, 9) + x.clamp(max=2)
 
 
 @pytest.mark.parametrize("target", ["numpy", "cpu"])

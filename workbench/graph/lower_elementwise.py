@@ -40,9 +40,12 @@ def param_dtype(dtype: str) -> str:
     return dtype if dtype.startswith(("int", "uint")) or dtype in ("float64", "bool") else "float32"
 
 
-def _zero(dtype: str) -> PrimExpr:
-    """A 0 of ``dtype`` (an integer tensor's relu or neg stays integer, as in PyTorch)."""
-    return const(0.0, dtype) if is_float(dtype) else IntImm(0, dtype)
+def _literal(value: float, dtype: str) -> PrimExpr:
+    """``value`` as a literal of ``dtype`` where it is one (an integer tensor's relu, neg or
+    clamp to whole bounds stays integer, as in PyTorch); a float literal otherwise."""
+    if not is_float(dtype) and float(value).is_integer():
+        return IntImm(int(value), dtype)
+    return const(value, dtype if is_float(dtype) else "float32")
 
 
 def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
@@ -57,7 +60,7 @@ def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
     if op == "div":
         return a / args[1]
     if op == "relu":
-        return Max(a, _zero(a.dtype))
+        return Max(a, _literal(0, a.dtype))
     if op == "gelu":
         if node.attrs.get("approximate", "none") == "tanh":
             inner = const(math.sqrt(2.0 / math.pi)) * (a + const(0.044715) * a * a * a)
@@ -71,7 +74,7 @@ def elementwise_value(node: Node, args: list[PrimExpr]) -> PrimExpr:
     if value is not None:
         return value
     if op == "neg":
-        return _zero(a.dtype) - a
+        return _literal(0, a.dtype) - a
     if op == "cast":
         dtype = param_dtype(node.attrs["dtype"])
         return a if a.dtype == dtype else Cast(dtype, a)
@@ -96,8 +99,8 @@ def _more_elementwise(node: Node, op: str, args: list[PrimExpr]) -> PrimExpr | N
     if op == "clamp":
         low, high = node.attrs.get("min"), node.attrs.get("max")
         if low is not None:
-            a = Max(a, const(low))
-        return a if high is None else Min(a, const(high))
+            a = Max(a, _literal(low, a.dtype))
+        return a if high is None else Min(a, _literal(high, a.dtype))
     if op == "pow":
         e = float(node.attrs.get("exponent", 2.0))
         if e == 2.0:
