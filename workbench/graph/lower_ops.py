@@ -34,6 +34,7 @@ from workbench.ir.expr import (
     BufferLoad,
     Call,
     Cast,
+    FloatImm,
     IntImm,
     Max,
     PrimExpr,
@@ -352,9 +353,13 @@ def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor
 
 
 def _row_reduction(fb: FuncBuilder, name: str, x: Tensor, axes: set[int], init, update):
-    """A buffer over ``x``'s non-``axes`` dims (kept with size 1), reduced over ``axes``."""
+    """A buffer over ``x``'s non-``axes`` dims (kept with size 1), reduced over ``axes``
+    (in float64 when ``x`` is: an integer ``argmax``'s values)."""
     shape = [1 if d in axes else s for d, s in enumerate(x.shape)]
-    buf = fb.alloc(name, shape)
+    wide = x.buffer.dtype == "float64"
+    buf = fb.alloc(name, shape, "float64" if wide else None)
+    if wide and isinstance(init, FloatImm):
+        init = const(init.value, "float64")
     kinds = "".join("R" if d in axes else "S" for d in range(len(x.shape)))
 
     def index(vs):
@@ -498,7 +503,10 @@ def _with_epilogue(name: str, head: Head, head_node: Node, rest: list[Node], ctx
     func = head.func
     if members:
         operands = [(f"e{i}", shape) for i, (_, shape) in enumerate(epilogue.params)]
-        func = append_epilogue(func, operands, epilogue.value, block="out", out="out")
+        func = append_epilogue(func, operands, epilogue.value, block="out", out="out",
+                               dtypes=[param_dtype(ctx.types[v].dtype)
+                                       for v, _ in epilogue.params],
+                               out_dtype=param_dtype(out.dtype))
     func = func.replace(name=name)
     inputs = tuple(head.inputs) + tuple(v for v, _ in epilogue.params)
     return KernelLowering(func, inputs, tuple(p.shape for p in func.params))

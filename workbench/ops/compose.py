@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from workbench.ir.buffer import Buffer
-from workbench.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var
+from workbench.ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, Var
 from workbench.ir.function import PrimFunc
 from workbench.ir.regions import block_access_regions
 from workbench.ir.stmt import (
@@ -112,8 +112,9 @@ class FuncBuilder:
         self.params.append(buffer)
         return Tensor(buffer)
 
-    def alloc(self, name: str, shape: Sequence[int]) -> Tensor:
-        buffer = Buffer(name, tuple(int(s) for s in shape) or (1,), self.dtype)
+    def alloc(self, name: str, shape: Sequence[int], dtype: str | None = None) -> Tensor:
+        """A scratch buffer in ``dtype`` (the builder's by default)."""
+        buffer = Buffer(name, tuple(int(s) for s in shape) or (1,), dtype or self.dtype)
         self.allocs.append(buffer)
         return Tensor(buffer)
 
@@ -152,12 +153,15 @@ class FuncBuilder:
 def append_epilogue(func: PrimFunc, operands: Sequence[tuple[str, tuple[int, ...]]],
                     value: Callable[[PrimExpr, Index, list[Tensor]], PrimExpr],
                     *, block: str = "epilogue", out: str = "out",
-                    name: str | None = None) -> PrimFunc:
+                    name: str | None = None, dtypes: Sequence[str] | None = None,
+                    out_dtype: str | None = None) -> PrimFunc:
     """``func`` with its output made an intermediate and one elementwise block after it.
 
     The new parameters are ``func``'s inputs, then ``operands`` (``(name, shape)``), then
     ``out`` (the old output's shape). The new block computes
     ``out[v] = value(head[v], v, operand_tensors)`` where ``head`` is the old output.
+    ``dtypes`` (one per operand) and ``out_dtype`` default to the old output's dtype; a
+    value of another dtype than ``out_dtype`` is cast to it (an epilogue ending in a cast).
 
     Example
     -------
@@ -175,13 +179,17 @@ def append_epilogue(func: PrimFunc, operands: Sequence[tuple[str, tuple[int, ...
             raise ValueError(f"append_epilogue: the name {operand!r} is taken in {func.name}")
     if out in taken:
         raise ValueError(f"append_epilogue: the output name {out!r} is taken in {func.name}")
-    extra = [Tensor(Buffer(n, tuple(s), head.dtype)) for n, s in operands]
-    result = Tensor(Buffer(out, head.shape, head.dtype))
+    dtypes = list(dtypes) if dtypes is not None else [head.dtype] * len(operands)
+    extra = [Tensor(Buffer(n, tuple(s), d)) for (n, s), d in zip(operands, dtypes, strict=True)]
+    result = Tensor(Buffer(out, head.shape, out_dtype or head.dtype))
     source = Tensor(head)
 
     def body(vs):
         index = vs if head.shape else [IntImm(0)]
-        return BufferStore(result.buffer, value(source[index], vs, extra), tuple(index)), None
+        stored = value(source[index], vs, extra)
+        if stored.dtype != result.buffer.dtype:
+            stored = Cast(result.buffer.dtype, stored)
+        return BufferStore(result.buffer, stored, tuple(index)), None
 
     nest = loop_nest(block, f"e{len(func.root_block.alloc_buffers)}", head.shape,
                      "S" * len(head.shape), body)
