@@ -79,7 +79,11 @@ def __getattr__(name: str):
     if module_name is None:
         raise AttributeError(f"module 'workbench' has no attribute {name!r}")
     module = importlib.import_module(module_name)
-    value = module if module_name.endswith("." + name) else getattr(module, name)
+    # a module of the same name is the value itself (``wb.ops``, ``wb.viz``) unless it is
+    # not callable and holds a function of that name (``wb.verify``: the function, not the
+    # module ``workbench.ir.verify``); ``wb.tune`` and ``wb.measure`` are callable modules
+    whole = module_name.endswith("." + name) and (callable(module) or not hasattr(module, name))
+    value = module if whole else getattr(module, name)
     globals()[name] = value
     return value
 

@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--target", default="cpu")
     tune.add_argument("--trials", type=_positive_int, default=64)
     tune.add_argument("--db", default="records.jsonl")
-    tune.add_argument("--space", default="generated", help="'generated' or 'matmul' (template)")
+    tune.add_argument("--space", default="generated", choices=["generated", "matmul"],
+                      help="'generated' or 'matmul' (template)")
     tune.add_argument("--strategy", default="evolutionary",
                       choices=["grid", "random", "evolutionary", "bayesian"])
     tune.add_argument("--seed", type=int, default=0)
@@ -163,8 +164,16 @@ def check_args(parser, args) -> None:
         if not Path(args.db).is_file():
             parser.error(f"argument --db: no records file {args.db!r}")
         return
-    if args.command == "tune-model" and not Path(args.model).is_file():
-        parser.error(f"argument model: no file {args.model!r}")
+    if args.command == "tune-model":
+        if not Path(args.model).is_file():
+            parser.error(f"argument model: no file {args.model!r}")
+        from workbench.graph.compile_checks import read_onnx
+        from workbench.graph.errors import ModelFileError
+
+        try:
+            read_onnx(args.model)
+        except ModelFileError as err:
+            parser.error(f"argument model: {err}")
     _writable_db(parser, args.db)
 
 
@@ -241,7 +250,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_args(parser.subparsers[args.command], args)
     commands = {"tune": cmd_tune, "tune-model": cmd_tune_model, "best": cmd_best}
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except Exception as err:
+        errors = sys.modules.get("workbench.graph.errors")  # loaded when a model was read
+        if errors is None or not isinstance(err, errors.GraphError):
+            raise
+        # the model is at fault (an unsupported operator, an input): one line, exit 2
+        text = "; ".join(line.strip().rstrip(":") for line in str(err).splitlines()
+                         if line.strip())
+        print(f"{parser.subparsers[args.command].prog}: error: {text}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -156,6 +156,28 @@ class VerifiedFolder:
             raise ArtifactIntegrityError(self.folder, rel, "is not UTF-8 text") from None
 
 
+# which public function loads an artifact of a format (by the format's name before "/")
+LOADERS = {"workbench-graph-artifact/": "wb.load (a compiled model)",
+           "workbench.tune.artifact/": "wb.load_artifact (one tuned kernel)"}
+
+
+def artifact_path(folder, what: str) -> Path:
+    """``folder`` as a ``Path``; ``TypeError`` naming ``what`` (``"load"``, ``"save"``) for
+    anything that is not a path (a model, None, a number).
+
+    Example
+    -------
+    >>> artifact_path(3, "load")
+    Traceback (most recent call last):
+    ...
+    TypeError: load: expected an artifact folder path (str or os.PathLike), got int
+    """
+    if not isinstance(folder, str | os.PathLike):
+        raise TypeError(f"{what}: expected an artifact folder path (str or os.PathLike), got "
+                        f"{type(folder).__name__}")
+    return Path(folder)
+
+
 def verify_folder(folder, fmt: str) -> VerifiedFolder:
     """Check ``folder`` against its manifest (see the module docstring); nothing else of the
     folder is read before every file has passed.
@@ -167,9 +189,10 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
     ValueError
         When the manifest is intact but of another format than ``fmt``.
     """
-    folder = Path(folder)
+    folder = artifact_path(folder, "load")
     if not folder.is_dir():  # the folder may be a symlink (a "latest" link); nothing in it
-        raise ArtifactIntegrityError(folder, ".", "is not a folder")
+        raise ArtifactIntegrityError(folder, ".", "does not exist" if not folder.exists()
+                                     else "is a file, not an artifact folder")
     manifest_path = folder / MANIFEST
     try:
         if not stat.S_ISREG(os.lstat(manifest_path).st_mode):
@@ -189,14 +212,19 @@ def verify_folder(folder, fmt: str) -> VerifiedFolder:
         raise ArtifactIntegrityError(folder, MANIFEST, "its content changed (its own sha256 "
                                      "does not match)")
     if manifest.get("format") != fmt:
-        raise ValueError(f"{folder} is not a {fmt} artifact (format "
-                         f"{manifest.get('format')!r})")
+        found = manifest.get("format")
+        loader = next((name for prefix, name in LOADERS.items()
+                       if isinstance(found, str) and found.startswith(prefix)), None)
+        hint = f"; load it with {loader}" if loader else ""
+        raise ValueError(f"{folder} is not a {fmt} artifact (format {found!r}){hint}")
     verified = VerifiedFolder(folder, manifest)
     for rel in files:
         verified.path(rel)  # confined and listed
     present = set(_walk(folder)) - {MANIFEST}
+    missing = sorted(set(files) - present)
     for rel in sorted(present - set(files)):
-        raise ArtifactIntegrityError(folder, rel, "is not listed in the manifest")
+        also = f" (and {missing[0]}, listed, is missing: renamed?)" if missing else ""
+        raise ArtifactIntegrityError(folder, rel, "is not listed in the manifest" + also)
     for rel in sorted(set(files) - present):
         raise ArtifactIntegrityError(folder, rel, "is missing")
     for rel in sorted(files):

@@ -243,6 +243,26 @@ def count_tests(log: str) -> dict:
     return counts
 
 
+SHIM = ("import numpy as np\nif not hasattr(np, 'row_stack'):\n"
+        "    np.row_stack = np.vstack\n")
+"""The ``sitecustomize.py`` of every child process (numpy 2.5 has no ``row_stack``, which
+numba-cuda 0.30 overloads: ``workbench.backends.cuda`` restores it too, this covers a child
+that imports ``numba.cuda`` first, e.g. a conftest)."""
+
+
+def child_shim() -> str:
+    """A folder holding ``SHIM`` as ``sitecustomize.py``, put first on this process's
+    ``sys.path`` and ``PYTHONPATH``: the pytest run and the tuner's workers (which start
+    with this process's ``sys.path``) import numba-cuda on numpy 2.5 without failing."""
+    shim = tempfile.mkdtemp(prefix="plan_site_")
+    with open(os.path.join(shim, "sitecustomize.py"), "w") as handle:
+        handle.write(SHIM)
+    sys.path.insert(0, shim)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in [shim, ROOT, os.environ.get("PYTHONPATH", "")] if p)
+    return shim
+
+
 def part_tests(ctx: Context, entry: dict) -> None:
     command = tests_command(ctx.args)
     entry["command"] = " ".join(command[1:])
@@ -250,11 +270,6 @@ def part_tests(ctx: Context, entry: dict) -> None:
         command = command[:2] + ["pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                                  "-m", "cuda", "tests/tune/test_cuda_space_candidates.py"]
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if ctx.dry else "0")
-    shim = tempfile.mkdtemp(prefix="plan_site_")  # numpy 2.5 has no row_stack for numba-cuda
-    with open(os.path.join(shim, "sitecustomize.py"), "w") as handle:
-        handle.write("import numpy as np\nif not hasattr(np, 'row_stack'):\n"
-                     "    np.row_stack = np.vstack\n")
-    env["PYTHONPATH"] = os.pathsep.join([shim, ROOT, env.get("PYTHONPATH", "")])
     budget = max(10.0, min(ctx.args.tests_s, ctx.left() - ctx.args.reserve_s))
     log_path = os.path.join(ctx.args.out, "plan_tests.log")
     entry["budget_s"] = round(budget, 1)
@@ -304,16 +319,21 @@ def part_sgemm(ctx: Context, entry: dict) -> None:
         if ctx.left() < 25:
             rows[name] = {"skipped": "deadline"}
             continue
-        a, b = ctx.randn(m, k), ctx.randn(k, n)
-        ref = a.double() @ b.double()
-        mine = torch.empty(m, n, device=ctx.device)
-        theirs = ctx.time_s(lambda: torch.mm(a, b, out=mine)) * 1e3  # noqa: B023
+        try:  # torch's side of the row: a failure here is the row's error, not the part's
+            a, b = ctx.randn(m, k), ctx.randn(k, n)
+            ref = a.double() @ b.double()
+            mine = torch.empty(m, n, device=ctx.device)
+            theirs = ctx.time_s(lambda: torch.mm(a, b, out=mine)) * 1e3  # noqa: B023
+        except Exception as err:  # noqa: BLE001
+            rows[name] = _error(err)
+            ctx.save()
+            continue
         func = ops.matmul(m, n, k)
         for label, make in (("graph default", graph_schedule),
                             ("register_blocked default",
                              recipes.get("matmul", "register_blocked", "cuda"))):
-            c = torch.empty(m, n, device=ctx.device)
             try:
+                c = torch.empty(m, n, device=ctx.device)
                 row = _run_kernel(ctx, make(func), (a, b, c), c, ref)
                 row["TFLOP/s"] = 2 * m * n * k / row["ms"] / 1e9
             except Exception as err:  # noqa: BLE001
@@ -334,18 +354,24 @@ def part_rows(ctx: Context, entry: dict) -> None:
             if ctx.left() < 15:
                 rows[name] = {"skipped": "deadline"}
                 continue
-            x, out, mine = ctx.randn(m, n), ctx.randn(m, n), ctx.randn(m, n)
-            if op == "softmax":
-                ref = torch.softmax(x.double(), 1)
-                theirs = ctx.time_s(
-                    lambda: torch.ops.aten._softmax.out(x, 1, False, out=mine))  # noqa: B023
-                tensors = (x, out)
-            else:
-                g, b = ctx.randn(n), ctx.randn(n)
-                ref = torch.nn.functional.layer_norm(x.double(), (n,), g.double(), b.double())
-                theirs = ctx.time_s(
-                    lambda: torch.nn.functional.layer_norm(x, (n,), g, b))  # noqa: B023
-                tensors = (x, g, b, out)
+            try:  # torch's side of the row
+                x, out, mine = ctx.randn(m, n), ctx.randn(m, n), ctx.randn(m, n)
+                if op == "softmax":
+                    ref = torch.softmax(x.double(), 1)
+                    theirs = ctx.time_s(
+                        lambda: torch.ops.aten._softmax.out(x, 1, False, out=mine))  # noqa: B023
+                    tensors = (x, out)
+                else:
+                    g, b = ctx.randn(n), ctx.randn(n)
+                    ref = torch.nn.functional.layer_norm(x.double(), (n,), g.double(),
+                                                         b.double())
+                    theirs = ctx.time_s(
+                        lambda: torch.nn.functional.layer_norm(x, (n,), g, b))  # noqa: B023
+                    tensors = (x, g, b, out)
+            except Exception as err:  # noqa: BLE001
+                rows[name] = _error(err)
+                ctx.save()
+                continue
             try:
                 row = _run_kernel(ctx, graph_schedule(getattr(ops, op)(m, n)), tensors, out,
                                   ref)
@@ -385,19 +411,22 @@ def _first(out):
     return out[0] if isinstance(out, tuple | list) else out
 
 
-def run_model(ctx: Context, name: str, layout: bool = True) -> dict:
+def run_model(ctx: Context, name: str, row: dict, layout: bool = True) -> dict:
+    """Fill ``row`` (already in the plan's JSON: each figure is saved as it comes, so a
+    kill in torch.compile keeps the workbench figures; an error leaves what was measured)."""
     import copy
 
     import workbench as wb
 
     torch = ctx.torch
     model, x = make_model(name)
-    row: dict = {"shape": list(x.shape)}
+    row["shape"] = list(x.shape)
     device_model = copy.deepcopy(model).to(ctx.device)
     xd = x.to(ctx.device)
     with torch.no_grad():
         want = _first(device_model(xd)).clone()
         row["torch eager"] = ctx.measure(lambda: device_model(xd))
+        ctx.save()
         start = time.perf_counter()
         compiled = wb.compile(model, (x,), target="cuda", progress=False, layout=layout)
         row["compile_s"] = round(time.perf_counter() - start, 1)
@@ -414,6 +443,7 @@ def run_model(ctx: Context, name: str, layout: bool = True) -> dict:
         row["slowest_kernels"] = [{"kernel": k, "pattern": p, "median_us": float(u)}
                                   for k, p, u in zip(slow["kernel"], slow["pattern"],
                                                      slow["median_us"], strict=True)]
+        ctx.save()
         label = "torch.compile reduce-overhead"
         if ctx.dry or not layout:
             row[label] = {"skipped": "--dry-run" if ctx.dry else "measured in part models"}
@@ -449,11 +479,11 @@ def part_models(ctx: Context, entry: dict) -> None:
         if ctx.left() < 60 and not ctx.dry:
             rows[name] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
             continue
+        rows[name] = row = {}
         try:
-            rows[name] = run_model(ctx, name)
+            run_model(ctx, name, row)
         except Exception as err:  # noqa: BLE001
-            rows[name] = {**_error(err, 800),
-                          "traceback": traceback.format_exc()[-2000:]}
+            row.update(_error(err, 800), traceback=traceback.format_exc()[-2000:])
         ctx.save()
 
 
@@ -508,7 +538,12 @@ def part_fold(ctx: Context, entry: dict) -> None:
     models part's folded row it says what ``fold_views`` gains or loses on the GPU (on the
     CPU the strided reads once cost more than the copies: ``graph.lower.lower_graph``)."""
     name = ctx.sizes["models"][min(1, len(ctx.sizes["models"]) - 1)]
-    entry["rows"] = {f"{name} layout=False": run_model(ctx, name, layout=False)}
+    row: dict = {}
+    entry["rows"] = {f"{name} layout=False": row}
+    try:
+        run_model(ctx, name, row, layout=False)
+    except Exception as err:  # noqa: BLE001
+        row.update(_error(err, 800), traceback=traceback.format_exc()[-2000:])
 
 
 PARTS = [
@@ -556,6 +591,7 @@ def main(argv=None) -> int:
         os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
     plan = Plan(os.path.join(args.out, "plan.json"), args.deadline,
                 info={"argv": sys.argv if argv is None else argv, "dry_run": args.dry_run})
+    plan.result["child_shim"] = child_shim()
     with contextlib.suppress(Exception):
         import torch
 

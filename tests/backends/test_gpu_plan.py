@@ -124,3 +124,73 @@ def test_the_dry_run_builds_and_checks_kernels(plan_module, tmp_path):
         assert parts[name]["status"] == "done", parts[name]
         rows = parts[name]["rows"]
         assert rows and all(r.get("rel_err", 1) < 1e-5 for r in rows.values()), rows
+
+
+class _Args:
+    dry_run, out = True, "."
+
+
+def _dry_context(plan_module, tmp_path, sizes: dict):
+    plan = plan_module.Plan(str(tmp_path / "plan.json"), 100.0)
+    ctx = plan_module.Context(_Args(), plan)
+    ctx.sizes = {**ctx.sizes, **sizes}
+    return plan, ctx
+
+
+def test_a_row_whose_torch_side_fails_is_an_error_row_and_the_part_goes_on(plan_module,
+                                                                             tmp_path):
+    """The torch reference or timing of one size failing (out of memory on the GPU) is
+    that row's error, written to the JSON; the part goes on with its next rows."""
+    plan, ctx = _dry_context(plan_module, tmp_path, {"sgemm": [(7, 1, 1), (2, 3, 2)],
+                                                     "rows": [(7, 1)]})
+    randn = ctx.randn
+
+    def randn_or_oom(*shape):
+        if 7 in shape:
+            raise RuntimeError("CUDA out of memory")
+        return randn(*shape)
+
+    ctx.randn = randn_or_oom
+    for name, part in (("sgemm", plan_module.part_sgemm), ("rows", plan_module.part_rows)):
+        part(ctx, plan.result["parts"].setdefault(name, {}))
+    parts = json.loads((tmp_path / "plan.json").read_text())["parts"]
+    oom = {"error": "RuntimeError: CUDA out of memory"}
+    assert parts["sgemm"]["rows"]["7x1x1"] == oom
+    assert parts["rows"]["rows"] == {"softmax 7x1": oom, "layernorm 7x1": oom}
+    done = [r for n, r in parts["sgemm"]["rows"].items() if n.startswith("2x3x2")]
+    assert len(done) == 2 and all(r["rel_err"] < 1e-5 for r in done), done
+
+
+def test_a_model_row_keeps_what_it_measured_before_failing(plan_module, tmp_path, monkeypatch):
+    plan, ctx = _dry_context(plan_module, tmp_path, {"models": ["block d16 b1"]})
+    entry = plan.result["parts"].setdefault("models", {})
+
+    def run_model(ctx, name, row, layout=True):
+        row["torch eager"] = {"device_ms": 1.0}
+        raise RuntimeError("no kernel image is available for execution on the device")
+
+    monkeypatch.setattr(plan_module, "run_model", run_model)
+    plan_module.part_models(ctx, entry)
+    row = json.loads((tmp_path / "plan.json").read_text())["parts"]["models"]["rows"][
+        "block d16 b1"]
+    assert row["torch eager"] == {"device_ms": 1.0}
+    assert row["error"].startswith("RuntimeError: no kernel image")
+    plan_module.part_fold(ctx, entry)
+    (row,) = entry["rows"].values()
+    assert row["torch eager"] == {"device_ms": 1.0} and "error" in row
+
+
+def test_child_processes_get_the_numpy_shim(plan_module, monkeypatch):
+    """The tuner's workers and the pytest run are new Python processes: they import
+    numba-cuda on the GPU machine's numpy 2.5 only with ``np.row_stack`` back."""
+    import subprocess
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    shim = plan_module.child_shim()
+    assert sys.path[0] == shim and os.environ["PYTHONPATH"].split(os.pathsep)[0] == shim
+    code = ("import numpy as np, sys; np.row_stack; "
+            "print('sitecustomize' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ), check=True).stdout
+    assert out.strip() == "True"

@@ -278,3 +278,27 @@ def test_a_correct_reduction_still_parses_and_computes():
     b = np.full(8, 7.0, np.float32)
     wb.build(func, target="numpy")(a, b)
     np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+def test_a_negative_loop_extent_is_refused():
+    err = parse_error("    for i in T.serial(-3):\n        pass\n")
+    check(err, "shape", "a loop extent must be >= 0, got -3", 4, "-3")
+    err = parse_error("    for i in T.serial(5, 2):\n        pass\n")
+    check(err, "shape", "a loop extent must be >= 0, got -3", 4, "2)")
+    assert wb.from_source(HEAD + "    for i in T.serial(0):\n        pass\n").params  # empty: ok
+
+
+def test_a_parameter_default_is_refused():
+    with pytest.raises(DSLError) as info:
+        wb.from_source('@T.prim_func\ndef f(A: T.Buffer((8,), "float32") = None):\n    pass\n',
+                       filename="case.py")
+    check(info.value, "unsupported", "a DSL parameter takes no default value (every buffer is "
+          "passed to the kernel)", 2, "None")
+
+
+def test_a_store_outside_the_declared_writes_is_refused():
+    err = parse_error(block("T.writes(A[vi, vj])\n            B[vi, vj] = A[vi, vj]"))
+    check(err, "region", "block 'B' stores into 'B' but its T.writes(...) names 'A'", 7,
+          "T.writes")
+    ok = wb.from_source(HEAD + block("T.writes(B[vi, vj])\n            B[vi, vj] = A[vi, vj]"))
+    assert "T.writes(B[vi, vj])" in ok.script()

@@ -12,8 +12,8 @@ Layout of ``folder`` (JSON, text and .npy only: never pickle, never imported)::
 ``load`` checks every file's hash first (``ArtifactIntegrityError`` naming the file), then
 derives the model again from the artifact's data: the graph is lowered to its kernels'
 functions (which must equal the stored DSL text), each trace is replayed on its function and
-built for the stored target (one whose kind has an artifact format: ``cpu``) with the stored
-options, and the generated source must equal the stored one (``ArtifactIntegrityError``
+built for the stored target (one whose kind has an artifact format: ``cpu``, ``cuda``) with
+the stored options, and the generated source must equal the stored one (``ArtifactIntegrityError``
 naming the kernel). Nothing from the folder is imported or unpickled: the code that runs
 is the code workbench generates, compiled through ``wb.build``'s own private kernel cache.
 Numba's machine code is not shipped (its cache index is a pickle): the first load on a
@@ -33,6 +33,7 @@ from workbench.backends.common.target import artifact_target
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.integrity import (
     ArtifactIntegrityError,
+    artifact_path,
     check_options,
     verify_folder,
     write_manifest,
@@ -90,16 +91,18 @@ def _weight_indices(data: dict) -> set[int]:
 
 
 def save(compiled, folder) -> None:
-    """Write ``compiled`` (a ``CompiledModel`` built for the ``cpu`` target) to ``folder``.
+    """Write ``compiled`` (a ``CompiledModel`` built for ``cpu`` or ``cuda``) to ``folder``.
 
     ``folder`` must be new or empty: the manifest lists every file in it, and ``load``
     refuses files it does not list.
     """
-    folder = Path(folder)
+    folder = artifact_path(folder, "CompiledModel.save")
     if compiled.target_info.kind.artifact_format is None:
-        raise ValueError(f"only models of a target with an artifact format (cpu) are saved "
-                         f"(their kernels are generated again from the artifact when it is "
+        raise ValueError(f"only models of a target with an artifact format (cpu, cuda) are "
+                         f"saved (their kernels are generated again from the artifact when it is "
                          f"loaded), not {compiled.target!r}")
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"{folder} is a file: save writes a new artifact folder")
     if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} is not empty: save writes a new artifact folder")
     weights: dict[int, np.ndarray] = {}
@@ -163,7 +166,7 @@ def load(folder):
     >>> model = wb.load("artifact/")          # doctest: +SKIP
     >>> model(x)                              # doctest: +SKIP
     """
-    folder = Path(folder)
+    folder = artifact_path(folder, "wb.load")
     files = verify_folder(folder, FORMAT)
     manifest = files.manifest
     try:

@@ -8,11 +8,12 @@ copies:
 
 * **device inputs** (torch CUDA tensors, CuPy arrays, ``numba.cuda`` device arrays:
   anything with ``__cuda_array_interface__``; the simulator's device arrays) are read in
-  place, no copy; the output is a new device array of the caller's kind (a torch tensor
-  for torch inputs, a CuPy array for CuPy inputs, else a Numba device array), one
-  device-to-device copy out of the arena (the arena is reused by the next call); objects
-  that offer only DLPack (``__dlpack__``) are not accepted: wrap them with
-  ``torch.from_dlpack`` first;
+  place, no copy (C-contiguous ones only: a strided input is a ``ModelInputError``; a
+  torch tensor that requires grad is read through its detached view); the output is a
+  new device array of the caller's kind (a torch tensor for torch inputs, a CuPy array
+  for CuPy inputs, else a Numba device array), one device-to-device copy out of the arena
+  (the arena is reused by the next call); objects that offer only DLPack (``__dlpack__``)
+  are not accepted: wrap them with ``torch.from_dlpack`` first;
 * **host inputs** (numpy arrays, CPU tensors) are copied into device input buffers, and
   the output comes back as a numpy array: the only host copies, counted in
   ``workbench.backends.cuda.cuda_device.COPIES``.
@@ -50,6 +51,7 @@ import numpy as np
 from workbench.backends.cuda.cuda_device import (
     caller_stream_handle,
     device_empty,
+    is_contiguous,
     is_device_array,
     is_torch_tensor,
     to_device,
@@ -113,12 +115,16 @@ class DeviceRuntime:
         """The inputs as device arrays (copied only when on the host) and whether the
         caller passed device arrays. Device inputs of a (type, shape, dtype) signature
         that passed the checks once are only checked for contiguity after."""
+        # a torch tensor that requires grad (the output of a torch layer outside no_grad)
+        # has no __cuda_array_interface__: its detached view (no copy) is what runs
+        inputs = tuple(x.detach() if getattr(x, "requires_grad", False) else x
+                       for x in inputs)
         try:
             signature = tuple((type(x), tuple(x.shape), x.dtype) for x in inputs)
         except AttributeError:
             signature = None
         if signature is not None and signature in self._checked:
-            if all(x.is_contiguous() for x in inputs if is_torch_tensor(x)):
+            if all(is_contiguous(x) for x in inputs):
                 return list(inputs), True
         arrays, on_device = self._check_inputs(inputs)
         if on_device and signature is not None:
@@ -151,10 +157,13 @@ class DeviceRuntime:
                                       f"got {got_dtype} array of shape {tuple(x.shape)}")
             arrays.append(x)
         if all(on_device):
+            # every kind of device array: the launch sequence and the graphs pack C strides
+            # (a strided array would be read as if contiguous after the first call)
             for name, x in zip(graph.inputs, arrays, strict=True):
-                if is_torch_tensor(x) and not x.is_contiguous():
-                    raise ModelInputError(f"input {name!r} of the model is not contiguous "
-                                          "(call .contiguous())")
+                if not is_contiguous(x):
+                    how = ".contiguous()" if is_torch_tensor(x) else "a C-contiguous copy"
+                    raise ModelInputError(f"input {name!r} of the model is not C-contiguous "
+                                          f"(pass {how})")
             return arrays, True
         if self._host_inputs is None:
             self._host_inputs = [device_empty(ty.shape, ty.dtype) for ty in graph.inputs.values()]

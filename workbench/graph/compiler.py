@@ -19,25 +19,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.backends.common.target import resolve_target
-from workbench.graph.errors import GraphError
+from workbench.graph.compile_checks import (
+    check_examples_fit,
+    check_jobs,
+    check_model,
+    check_pipeline,
+    check_schedules,
+    check_signature,
+    eager_check,
+    example_tuple,
+    quiet_fake_tensors,
+    warn_unmatched,
+)
+from workbench.graph.errors import ModelInputError
 from workbench.graph.frontends.torch_fx import modes_kept
 from workbench.graph.index_bounds import check_inputs, index_checks
 from workbench.graph.ir import Graph
 from workbench.graph.lower import LoweredKernel, lower_graph
 from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
 from workbench.graph.passes.pipeline import Pipeline
-
-
-class ModelInputError(GraphError, ValueError):
-    """An input passed to a compiled model does not match the model's: its count, shape or
-    dtype. Inputs are never reshaped or cast (a same-size array of another shape would be
-    read in the wrong order, a float64 array silently rounded).
-
-    Example
-    -------
-    ``input 'x' of the model: expected float32 array of shape (2, 3, 8, 8), got float64
-    array of shape (2, 3, 8, 8)``
-    """
 
 
 def kernel_array(array: np.ndarray) -> np.ndarray:
@@ -131,6 +131,22 @@ def _import(model, example_inputs):
         return import_torch(model, example_inputs)
 
 
+def _import_checked(model, example_inputs):
+    """``_import``; where tracing fails, the model run once in eager PyTorch says whether
+    the inputs are at fault (``ModelInputError``, ``eager_check``) rather than the tracer
+    (its error then re-raised). Nothing runs eagerly when tracing succeeds."""
+    from workbench.graph.errors import GraphError
+
+    try:
+        with quiet_fake_tensors():
+            return _import(model, example_inputs)
+    except GraphError:
+        raise
+    except Exception:
+        eager_check(model, example_inputs)
+        raise
+
+
 def structure_from_spec(spec, count: int):
     """``output_structure``'s answer read from ``torch.export``'s output ``TreeSpec``, without
     running the model; None where the spec holds anything but tuples, lists, dicts and
@@ -211,22 +227,25 @@ def _unflatten(tree, outputs: list):
     return tuple(values) if kind == "tuple" else values
 
 
-def _check_records_path(schedules) -> None:
-    if schedules in ("default", "none", None) or not isinstance(schedules, str | os.PathLike):
-        return
-    if not os.path.exists(schedules):
-        raise FileNotFoundError(f"wb.compile(schedules={str(schedules)!r}): no such tuning "
-                                "records file")
-
-
 def records_schedule(func, target, records, *, parallel: bool = True):
     """The best schedule recorded for ``func`` in the tuning records ``records``; the default
     schedule when the records hold none for it."""
     from workbench.recipes.graph_cpu import default_schedule
+    from workbench.schedule import ScheduleError
     from workbench.tune import load_best  # on use: the graph level loads without the tuner
+
     try:
         best = load_best(records, func, target=target)
     except (KeyError, LookupError, ValueError):
+        best = None
+    except ScheduleError as error:  # a record whose trace no longer replays on the function
+        import warnings
+
+        from workbench.tune.database import RecordWarning
+
+        warnings.warn(f"{os.fspath(records)}: the best record of {func.name} does not replay "
+                      f"({error.message}); its default schedule is used", RecordWarning,
+                      stacklevel=2)
         best = None
     return best if best is not None else default_schedule(func, target, parallel=parallel)
 
@@ -255,7 +274,9 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         A torch module is traced in eval mode (as ``torch.onnx.export`` does by default)
         and left as it was: every submodule's ``training`` flag is restored afterwards.
     example_inputs : tuple
-        Example inputs (torch tensors or numpy arrays): they fix the shapes.
+        Example inputs (torch tensors or numpy arrays; a lone one is one input): they fix
+        the shapes. Inputs a torch module's ``forward`` does not take, or that it fails on
+        in eager PyTorch, raise ``ModelInputError`` (the eager run only when tracing fails).
     target : str or Target
         ``"cpu"`` (Numba njit), ``"cuda"`` (Numba cuda.jit; weights and intermediates stay
         on the device, device inputs such as torch CUDA tensors are used in place and give
@@ -265,7 +286,7 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         The rule-based schedules of ``workbench.recipes.graph_*`` for ``target`` (recipes on
         cpu, thread binding on cuda), no schedule at all, or the best recorded schedule per
         kernel (the default schedule for kernels the records do not hold; a path that does
-        not exist raises ``FileNotFoundError``).
+        not exist raises ``FileNotFoundError``, a folder ``IsADirectoryError``).
     pipeline : Pipeline, optional
         The graph passes (``Pipeline()`` by default: folding, simplification, CSE, BatchNorm
         folding, DCE, fusion).
@@ -279,7 +300,8 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         Fold transposes and selects read only by kernels into those kernels' loads
         (``workbench.graph.lower_layout``); off by default (see ``lower_graph``).
     jobs : int, optional
-        Worker processes compiling the kernels not cached yet (default: one per CPU; 1:
+        Worker processes (a positive integer) compiling the kernels not cached yet
+        (default: one per CPU; 1:
         all in this process). Structurally equal kernels (repeated blocks) are scheduled
         and built once whatever ``jobs`` is (``workbench.graph.compile_jobs``); what was
         done is in ``compiled.build_stats``.
@@ -292,13 +314,25 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     """
     from workbench.graph.compile_jobs import build_kernels
 
+    # every argument checked before any work (workbench.graph.compile_checks)
     target = resolve_target(target, "compile")
-    _check_records_path(schedules)
-    graph, out_spec = _import(model, example_inputs)
+    check_schedules(schedules)
+    check_jobs(jobs)
+    check_pipeline(pipeline)
+    model = check_model(model)
+    example_inputs = example_tuple(model, example_inputs)
+    check_signature(model, example_inputs)
+    graph, out_spec = _import_checked(model, example_inputs)
+    if isinstance(model, Graph) or type(model).__name__ == "ModelProto":
+        check_examples_fit(graph, example_inputs)  # not traced from them: they must fit
     structure = None if out_spec is None else structure_from_spec(out_spec, len(graph.outputs))
     if (structure is None and not isinstance(model, Graph | str)
             and type(model).__name__ != "ModelProto"):
-        structure = output_structure(model, example_inputs, len(graph.outputs))
+        try:  # the model's first eager run (where the spec does not answer)
+            structure = output_structure(model, example_inputs, len(graph.outputs))
+        except Exception:
+            eager_check(model, example_inputs)  # the inputs at fault: named
+            raise
     layout_pass = target.hook("graph_layout") if layout else None
     graph = (pipeline or Pipeline())(
         graph, layout=None if layout_pass is None else lambda g: layout_pass(g, target))
@@ -307,6 +341,7 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     for lowered in lowered_all:
         if lowered.func not in scheduled:
             scheduled[lowered.func] = _schedule_for(lowered, target, schedules, parallel)
+    warn_unmatched(schedules, list(scheduled), target.name)
     built, stats = build_kernels([scheduled[k.func] for k in lowered_all], target, jobs=jobs,
                                  progress=progress)
     kernels = []
@@ -432,6 +467,10 @@ class CompiledModel:
     def latency_report(self, *inputs, repeat: int = 20):
         """Per-kernel median latency as a DataFrame (kernel, pattern, median_us, share)."""
         import pandas as pd
+
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise ValueError(f"latency_report: repeat must be a positive integer, got "
+                             f"{repeat!r}")
 
         if self.runtime is not None:  # device time per kernel, CUDA events
             medians = np.array(self.runtime.kernel_seconds(*inputs, repeat=repeat)) * 1e6

@@ -34,3 +34,21 @@ class IndexOutOfRangeError(GraphError, IndexError):
     """An index tensor holds an index outside the axis it indexes (``embedding``,
     ``index_select``, ``gather``, ``x[idx]``): found in a constant at import, in an input of
     the model when it is called (``workbench.graph.index_bounds``)."""
+
+
+class ModelInputError(GraphError, ValueError):
+    """An input passed to a compiled model (or ``wb.compile``'s ``example_inputs``) does not
+    match the model's: its count, shape or dtype. Inputs are never reshaped or cast (a
+    same-size array of another shape would be read in the wrong order, a float64 array
+    silently rounded).
+
+    Example
+    -------
+    ``input 'x' of the model: expected float32 array of shape (2, 3, 8, 8), got float64
+    array of shape (2, 3, 8, 8)``
+    """
+
+
+class ModelFileError(GraphError, ValueError):
+    """A model path given to ``wb.compile`` (or ``python -m workbench tune-model``) that does
+    not exist, is a folder, or is not an ONNX model: named before anything is imported."""

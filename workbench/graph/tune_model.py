@@ -72,8 +72,13 @@ def tune_model(model, example_inputs=(), target: str = "cpu", db: str = "records
         Passed to ``wb.tune`` (``strategy``, ``seed``, ``runner``, ``progress``...).
     """
     from workbench.graph.compiler import compile as compile_model
-    from workbench.tune.api import tune
+    from workbench.tune.api import check_count, check_db, check_seconds, tune
 
+    # checked before the model is compiled and timed (wb.tune checks its own again)
+    for name, value in (("top", top), ("trials", trials), ("repeat", repeat)):
+        check_count(name, value, least=1, who="tune_model")
+    check_seconds("time_budget_s", time_budget_s, positive=False, who="tune_model")
+    check_db(db, who="tune_model")
     start = time.perf_counter()
     compiled = compile_model(model, example_inputs, target=target)
     inputs = example_inputs or example_arrays(compiled)

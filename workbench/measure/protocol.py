@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable
 
@@ -20,6 +21,16 @@ from workbench.measure.rotation import (
 def _check_options(kernel, min_repeats, max_repeats, budget_s, warmup) -> None:
     if not callable(kernel):
         raise TypeError(f"measure: kernel must be callable, got {type(kernel).__name__}")
+    for name, value, kinds in (("min_repeats", min_repeats, numbers.Integral),
+                               ("max_repeats", max_repeats, numbers.Integral),
+                               ("budget_s", budget_s, numbers.Real),
+                               ("warmup", warmup, numbers.Integral)):
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            unit = "seconds as a number (like 0.5)" if name == "budget_s" else "an integer"
+            raise TypeError(f"measure: {name} must be {unit}, got {type(value).__name__} "
+                            f"{value!r}"[:200])
+    if not np.isfinite(budget_s):
+        raise ValueError(f"measure: budget_s must be finite, got {budget_s}")
     if min_repeats < 1:
         raise ValueError(f"measure: min_repeats must be >= 1, got {min_repeats}")
     if max_repeats < min_repeats:

@@ -57,6 +57,7 @@ class Frame:
     predicate: PrimExpr = TRUE
     reads: tuple[BufferRegion, ...] | None = None
     writes: tuple[BufferRegion, ...] | None = None
+    writes_node: ast.AST | None = None  # the T.writes(...) call, for errors
     init: Stmt | None = None
     allocs: list[Buffer] = field(default_factory=list)
     annotations: tuple = ()
@@ -103,6 +104,8 @@ class BlockParser(ExprParser):
         self.frames.pop()
         body = seq(*stmts)
         reads, writes = frame.reads, frame.writes
+        if writes is not None:
+            self.check_declared_writes(frame, writes)
         if reads is None or writes is None:
             inferred_reads, inferred_writes = block_access_regions(
                 body, frame.init, tuple(frame.allocs))
@@ -115,6 +118,17 @@ class BlockParser(ExprParser):
         block = Block(block_name, tuple(frame.iter_vars), reads, writes, body, frame.init,
                       tuple(frame.allocs), frame.annotations)
         return BlockRealize(tuple(frame.iter_values), frame.predicate, block)
+
+    def check_declared_writes(self, frame: Frame, writes: tuple) -> None:
+        """Every buffer the block's own body stores into (not one it allocates) must be in
+        its ``T.writes(...)``: the schedule primitives trust the declared regions."""
+        declared = {region.buffer for region in writes}
+        for buffer in frame.stored:
+            if buffer not in declared and buffer not in frame.allocs:
+                names = ", ".join(repr(region.buffer.name) for region in writes) or "nothing"
+                raise self.error(frame.writes_node or frame.node,
+                                 f"block {frame.name!r} stores into {buffer.name!r} but its "
+                                 f"T.writes(...) names {names}", "region")
 
     def init(self, node: ast.With, call: ast.Call) -> None:
         if not self.in_block():

@@ -43,7 +43,8 @@ class DSLError(Exception):
     kind : str
         A short tag for the reason: ``"unsupported"``, ``"unknown-name"``, ``"index-count"``,
         ``"shape"``, ``"dtype"``, ``"intrinsic"``, ``"missing-init"``, ``"axis-kind"`` (a reduction
-        axis declared spatial, or a reduce axis indexing a store), ``"syntax"``, ``"internal"``,
+        axis declared spatial, or a reduce axis indexing a store), ``"region"`` (a store into
+        a buffer the block's ``T.writes`` does not name), ``"syntax"``, ``"internal"``,
         and from the well-formedness check (``workbench.ir.verify``) ``"duplicate-name"``,
         ``"out-of-bounds"``, ``"scope"``, ``"verify"``.
     filename, lineno, col : str, int, int

@@ -124,6 +124,9 @@ class Parser(BlockParser):
         if extras.vararg or extras.kwarg or extras.kwonlyargs or extras.posonlyargs:
             raise self.error(fdef, "a DSL function takes buffer parameters only "
                              "(no *args, **kwargs or keyword-only arguments)", "unsupported")
+        if extras.defaults:  # a default would be dropped: every buffer is passed
+            raise self.error(extras.defaults[0], "a DSL parameter takes no default value "
+                             "(every buffer is passed to the kernel)", "unsupported")
         for buffer, arg in zip(params, fdef.args.args, strict=True):
             self.declare_buffer(buffer, arg)
         body_nodes = []
@@ -237,6 +240,7 @@ class Parser(BlockParser):
         if self.frame.writes is not None:
             raise self.error(call, "T.writes(...) given twice in one block", "unsupported")
         self.frame.writes = self.regions(call)
+        self.frame.writes_node = call
 
     def header_where(self, call: ast.Call) -> None:
         args = self.call_args(call, ("cond",), 1, what="T.where")
@@ -382,9 +386,15 @@ class Parser(BlockParser):
 
     def loop_range(self, first: ast.expr, second: ast.expr | None) -> tuple[PrimExpr, PrimExpr]:
         if second is None:
-            return IntImm(0), self.loop_bound(first)
+            return IntImm(0), self._not_negative(self.loop_bound(first), first)
         start, stop = self.loop_bound(first), self.loop_bound(second)
-        return start, range_extent(start, stop)
+        return start, self._not_negative(range_extent(start, stop), second)
+
+    def _not_negative(self, extent: PrimExpr, node: ast.expr) -> PrimExpr:
+        """A constant extent below 0 is refused (an empty loop is written with extent 0)."""
+        if isinstance(extent, IntImm) and extent.value < 0:
+            raise self.error(node, f"a loop extent must be >= 0, got {extent.value}", "shape")
+        return extent
 
     def loop_bound(self, node: ast.expr) -> PrimExpr:
         value = self.expr(node)

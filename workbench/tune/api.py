@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from workbench.backends.common.target import resolve_target
 from workbench.tune.database import (
@@ -60,8 +63,8 @@ def make_space(space, func, target="cpu") -> SearchSpace:
         from workbench.tune.space_template import TemplateSpace
 
         return TemplateSpace(space, func)
-    raise ValueError(f"space must be a SearchSpace, a template function or 'generated', "
-                     f"not {space!r}")
+    raise ValueError(f"space must be a SearchSpace, a template function, 'generated' or "
+                     f"'matmul', not {space!r}")
 
 
 @dataclasses.dataclass
@@ -214,6 +217,8 @@ def tune(
 
     start = time.perf_counter()
     resolved = resolve_target(target, "tune")
+    check_tune_args(func, trials=trials, db=db, batch_size=batch_size, repeats=repeats,
+                    min_repeat_s=min_repeat_s, time_budget_s=time_budget_s)
     target = resolved.name  # records and workload keys hold the name
     database = db if isinstance(db, Database) else Database(db)
     space = make_space(space, func, resolved)
@@ -315,6 +320,70 @@ def tune(
     return TuneResult(func, target, records, space, model, time.perf_counter() - start)
 
 
+def check_count(name: str, value, *, least: int, who: str = "tune") -> None:
+    """``value`` an integer (not a bool) >= ``least``; the error names ``who`` and ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{who}: {name} must be an integer, got {type(value).__name__} "
+                        f"{value!r}"[:200])
+    if value < least:
+        raise ValueError(f"{who}: {name} must be at least {least}, got {value}")
+
+
+def check_seconds(name: str, value, *, positive: bool, who: str = "tune") -> None:
+    """``value`` a finite number of seconds (> 0 where ``positive``, else >= 0)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{who}: {name} is in seconds, a number (like 60 or 0.5), got "
+                        f"{type(value).__name__} {value!r}"[:200])
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"{who}: {name} must be a "
+                         f"{'positive' if positive else 'non-negative'} finite number of "
+                         f"seconds, got {value}")
+
+
+def check_tune_args(func, *, trials, db, batch_size=8, repeats=5, min_repeat_s=0.0,
+                    time_budget_s=None) -> None:
+    """``wb.tune``'s arguments checked before anything is measured or written: ``func`` a
+    ``PrimFunc``, counts positive integers, times seconds as numbers, and ``db`` a records file
+    that can be created or appended to (not a folder, in a folder that exists).
+
+    Example
+    -------
+    >>> check_tune_args(ops.matmul(8, 8, 8), trials=0, db="r.jsonl")   # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    ValueError: tune: trials must be at least 1, got 0
+    """
+    from workbench.ir import PrimFunc
+
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"tune: func must be a PrimFunc (like ops.matmul(64, 64, 64) or a "
+                        f"@T.prim_func), got {type(func).__name__}")
+    check_count("trials", trials, least=1)
+    check_count("batch_size", batch_size, least=1)
+    check_count("repeats", repeats, least=1)
+    check_seconds("min_repeat_s", min_repeat_s, positive=False)
+    if time_budget_s is not None:
+        check_seconds("time_budget_s", time_budget_s, positive=True)
+    check_db(db)
+
+
+def check_db(db, who: str = "tune") -> None:
+    """``db`` a ``Database`` or the path of a records file that can be created or appended
+    to: not a folder, in a folder that exists."""
+    if isinstance(db, Database):
+        return
+    if not isinstance(db, str | os.PathLike):
+        raise TypeError(f"{who}: db must be a records file path or a Database, got "
+                        f"{type(db).__name__}")
+    path = Path(db)
+    if path.is_dir():
+        raise IsADirectoryError(f"{who}: db {str(path)!r} is a folder, not a records file")
+    folder = path.parent
+    if not path.exists() and not folder.is_dir():
+        raise FileNotFoundError(f"{who}: db {str(path)!r}: its folder {str(folder)!r} does "
+                                "not exist")
+
+
 def _warm_trace(space) -> str:
     """The trace of the space's default candidate: what the workers build to warm up
     (the unscheduled function may not build at all, e.g. on ``cuda``)."""
@@ -343,6 +412,14 @@ def load_best(db, func, target="cpu"):
     from workbench.schedule import Trace
 
     target = resolve_target(target, "load_best").name
+    if not isinstance(db, Database):
+        if not isinstance(db, str | os.PathLike):
+            raise TypeError(f"load_best: db must be a records file path or a Database, got "
+                            f"{type(db).__name__}")
+        if not Path(db).is_file():  # a LookupError as "no record": callers catch that one
+            raise LookupError(f"load_best: {os.fspath(db)!r} is "
+                              f"{'a folder' if Path(db).is_dir() else 'no such file'}, "
+                              "not a tuning records file")
     database = db if isinstance(db, Database) else Database(db)
     best = database.best(workload_key(func, target), target)
     if best is None:

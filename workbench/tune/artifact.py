@@ -32,6 +32,7 @@ import numpy as np
 from workbench.backends.common.target import artifact_target, resolve_target
 from workbench.integrity import (
     ArtifactIntegrityError,
+    artifact_path,
     check_options,
     verify_folder,
     write_manifest,
@@ -66,8 +67,8 @@ def export_artifact(result_or_schedule, folder, target: str = "cpu", func=None,
                             "function the schedule's trace replays on")
     resolved = resolve_target(target, "export_artifact")
     if resolved.kind.artifact_format is None:
-        raise ValueError(f"artifacts hold Numba CPU kernels; target {resolved.name!r} is "
-                         "not supported")
+        raise ValueError(f"artifacts hold the kernels of a target with an artifact format "
+                         f"(cpu, cuda); target {resolved.name!r} has none")
     target = resolved.name
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
@@ -129,16 +130,20 @@ class LoadedKernel:
         return Trace.from_json(self.trace_json).apply(self._func)
 
     @property
-    def _dispatcher(self):
-        return self.kernel._compiled.dispatcher
+    def _stats(self):
+        """Numba's disk-cache statistics (None on ``cuda``: no machine code is cached)."""
+        dispatcher = getattr(self.kernel._compiled, "dispatcher", None)
+        return getattr(dispatcher, "stats", None)
 
     @property
     def cache_hits(self) -> int:
-        return sum(self._dispatcher.stats.cache_hits.values())
+        stats = self._stats
+        return 0 if stats is None else sum(stats.cache_hits.values())
 
     @property
     def cache_misses(self) -> int:
-        return sum(self._dispatcher.stats.cache_misses.values())
+        stats = self._stats
+        return 0 if stats is None else sum(stats.cache_misses.values())
 
     def __call__(self, *arrays: np.ndarray) -> None:
         self.kernel(*arrays)
@@ -162,7 +167,7 @@ def load_artifact(folder) -> LoadedKernel:
     from workbench.schedule import Trace
     from workbench.script import from_source
 
-    folder = Path(folder)
+    folder = artifact_path(folder, "wb.load_artifact")
     files = verify_folder(folder, FORMAT)
     manifest = files.manifest
     func_text = files.read_text("func.py")

@@ -35,14 +35,38 @@ COPIES = {"to_device": 0, "to_host": 0, "bytes_to_device": 0, "bytes_to_host": 0
 
 def is_device_array(value) -> bool:
     """A device array: ``__cuda_array_interface__`` (numba, CuPy, torch CUDA) or the
-    simulator's ``FakeCUDAArray``."""
+    simulator's ``FakeCUDAArray``. A torch tensor is asked ``is_cuda``: its interface
+    raises ``RuntimeError`` (not ``AttributeError``, which ``hasattr`` expects) for a CUDA
+    tensor that requires grad."""
     if isinstance(value, np.ndarray):
         return False
+    if is_torch_tensor(value):
+        return bool(value.is_cuda)
     return hasattr(value, "__cuda_array_interface__") or type(value).__name__ == "FakeCUDAArray"
 
 
 def is_torch_tensor(value) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "data_ptr")
+
+
+def is_contiguous(value) -> bool:
+    """Whether device array ``value`` is C-contiguous (torch, the simulator's arrays, or
+    the strides of its ``__cuda_array_interface__``: none, or a C array's)."""
+    if is_torch_tensor(value):
+        return bool(value.is_contiguous())
+    if type(value).__name__ == "FakeCUDAArray":
+        return bool(value.is_c_contiguous())
+    face = value.__cuda_array_interface__
+    strides = face.get("strides")
+    if strides is None:
+        return True
+    shape = tuple(int(n) for n in face["shape"])
+    step, expected = np.dtype(face["typestr"]).itemsize, []
+    for extent in reversed(shape):
+        expected.append(step)
+        step *= max(extent, 1)
+    return all(s == e for s, e, n in zip(strides, reversed(expected), shape, strict=True)
+               if n > 1)
 
 
 def to_device(host: np.ndarray, stream=0, out=None):
@@ -117,6 +141,10 @@ class EventTimer:
         from workbench.backends.cuda.numba_cuda import simulator_enabled
 
         self.simulated = simulator_enabled()
+        if isinstance(stream, int) and stream and not self.simulated:
+            # a raw CUstream (``caller_stream_handle``: torch's current stream): Numba's
+            # ``Event.record`` takes only 0 or a Stream object (TypeError otherwise)
+            stream = cuda.external_stream(stream)
         self.stream = stream
         self._start, self._stop = cuda.event(), cuda.event()
         self._wall = 0.0

@@ -99,9 +99,12 @@ def _dim3(dims) -> tuple[int, int, int]:
 
 
 def data_pointer(array) -> int:
-    """The device address of ``array``'s first element (torch, CuPy, Numba arrays)."""
+    """The device address of ``array``'s first element (torch, CuPy, Numba arrays; under
+    the simulator the address of the host memory its ``FakeCUDAArray`` wraps)."""
     if hasattr(array, "data_ptr"):
         return int(array.data_ptr())
+    if type(array).__name__ == "FakeCUDAArray":
+        return int(array._ary.__array_interface__["data"][0])
     return int(array.__cuda_array_interface__["data"][0])
 
 
@@ -278,14 +281,18 @@ class LaunchSequence:
 
     def set_inputs(self, arrays) -> tuple:
         """Point every argument reading an input at ``arrays``; returns the key of the
-        call (each input's address, or identity under the simulator, and shape)."""
+        call (each input's address and shape)."""
         key = []
         for slots, array in zip(self.input_slots, arrays, strict=True):
             if self.simulated:  # the dispatchers take the arrays, in the kernels' shapes
                 for index, position, shape in slots:
                     view = array if tuple(array.shape) == shape else array.reshape(shape)
                     self.launches[index].set_array(position, view)
-                key.append((id(array), tuple(array.shape)))
+                # the address, not id(array): a graph holds the views it was captured with,
+                # not the input object, whose id a new input may then reuse (a stale graph
+                # replayed on the old data); the views keep the old memory alive, so an
+                # address seen again is the same memory, as on the device
+                key.append((data_pointer(array), tuple(array.shape)))
                 continue
             pointer = data_pointer(array)  # a reshape moves no data: the address is all
             for index, position, _ in slots:

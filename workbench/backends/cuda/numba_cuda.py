@@ -27,6 +27,7 @@ import functools
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -228,6 +229,8 @@ class CompiledCuda:
     workspace: tuple  # Buffers
     device_func: PrimFunc
     compile_seconds: float
+    path: Path | None = None  # the generated module's file in the kernel cache
+    generated: object = None  # the printer's output (``func_name``: the host function)
 
 
 def prepare(lowered: PrimFunc, target: Target) -> tuple[PrimFunc, tuple[LaunchConfig, ...]]:
@@ -274,6 +277,8 @@ def compile_cuda(lowered: PrimFunc, target: Target) -> tuple[CompiledCuda, str |
         generated.workspace,
         func,
         time.perf_counter() - start,
+        Path(module.__file__),
+        generated,
     )
     with _LOCK:
         _MEMORY_CACHE[key] = compiled
@@ -474,6 +479,7 @@ CUDA = register_target(
         tuning_rules="workbench.tune.rules_cuda:cuda_rules",
         warnings="workbench.viz.advice:cuda_schedule_warnings",
         explorer_views="workbench.widgets.target_views:cuda_views",
+        artifact_format="numba-cuda-module",
         module=__name__,
     )
 )
