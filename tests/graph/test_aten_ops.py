@@ -179,6 +179,11 @@ CASES = {
     "diff": (lambda x: torch.diff(x, 2, -1, append=x[..., :2]), [X]),
     "constant_pad_nd": (lambda x: aten.constant_pad_nd(x, [1, 2, 0, 1], 0.5), [X]),
     "pad": (lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [X]),
+    # first index of the extreme (ties: the int inputs repeat values)
+    "argmax": (lambda x, i: torch.argmax(x, 1) * 100 + i.argmax(0),
+               [(3, 7, 13), ("int", (7, 13), 3)]),
+    "argmin": (lambda x, i: torch.argmin(x, -1, keepdim=True) * 100 + torch.argmin(i),
+               [(3, 7, 13), ("int", (5,), 3)]),
     # recurrent layers (modules built once: their weights are the case's constants)
     "lstm": (lambda x: _CONST["lstm"](x)[0], [(2, 3, 4)]),
     "gru": (lambda x: _CONST["gru"](x)[1], [(3, 2, 4)]),

@@ -34,6 +34,7 @@ from workbench.ir.expr import (
     BufferLoad,
     Call,
     Cast,
+    FloatImm,
     IntImm,
     Max,
     PrimExpr,
@@ -351,9 +352,13 @@ def _matmul_composed(fb: FuncBuilder, node: Node, ins: list[Tensor], out: Tensor
 
 
 def _row_reduction(fb: FuncBuilder, name: str, x: Tensor, axes: set[int], init, update):
-    """A buffer over ``x``'s non-``axes`` dims (kept with size 1), reduced over ``axes``."""
+    """A buffer over ``x``'s non-``axes`` dims (kept with size 1), reduced over ``axes``
+    (in float64 when ``x`` is: an integer ``argmax``'s values)."""
     shape = [1 if d in axes else s for d, s in enumerate(x.shape)]
-    buf = fb.alloc(name, shape)
+    wide = x.buffer.dtype == "float64"
+    buf = fb.alloc(name, shape, "float64" if wide else None)
+    if wide and isinstance(init, FloatImm):
+        init = const(init.value, "float64")
     kinds = "".join("R" if d in axes else "S" for d in range(len(x.shape)))
 
     def index(vs):

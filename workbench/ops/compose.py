@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from workbench.ir.buffer import Buffer
-from workbench.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var
+from workbench.ir.expr import BufferLoad, Cast, FloatImm, IntImm, PrimExpr, Var
 from workbench.ir.function import PrimFunc
 from workbench.ir.regions import block_access_regions
 from workbench.ir.stmt import (
@@ -112,8 +112,9 @@ class FuncBuilder:
         self.params.append(buffer)
         return Tensor(buffer)
 
-    def alloc(self, name: str, shape: Sequence[int]) -> Tensor:
-        buffer = Buffer(name, tuple(int(s) for s in shape) or (1,), self.dtype)
+    def alloc(self, name: str, shape: Sequence[int], dtype: str | None = None) -> Tensor:
+        """A scratch buffer in ``dtype`` (the builder's by default)."""
+        buffer = Buffer(name, tuple(int(s) for s in shape) or (1,), dtype or self.dtype)
         self.allocs.append(buffer)
         return Tensor(buffer)
 
@@ -187,7 +188,10 @@ def append_epilogue(func: PrimFunc, operands: Sequence[tuple[str, tuple[int, ...
 
     def body(vs):
         index = vs if head.shape else [IntImm(0)]
-        return BufferStore(result.buffer, value(source[index], vs, extra), tuple(index)), None
+        stored = value(source[index], vs, extra)
+        if stored.dtype != result.buffer.dtype:
+            stored = Cast(result.buffer.dtype, stored)
+        return BufferStore(result.buffer, stored, tuple(index)), None
 
     nest = loop_nest(block, f"e{len(func.root_block.alloc_buffers)}", head.shape,
                      "S" * len(head.shape), body)

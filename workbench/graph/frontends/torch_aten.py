@@ -504,6 +504,38 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
                            {**attrs, "kind": "sum"})
         return self._emit("pow", [total], {"exponent": 1.0 / ord})
 
+    def _first_extreme(self, kind: str, x, dim=None, keepdim=False):
+        """The first index of the ``kind`` ("max"/"min") along ``dim`` (the flattened input
+        when None): ``min(where(x == extreme, index, extent))`` over the axis with a constant
+        index ramp, cast to int64. Integers are compared in float64 (exact to 2**53), floats
+        in their dtype; a NaN is not found (PyTorch returns its index)."""
+        if dim is None:
+            x = self._reshape_to(x, [math.prod(self._shape(x))])
+            dim = 0
+        shape = self._shape(x)
+        axis = int(dim) % len(shape)
+        dtype = self._dtype(x)
+        y = self._cast(x, dtype if dtype in ("float32", "float64") else "float64")
+        compute = self._dtype(y)
+        top = self._emit("reduce", [y], {"axes": [axis], "keepdims": True, "kind": kind})
+        ramp = np.arange(shape[axis], dtype=compute).reshape(
+            [-1 if a == axis else 1 for a in range(len(shape))])
+        picked = self._emit("where", [self.b.constant("index", ramp),
+                                      self.b.constant("extent", np.asarray(shape[axis], compute)),
+                                      self._emit("eq", [y, top])])
+        first = self._emit("reduce", [picked], {"axes": [axis], "keepdims": bool(keepdim),
+                                                "kind": "min"})
+        return self._cast(first, "int64")
+
+    def _op_argmax(self, x, dim=None, keepdim=False):
+        """The first index of the maximum: reductions, an ``eq`` and a ``where`` (no new
+        graph operator)."""
+        return self._first_extreme("max", x, dim, keepdim)
+
+    def _op_argmin(self, x, dim=None, keepdim=False):
+        """The first index of the minimum, as ``argmax``."""
+        return self._first_extreme("min", x, dim, keepdim)
+
     def _op_var(self, x, dims=None, unbiased=True, keepdim=False, *, correction=None):
         """``var.dim`` (``unbiased``) and ``var.correction`` (``correction``, keyword)."""
         axes = self._axes(x, dims)

@@ -94,8 +94,11 @@ def _attention(conv, q: str, k: str, v: str, mask, causal: bool, scale, constant
         attrs = {"scale": None if scale is None else float(scale), "causal": causal}
         if mask is None:
             return conv._emit("sdpa", [q, k, v], attrs)
+        kind = "bool" if mask in conv.booleans else "additive"
+        if conv._dtype(mask) == "float64":  # a mask built from int64 ids: the kernel's float32
+            mask = conv._cast(mask, "float32")
         return conv._emit("sdpa", [q, k, v, _full_rank(conv, mask, len(conv._shape(q)))],
-                          {**attrs, "mask_kind": "bool" if mask in conv.booleans else "additive"})
+                          {**attrs, "mask_kind": kind})
     k, v = _repeat_heads(conv, k, heads), _repeat_heads(conv, v, heads)
     scale = 1.0 / math.sqrt(conv._shape(q)[-1]) if scale is None else float(scale)
     n = len(conv._shape(k))
