@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import os
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -62,43 +61,28 @@ def _model(name):
     raise KeyError(name)
 
 
-def _reference(model, inputs) -> np.ndarray:
-    with torch.no_grad():
-        out = model(*inputs)
-    return (out if isinstance(out, torch.Tensor) else out[0]).numpy()
-
-
-def _first(out):
-    return out[0] if isinstance(out, list) else out
-
-
-def _assert_close(got, expected):
-    error = np.abs(got - expected).max() / np.abs(expected).max()
-    assert error <= 1e-4, f"max relative error {error:.2e}"
-
-
 @pytest.mark.parametrize("name", VISION + TEXT + ("vit_timm", "conv1d", "lstm"))
 def test_zoo_model_matches_torch(name):
     model, inputs = _model(name)
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     arrays = [x.numpy() for x in inputs]
     graph = from_torch(model, inputs)
-    _assert_close(_first(run(graph, *arrays)), expected)
+    zoo_models.assert_close(zoo_models.first(run(graph, *arrays)), expected)
     if ALL_CPU or name == "conv1d":
         compiled = wb.compile(graph, target="cpu")
     else:
         compiled = wb.compile(graph, target="numpy",
                               schedules="default" if name in SCHEDULED else "none")
-    _assert_close(_first(compiled(*arrays)), expected)
+    zoo_models.assert_close(zoo_models.first(compiled(*arrays)), expected)
 
 
 def test_exported_program_and_its_module_compile():
     model, inputs = _model("conv1d")
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     exported = torch.export.export(model, inputs)
     for source in (exported, exported.module()):
         compiled = wb.compile(source, inputs, target="numpy")
-        _assert_close(compiled(*inputs), expected)
+        zoo_models.assert_close(compiled(*inputs), expected)
 
 
 def test_a_plain_rnn_is_refused_with_the_reason():
@@ -117,7 +101,7 @@ ONNX_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "vit", "conv1d", "
 def test_zoo_model_through_onnx(name):
     pytest.importorskip("onnx")
     model, inputs = _model(name)
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     import onnx
 
     if name in TEXT:
@@ -128,4 +112,4 @@ def test_zoo_model_through_onnx(name):
         torch.onnx.export(model, inputs, buffer, dynamo=False)
         proto = onnx.load_from_string(buffer.getvalue())
     compiled = wb.compile(proto, target="numpy", schedules="none")
-    _assert_close(_first(compiled(*[x.numpy() for x in inputs])), expected)
+    zoo_models.assert_close(zoo_models.first(compiled(*[x.numpy() for x in inputs])), expected)

@@ -21,6 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import zoo2_decoders  # noqa: E402
+import zoo_models  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench.graph import from_torch, run  # noqa: E402
@@ -51,35 +52,19 @@ def _case(name, inputs):
     return Keywords(model), (batch["input_ids"], batch["attention_mask"])
 
 
-def _reference(model, inputs) -> np.ndarray:
-    with torch.no_grad():
-        out = model(*inputs)
-    return (out if isinstance(out, torch.Tensor) else out[0]).numpy()
-
-
-def _first(out):
-    return out[0] if isinstance(out, list) else out
-
-
-def _assert_close(got, expected):
-    assert np.isfinite(expected).all()
-    error = np.abs(got - expected).max() / np.abs(expected).max()
-    assert error <= 1e-4, f"max relative error {error:.2e}"
-
-
 @pytest.mark.parametrize("inputs", ["ids", "batch"])
 @pytest.mark.parametrize("name", zoo2_decoders.DECODERS)
 def test_decoder_matches_torch(name, inputs):
     model, args = _case(name, inputs)
-    expected = _reference(model, args)
+    expected = zoo_models.reference(model, args)
     arrays = [x.numpy() for x in args]
     graph = from_torch(model, args)
-    _assert_close(_first(run(graph, *arrays)), expected)
+    zoo_models.assert_close(zoo_models.first(run(graph, *arrays)), expected)
     if ALL_CPU or (name, inputs) in CPU_BY_DEFAULT:
         compiled = wb.compile(graph, target="cpu")
     else:
         compiled = wb.compile(graph, target="numpy", schedules="none")
-    _assert_close(_first(compiled(*arrays)), expected)
+    zoo_models.assert_close(zoo_models.first(compiled(*arrays)), expected)
 
 
 @pytest.mark.parametrize("name", ["qwen2", "phi"])
@@ -87,10 +72,10 @@ def test_decoder_through_onnx_dynamo(name):
     pytest.importorskip("onnx")
     pytest.importorskip("onnxscript")
     model, args = _case(name, "ids")
-    expected = _reference(model, args)
+    expected = zoo_models.reference(model, args)
     proto = torch.onnx.export(model, args, dynamo=True, verbose=False).model_proto
     compiled = wb.compile(proto, target="numpy", schedules="none")
-    _assert_close(_first(compiled(*[x.numpy() for x in args])), expected)
+    zoo_models.assert_close(zoo_models.first(compiled(*[x.numpy() for x in args])), expected)
 
 
 # ---- the ops these models needed -------------------------------------------------------
@@ -113,7 +98,7 @@ def test_baddbmm_with_alpha_and_beta(target):
     net = Net()
     expected = net(b, x, w).numpy()
     compiled = wb.compile(net, (b, x, w), target=target)
-    _assert_close(compiled(b.numpy(), x.numpy(), w.numpy()), expected)
+    zoo_models.assert_close(compiled(b.numpy(), x.numpy(), w.numpy()), expected)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -137,7 +122,7 @@ def test_sdpa_rows_with_no_key_give_zero(target, causal):
     expected = net(q, k, v, pad).numpy()
     assert (expected[1, :, :4] == 0).all() and np.isfinite(expected).all()
     compiled = wb.compile(net, (q, k, v, pad), target=target)
-    _assert_close(compiled(q.numpy(), k.numpy(), v.numpy(), pad.numpy()), expected)
+    zoo_models.assert_close(compiled(q.numpy(), k.numpy(), v.numpy(), pad.numpy()), expected)
 
 
 @pytest.mark.parametrize("target", ["numpy", "cpu"])
@@ -157,4 +142,4 @@ def test_positions_from_the_mask_cumsum(target):
     net = Net()
     expected = net(mask).numpy()
     compiled = wb.compile(net, (mask,), target=target)
-    _assert_close(compiled(mask.numpy()), expected)
+    zoo_models.assert_close(compiled(mask.numpy()), expected)

@@ -33,25 +33,6 @@ ALL_CPU = os.environ.get("WB_ZOO_CPU") == "1"
 MODELS = tuple(zoo2_encoders.text_builders()) + tuple(zoo2_encoders.vision_builders())
 
 
-def _reference(model, inputs) -> np.ndarray:
-    with torch.no_grad():
-        out = model(*inputs)
-    return (out if isinstance(out, torch.Tensor) else out[0]).numpy()
-
-
-def _first(out):
-    """The first output (``last_hidden_state`` or ``logits``) of a list, a tuple or the dict
-    ``wb.compile`` gives for a ``transformers`` ``ModelOutput``."""
-    if isinstance(out, dict):
-        return next(iter(out.values()))
-    return out[0] if isinstance(out, list | tuple) else out
-
-
-def _assert_close(got, expected):
-    error = np.abs(got - expected).max() / np.abs(expected).max()
-    assert error <= 1e-4, f"max relative error {error:.2e}"
-
-
 def _cases(name: str) -> tuple[str, ...]:
     """The input cases of ``name``: the richest one by default, all with ``WB_ZOO_CPU``."""
     richest = "types" if name in zoo2_encoders.TOKEN_TYPES else "mask"
@@ -65,12 +46,12 @@ def test_encoder_matches_torch(name):
     model = zoo2_encoders.build(name)
     for case in _cases(name):
         inputs = zoo2_encoders.inputs(name, case)
-        expected = _reference(model, inputs)
+        expected = zoo_models.reference(model, inputs)
         if ALL_CPU or name == "clip_text":
             compiled = wb.compile(model, inputs, target="cpu")
         else:
             compiled = wb.compile(model, inputs, target="numpy", schedules="none")
-        _assert_close(_first(compiled(*[x.numpy() for x in inputs])), expected)
+        zoo_models.assert_close(zoo_models.first(compiled(*[x.numpy() for x in inputs])), expected)
 
 
 def test_padded_rows_change_only_their_own_outputs():
@@ -79,8 +60,8 @@ def test_padded_rows_change_only_their_own_outputs():
     model = zoo2_encoders.build("roberta")
     ids, mask = zoo2_encoders.inputs("roberta", "mask")
     compiled = wb.compile(model, (ids, mask), target="numpy", schedules="none")
-    padded = _first(compiled(ids.numpy(), mask.numpy()))
-    full = _first(compiled(ids.numpy(), np.ones_like(mask.numpy())))
+    padded = zoo_models.first(compiled(ids.numpy(), mask.numpy()))
+    full = zoo_models.first(compiled(ids.numpy(), np.ones_like(mask.numpy())))
     np.testing.assert_array_equal(padded[0], full[0])
     assert np.abs(padded[1, :3] - full[1, :3]).max() > 1e-3
 
@@ -96,7 +77,7 @@ def test_argmax_and_argmin_give_the_first_index_on_the_cpu():
     i = torch.randint(0, 3, (3, 13), generator=gen).to(torch.int32)  # ties
     model = _ArgExtremes()
     compiled = wb.compile(model, (x, i), target="cpu")
-    got = _first(compiled(x.numpy(), i.numpy()))
+    got = zoo_models.first(compiled(x.numpy(), i.numpy()))
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, model(x, i).numpy())
 
@@ -107,7 +88,7 @@ def test_encoder_through_onnx(name):
     pytest.importorskip("onnxscript")
     model = zoo2_encoders.build(name)
     inputs = zoo2_encoders.inputs(name, "ids")
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     proto = torch.onnx.export(model, inputs, dynamo=True, verbose=False).model_proto
     compiled = wb.compile(proto, target="numpy", schedules="none")
-    _assert_close(_first(compiled(*[x.numpy() for x in inputs])), expected)
+    zoo_models.assert_close(zoo_models.first(compiled(*[x.numpy() for x in inputs])), expected)

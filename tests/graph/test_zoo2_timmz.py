@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import os
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -42,35 +41,21 @@ def _model(name):
     return zoo2_timmz.build(name)
 
 
-def _reference(model, inputs) -> np.ndarray:
-    with torch.no_grad():
-        return model(*inputs).numpy()
-
-
-def _first(out):
-    return out[0] if isinstance(out, list) else out
-
-
-def _assert_close(got, expected):
-    error = np.abs(got - expected).max() / np.abs(expected).max()
-    assert error <= 1e-4, f"max relative error {error:.2e}"
-
-
 @pytest.mark.parametrize("name", sorted(zoo2_timmz.BUILDERS))
 def test_timm_model_matches_torch(name):
     cpu = ALL_CPU or name in CPU_DEFAULT
     if not (cpu or name in DEFAULT):
         pytest.skip("WB_ZOO_CPU=1 runs it (the default run checks one model per family)")
     model, inputs = _model(name)
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     arrays = [x.numpy() for x in inputs]
     graph = from_torch(model, inputs)
-    _assert_close(_first(run(graph, *arrays)), expected)
+    zoo_models.assert_close(zoo_models.first(run(graph, *arrays)), expected)
     if cpu:
         compiled = wb.compile(graph, target="cpu")
     else:
         compiled = wb.compile(graph, target="numpy", schedules="none")
-    _assert_close(_first(compiled(*arrays)), expected)
+    zoo_models.assert_close(zoo_models.first(compiled(*arrays)), expected)
 
 
 @pytest.mark.parametrize("name", ONNX)
@@ -79,9 +64,9 @@ def test_timm_model_through_onnx(name):
         pytest.skip("WB_ZOO_CPU=1 runs it (24 s; tests/graph/test_timm_ops.py checks its pools)")
     onnx = pytest.importorskip("onnx")
     model, inputs = _model(name)
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     buffer = io.BytesIO()
     torch.onnx.export(model, inputs, buffer, dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
     compiled = wb.compile(proto, target="numpy", schedules="none")
-    _assert_close(_first(compiled(*[x.numpy() for x in inputs])), expected)
+    zoo_models.assert_close(zoo_models.first(compiled(*[x.numpy() for x in inputs])), expected)

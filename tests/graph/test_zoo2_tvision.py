@@ -22,6 +22,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import zoo2_tvision  # noqa: E402
+import zoo_models  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench.graph import UnsupportedOperatorError, from_torch, run  # noqa: E402
@@ -37,16 +38,6 @@ def _model(name):
     return built
 
 
-def _reference(model, inputs) -> np.ndarray:
-    with torch.no_grad():
-        return model(*inputs).numpy()
-
-
-def _assert_close(got, expected):
-    error = np.abs(got - expected).max() / np.abs(expected).max()
-    assert error <= 1e-4, f"max relative error {error:.2e}"
-
-
 DEFAULT = ("convnext_small", "swin_small", "maxvit_small", "resnext_small")
 ONNX_DEFAULT = ("squeezenet1_1", "swin_small")
 """The models of ``make test`` (a few seconds each; squeezenet1_1's ceil-mode pooling through
@@ -59,15 +50,15 @@ def test_model_matches_torch(name):
     if not ALL_CPU and name not in DEFAULT:
         pytest.skip("WB_ZOO_CPU=1 runs it")
     model, inputs = _model(name)
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     arrays = [x.numpy() for x in inputs]
     graph = from_torch(model, inputs)
-    _assert_close(run(graph, *arrays)[0], expected)
+    zoo_models.assert_close(run(graph, *arrays)[0], expected)
     if ALL_CPU:
         compiled = wb.compile(graph, target="cpu")
     else:
         compiled = wb.compile(graph, target="numpy", schedules="none")
-    _assert_close(compiled(*arrays), expected)
+    zoo_models.assert_close(compiled(*arrays), expected)
 
 
 def _onnx(model, inputs):
@@ -83,9 +74,9 @@ def test_model_through_onnx(name):
     if not ALL_CPU and name not in ONNX_DEFAULT:
         pytest.skip("WB_ZOO_CPU=1 runs it")
     model, inputs = _model(name)
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     compiled = wb.compile(_onnx(model, inputs), target="numpy", schedules="none")
-    _assert_close(compiled(*[x.numpy() for x in inputs]), expected)
+    zoo_models.assert_close(compiled(*[x.numpy() for x in inputs]), expected)
 
 
 class _NewOps(torch.nn.Module):
@@ -120,7 +111,7 @@ def test_new_ops_match_torch(route):
     gen = torch.Generator().manual_seed(3)
     inputs = tuple(torch.randn(*s, generator=gen) for s in _NEW_OPS_INPUTS)
     model = _NewOps(adaptive=route == "cpu").eval()
-    expected = _reference(model, inputs)
+    expected = zoo_models.reference(model, inputs)
     if route == "cpu":
         compiled = wb.compile(model, inputs, target="cpu")
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -167,3 +168,26 @@ def text_models() -> dict:
     for net in nets.values():
         net.config.use_cache = False
     return {name: (net.eval(), (ids,)) for name, net in nets.items()}
+
+
+def reference(model, inputs) -> np.ndarray:
+    """The model's first output under ``torch.no_grad``, as numpy (the zoo tests' expected
+    value)."""
+    with torch.no_grad():
+        out = model(*inputs)
+    return (out if isinstance(out, torch.Tensor) else out[0]).numpy()
+
+
+def first(out):
+    """The first output (``last_hidden_state`` or ``logits``) of a list, a tuple or the dict
+    ``wb.compile`` gives for a ``transformers`` ``ModelOutput``."""
+    if isinstance(out, dict):
+        return next(iter(out.values()))
+    return out[0] if isinstance(out, list | tuple) else out
+
+
+def assert_close(got, expected):
+    """Max relative error <= 1e-4 against a finite expected value."""
+    assert np.isfinite(expected).all()
+    error = np.abs(got - expected).max() / np.abs(expected).max()
+    assert error <= 1e-4, f"max relative error {error:.2e}"
