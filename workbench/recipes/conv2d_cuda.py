@@ -333,7 +333,8 @@ def conv_window(func: PrimFunc, block: str = "conv2d_nchw") -> tuple[int, int, i
 def _shared_floats(t: ConvTiling, R: int, S: int, window: tuple[int, int, int, int]) -> int:
     """Floats of ``register_tiled``'s shared tiles (one buffer each): the padded input
     window of ``c_tile`` channels and the weights of 64 channels x ``c_tile x R x S``
-    (the allocation of the input window rounds up to the cooperative copy: counted too)."""
+    (the allocation of the input window rounds up to the cooperative copy, the weights'
+    rows are padded by 4: counted too)."""
     sh, dh, sw, dw = window
     rows = (t.y_threads - 1) * sh + (R - 1) * dh + 1
     cols = (t.x_threads * t.per_x - 1) * sw + (S - 1) * dw + 1
@@ -341,7 +342,7 @@ def _shared_floats(t: ConvTiling, R: int, S: int, window: tuple[int, int, int, i
     threads = t.threads
     copies = -(-t.c_tile * plane // threads) * threads
     pad = (-(-copies // plane)) * plane
-    return pad + t.k_threads * t.per_k * t.c_tile * R * S
+    return pad + (t.k_threads * t.per_k + 4) * t.c_tile * R * S
 
 
 @register("conv2d_nchw", "register_tiled", "cuda")
@@ -428,6 +429,10 @@ def _register_tiled(func: PrimFunc, head: list[str], block: str, t: ConvTiling,
     sch.compute_at(weights, c0)
     _cooperative(sch, weights, 5, threads)
     sch.transform_layout(weights, ("write", 0), lambda a, b, c, d: (b, c, d, a))
+    # rows of channels padded by 4 floats: the copy's consecutive threads write consecutive
+    # (c, ry, rx), a row apart (8 banks, 4-way, instead of one bank, 32-way); 16-byte
+    # aligned still for the vector loads
+    sch.storage_align(weights, 0, axis=2, factor=32, offset=4)
     stages.append(weights)
     # the thread's input row of the (c_1, ry) step, then its weights of the tap, in registers
     row = sch.cache_read(conv, 1, "local")
