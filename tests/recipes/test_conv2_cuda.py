@@ -35,7 +35,7 @@ def _run(func, sch, rng):
 
 @pytest.mark.parametrize(("N", "C", "H", "W", "K", "R", "stride", "padding", "options"), [
     (1, 5, 13, 11, 7, 3, 2, 1, {}),                      # odd everything, stride 2
-    (1, 6, 9, 9, 8, 1, 2, 0, {}),                        # 1x1 stride 2 (downsample)
+    (1, 6, 9, 9, 8, 1, 2, 0, {"double_buffer": False}),  # 1x1 stride 2, single buffers
     (1, 3, 11, 11, 8, 7, 2, 3, {}),                      # the stem's 7x7 stride 2
     (2, 8, 6, 6, 8, 3, 1, 1, {"double_buffer": True, "unroll_ry": True}),
     (1, 4, 5, 7, 12, 3, 1, 1, {"tiling": ConvTiling(2, 4, 2, 2, 2, 2)}),  # guarded edges
@@ -98,6 +98,13 @@ def test_register_tiling_keeps_the_grid_busy_on_small_images():
     assert (big.per_k, big.per_x) == (8, 8)
     small = register_tiling(512, 512, 7, 7, N=16)  # 7x7 at batch 16: fewer channels a thread
     assert small.per_k < big.per_k
+
+
+def test_small_tiles_are_double_buffered_by_default_large_ones_not():
+    script = register_tiled(ops.conv2d_nchw(16, 512, 7, 7, 512, 3, 3)).mod.script()
+    assert script.count('"double_buffer_scope": 0') == 2  # the window and the weights
+    assert "double_buffer_scope" not in register_tiled(
+        ops.conv2d_nchw(16, 64, 56, 56, 64, 3, 3)).mod.script()  # 8 x 8: 255 registers
 
 
 class _TinyCNN(torch.nn.Module):

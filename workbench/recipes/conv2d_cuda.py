@@ -268,6 +268,15 @@ SHARED_BYTES = 48 * 1024
 """Static shared memory a block may use (both buffers of a double-buffered stage)."""
 
 
+DOUBLE_BUFFER_MAX_TILE = 32
+"""``register_tiled`` double-buffers by default where a thread's tile has at most this many
+outputs. ptxas (sm_90): the 8 x 8 tile at resnet18's 56^2 layer takes 255 registers
+double-buffered (one 224-thread block a multiprocessor) against 129 single-buffered (two
+blocks: one loads while the other computes); the 4 x 7 and 2 x 7 tiles of its 14^2 and
+7^2 layers take 121 and 70 (128 and 56 single), where one or two blocks a multiprocessor
+wait on each step's global loads."""
+
+
 def register_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     """The default tile of ``register_tiled`` for ``K`` output channels, ``C`` input
     channels, a ``P x Q`` output and ``N`` images: each thread ``per_k = 8`` channels
@@ -347,7 +356,7 @@ def _shared_floats(t: ConvTiling, R: int, S: int, window: tuple[int, int, int, i
 
 @register("conv2d_nchw", "register_tiled", "cuda")
 def register_tiled(func: PrimFunc, tiling: ConvTiling | None = None,
-                   double_buffer: bool = False, unroll_ry: bool = False,
+                   double_buffer: bool | None = None, unroll_ry: bool = False,
                    block: str = "conv2d_nchw") -> Schedule:
     """The implicit GEMM of ``tiled`` with a register tile of ``per_k x per_x`` (8 x 8 at
     resnet's large layers) and the inner loads of a GEMM kernel.
@@ -364,12 +373,10 @@ def register_tiled(func: PrimFunc, tiling: ConvTiling | None = None,
       taps read (``(per_x - 1) * stride + (S - 1) * dilation + 1`` values) once into
       registers (``cache_read`` to ``local``): with ``rx`` and ``k_2, x_2`` unrolled, each
       step is ``per_k x per_x`` FMAs on ``per_k / 4`` vector loads of weights;
-    * ``double_buffer`` (off by default): both shared stages double-buffered where there
-      are two ``c_0`` steps and both buffers fit in ``SHARED_BYTES`` (the next step's
-      loads issued before this step's FMAs, one barrier a step). ptxas (sm_90) gives the
-      8 x 8 tile at resnet18's 56^2 layer 255 registers double-buffered (one block a
-      multiprocessor) against 129 single-buffered (two blocks: one loads while the
-      other computes);
+    * ``double_buffer``: both shared stages double-buffered where there are two ``c_0``
+      steps and both buffers fit in ``SHARED_BYTES`` (the next step's loads issued before
+      this step's FMAs, one barrier a step). ``None``: ``DOUBLE_BUFFER_MAX_TILE``
+      decides;
     * ``unroll_ry``: also unroll the ``ry`` loop (``rx`` and the register tile always are);
     * ``c_tile`` halved until the shared tiles (both buffers) fit in ``SHARED_BYTES``;
       at one channel a step that still does not fit, single buffers.
@@ -391,6 +398,8 @@ def register_tiled(func: PrimFunc, tiling: ConvTiling | None = None,
                                   extent["N"])
     R, S = (int(probe.get(lp).extent.value) for lp in (ry, rx))
     window = conv_window(func, block)
+    if double_buffer is None:
+        double_buffer = t.per_k * t.per_x <= DOUBLE_BUFFER_MAX_TILE
     copies = 2 if double_buffer and extent["C"] >= 2 else 1
     while copies * 4 * _shared_floats(t, R, S, window) > SHARED_BYTES and t.c_tile > 1:
         t = ConvTiling(t.k_threads, t.per_k, t.y_threads, t.x_threads, t.per_x,
