@@ -130,6 +130,27 @@ def run_case(args, torch, case, labels, start, results, save):
         save()
 
 
+def table(rows: list[dict]) -> str:
+    """The markdown table of RESULTS.md from the JSON's rows: per case, torch ms and each
+    variant's ms with its x torch (torch ms / ours)."""
+    labels = list(dict.fromkeys(r["variant"] for r in rows))
+    cases = list(dict.fromkeys(r["kernel"] for r in rows))
+    head = ["kernel", "batch", "torch ms"] + labels + ["new / old"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for name in cases:
+        mine = {r["variant"]: r for r in rows if r["kernel"] == name}
+        first = next(iter(mine.values()))
+        cells = [name, str(first["batch"]), f"{first['torch_ms']:.3f}"]
+        for label in labels:
+            r = mine.get(label, {})
+            cells.append(f"{r['ms']:.3f} ({r['vs_torch']:.2f}x)" if "ms" in r else
+                         (r.get("skipped") or r.get("error", "")[:40] or "-"))
+        new, old = mine.get(labels[0], {}), mine.get("old (tiled)", {})
+        cells.append(f"{old['ms'] / new['ms']:.2f}x" if "ms" in new and "ms" in old else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=".")
@@ -141,6 +162,7 @@ def parse_args(argv=None):
     parser.add_argument("--extra", default="l1 3x3 64,l3 3x3 256,l4 3x3 512,l2 3x3 128,"
                         "stem 7x7/2", help="cases that also get the flipped double buffering "
                         "(a second pass)")
+    parser.add_argument("--table", default="", help="print the markdown table of a JSON")
     args = parser.parse_args(argv)
     if args.deadline <= 0:
         parser.error("--deadline must be positive")
@@ -149,6 +171,10 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            print(table(json.load(f)["rows"]))
+        return 0
     start = time.perf_counter()
     import torch
 
