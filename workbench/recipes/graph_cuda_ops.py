@@ -11,9 +11,12 @@ baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
   inlined into the register tile's write-back, so the result is written once;
 - ``ops.softmax`` / ``ops.layernorm`` (no epilogue): one block per row with warp-shuffle
   reductions (``recipes.rows_cuda.block_per_row``), threads per row from the row length;
+- ``ops.batch_matmul`` plus an epilogue (``torch.bmm``, a batched ``@``): the same SGEMM
+  per matrix, the batch on ``blockIdx.z`` (``bmm_tiled``, ``recipes.bmm_cuda``);
 - attention (``scores``, softmax, ``attention``: the ``sdpa`` pattern): a tile of query
-  rows per block, a warp per row, the keys in shared memory (``attention_tiled``, the
-  ``warp_rows`` recipe of ``recipes.attention_cuda``); its fallback, one block per query
+  rows per block, a register tile of rows x keys per lane, the keys in shared memory
+  (``attention_tiled``: the ``warp_tiles`` recipe of ``recipes.attention_cuda``, else
+  ``warp_rows``, a warp per row); its fallback, one block per query
   row (``attention_rows``): the row of scores, its softmax and the weighted sum of values
   all in one kernel, the scores row in shared memory, the max and sum as warp-shuffle
   allreduces;
@@ -212,11 +215,18 @@ def rows(func) -> Schedule | None:
         return None
 
 
+ATTENTION_RECIPES = ("warp_tiles", "warp_rows")
+"""The ``cuda`` attention recipes ``attention_tiled`` tries, in order (``recipes.attention_cuda``):
+the register tile of rows x keys per lane first, the warp per row where it does not fit."""
+
+
 def attention_tiled(func) -> Schedule | None:
-    """Attention (blocks ``scores``, softmax, ``attention``): the ``warp_rows`` recipe
-    (``recipes.attention_cuda``: a tile of query rows per block, a warp per row, the head's
-    keys staged in shared memory once per block, scores and probabilities on chip, the
-    row statistics as warp shuffles). ``attention_rows`` (one block per row) is the
+    """Attention (blocks ``scores``, softmax, ``attention``): the first of
+    ``ATTENTION_RECIPES`` that builds (``recipes.attention_cuda``): ``warp_tiles`` (a tile of
+    query rows per block, a register tile of rows x keys per lane, the keys and queries
+    staged in shared memory slice by slice of the head dimension, scores and probabilities
+    on chip, the row statistics as warp shuffles), else ``warp_rows`` (a warp per query
+    row, the head's keys staged whole). ``attention_rows`` (one block per row) is the
     fallback."""
     names = _names(func)
     if names != ["scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm",
@@ -224,10 +234,12 @@ def attention_tiled(func) -> Schedule | None:
         return None
     from workbench import recipes
 
-    try:
-        return recipes.get("attention", "warp_rows", "cuda")(func)
-    except _FAILS:
-        return None
+    for name in ATTENTION_RECIPES:
+        try:
+            return recipes.get("attention", name, "cuda")(func)
+        except _FAILS:
+            continue
+    return None
 
 
 def attention_rows(func) -> Schedule | None:
@@ -348,7 +360,7 @@ def recipe_schedule(func) -> Schedule | None:
     return None
 
 
-__all__ = ["MIN_BLOCKS", "RULES", "TILINGS", "attention_rows", "attention_tiled", "bmm_tiled",
-           "bmm_tiling",
+__all__ = ["ATTENTION_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS", "attention_rows",
+           "attention_tiled", "bmm_tiled", "bmm_tiling",
            "conv2d_tiled", "elementwise_v4",
            "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
