@@ -20,8 +20,9 @@ baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
   row (``attention_rows``): the row of scores, its softmax and the weighted sum of values
   all in one kernel, the scores row in shared memory, the max and sum as warp-shuffle
   allreduces;
-- ``ops.conv2d_nchw`` plus an epilogue: the implicit-GEMM ``tiled`` recipe
-  (``recipes.conv2d_cuda``), the epilogue inlined into the register tile's write-back;
+- ``ops.conv2d_nchw`` plus an epilogue: the implicit-GEMM ``register_tiled`` recipe
+  (``recipes.conv2d_cuda``; ``tiled`` where it fails), the epilogue inlined into the
+  register tile's write-back;
   ``ops.depthwise_conv2d_nchw``: its ``tiled`` recipe (the channel's window in shared);
 - a purely elementwise kernel whose last extent is a multiple of 4: the ``v4`` recipe
   (``recipes.elementwise_cuda``: 4 consecutive elements per thread, 128-bit accesses).
@@ -295,28 +296,34 @@ def attention_rows(func) -> Schedule | None:
     return sch
 
 
+CONV_RECIPES = {"conv2d_nchw": ("register_tiled", "tiled"), "depthwise_conv2d_nchw": ("tiled",)}
+"""The cuda recipes a convolution kernel tries, in order (the first that schedules it)."""
+
+
 def conv2d_tiled(func) -> Schedule | None:
     """``ops.conv2d_nchw`` (blocks ``pad_temp``, ``conv2d_nchw``) plus an epilogue (bias,
-    folded batch norm, a residual ``+ x``, relu): the implicit-GEMM ``tiled`` recipe
-    (``recipes.conv2d_cuda``: a block per 64 channels x a pixel tile, the padded input
-    window and the weights of each step of input channels in shared memory, a register
-    tile per thread), its tile from ``conv_tiling``, the epilogue inlined into the register
-    tile's write-back (``conv_local``). ``ops.depthwise_conv2d_nchw`` likewise gets its
-    ``tiled`` recipe (a block per image, channel and pixel tile, the channel's padded
-    window in shared memory)."""
+    folded batch norm, a residual ``+ x``, relu): the implicit-GEMM ``register_tiled``
+    recipe (``recipes.conv2d_cuda``: a block per 64 channels x a pixel tile, the padded
+    input window and the transposed weights of each step of input channels in shared
+    memory, an 8 x 8 register tile per thread at resnet's large layers fed from registers:
+    the thread's input row and its weights of the tap), ``tiled`` (4 x 4-7 per thread)
+    where it fails; the epilogue inlined into the register tile's write-back
+    (``conv_local``). ``ops.depthwise_conv2d_nchw`` gets its ``tiled`` recipe (a block
+    per image, channel and pixel tile, the channel's padded window in shared memory)."""
     names = _names(func)
-    op = next((o for o in ("conv2d_nchw", "depthwise_conv2d_nchw") if o in names), None)
+    op = next((o for o in CONV_RECIPES if o in names), None)
     if op is None or names[:2] != ["pad_temp", op] or names[2:] not in ([], ["out"]):
         return None
     from workbench import recipes
 
-    try:
-        sch = recipes.get(op, "tiled", "cuda")(func)
-    except _FAILS:
-        return None
-    if not _inline_epilogue(sch, "conv_local"):
-        return None
-    return sch
+    for name in CONV_RECIPES[op]:
+        try:
+            sch = recipes.get(op, name, "cuda")(func)
+        except _FAILS:
+            continue
+        if _inline_epilogue(sch, "conv_local"):
+            return sch
+    return None
 
 
 GRID_Y = 65535
@@ -360,7 +367,7 @@ def recipe_schedule(func) -> Schedule | None:
     return None
 
 
-__all__ = ["ATTENTION_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS", "attention_rows",
-           "attention_tiled", "bmm_tiled", "bmm_tiling",
+__all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS",
+           "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
            "conv2d_tiled", "elementwise_v4",
            "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
