@@ -9,8 +9,9 @@ torch (cuDNN), fp32, TF32 off; one JSON, rewritten after every row.
 Per row: device ms (CUDA events, median of 20 after 3 warm-ups, the host's launch hidden
 behind a sleep: ``bench_cudamem.cuda_time``), GFLOP/s, the rel. L2 error against torch
 (checked before timing), torch ms and x torch (torch ms / ours). Rows run in the order of
-``CASES`` (the model's heaviest first), variants in the order of ``VARIANTS``; a row that
-would start after ``--deadline`` seconds is recorded as skipped. ``--dry-run``: the same
+``CASES`` (the model's heaviest first), per case new, old, then the flipped double
+buffering (``--extra``) and the batch folded (``--fold``); a row that would start after
+``--deadline`` seconds is recorded as skipped. ``--dry-run``: the same
 rows at tiny sizes under Numba's CUDA simulator (torch on the CPU, one call timed by the
 host's clock): the kernels built and checked, no timing meaning.
 """
@@ -181,8 +182,7 @@ def parse_args(argv=None):
                         help="tiny sizes under the simulator (NUMBA_ENABLE_CUDASIM=1)")
     parser.add_argument("--kernels", default="", help="comma-separated case names")
     parser.add_argument("--extra", default="l1 3x3 64,l3 3x3 256,l4 3x3 512,l2 3x3 128,"
-                        "stem 7x7/2", help="cases that also get the flipped double buffering "
-                        "(a second pass)")
+                        "stem 7x7/2", help="cases that also get the flipped double buffering")
     parser.add_argument("--fold", default="l4 3x3 512,l3 3x3 256,l1 3x3 64",
                         help="cases that also get the batch folded into the block")
     parser.add_argument("--table", default="", help="print the markdown table of a JSON")
@@ -214,15 +214,13 @@ def main(argv=None) -> int:
             json.dump({"argv": sys.argv if argv is None else argv, "device": device,
                        "torch": torch.__version__, "rows": results}, f, indent=1)
 
-    for case in cases:  # first pass: new and old defaults
-        run_case(args, torch, case, ["new (register_tiled)", "old (tiled)"], start, results,
-                 save)
-    for case in cases:  # second pass: the other variants where asked
+    for case in cases:  # per case: new, old, then the variants asked for that case
+        labels = ["new (register_tiled)", "old (tiled)"]
         if case[0] in args.extra.split(","):
-            run_case(args, torch, case, ["new, double buffering flipped"], start, results,
-                     save)
+            labels.append("new, double buffering flipped")
         if case[0] in args.fold.split(","):
-            run_case(args, torch, case, ["new, batch folded"], start, results, save)
+            labels.append("new, batch folded")
+        run_case(args, torch, case, labels, start, results, save)
     save()
     for row in results:
         if "ms" in row:
