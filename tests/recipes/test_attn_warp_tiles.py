@@ -77,3 +77,10 @@ def test_tile_choice_and_refusals():
         warp_tiles(ops.attention(1, 1, 64, 8, kv_seq=512), warps=8, rows=4)
     with pytest.raises(ValueError, match="five blocks"):
         warp_tiles(ops.softmax(4, 4))
+
+
+def test_half_warps_read_four_values_at_a_time(rng):
+    func = ops.attention(1, 1, 8, 4, kv_seq=8, value_dim=64, causal=True)
+    sch = warp_tiles(func, half_warps=True)
+    assert "load4(V, " in build(sch, target="cuda").source
+    _run(rng, func, sch, is_causal=True)
