@@ -306,7 +306,8 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
       through L1) for ``rows * m`` FMAs. ``half_warps``: lanes 0-15 take the first half of
       the warp's rows, 16-31 the second, each 4 consecutive values (one ``ld.global.v4``
       where the value dimension is a multiple of 64): per key half the loads for the same
-      FMAs (PTX at S=128: 45 instructions for 32 FMAs, 52 without).
+      FMAs (PTX at S=128: 45 instructions for 32 FMAs, 52 without); ignored at an odd
+      ``rows``.
 
     Masks (causal, boolean, additive) are the softmax blocks' own; index-mapped Q, K, V
     (``passes.fold_views``) are read through their maps. ``ValueError`` where the blocks
@@ -391,6 +392,7 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
     att = sch.get_block("attention")
     ii, e, k = sch.get_loops(att)[-3:]
     k0, k1 = sch.split(k, factors=[None, k_unroll])
+    half_warps = half_warps and rows % 2 == 0  # (one row a warp: the whole warp's values)
     if half_warps:  # lanes 0-15 the first half of the rows, 16-31 the second: 4 values each
         ih, ii = sch.split(ii, factors=[2, None])
         el, ee = sch.split(e, factors=[lanes // 2, None])
