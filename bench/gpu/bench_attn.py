@@ -67,7 +67,7 @@ def _variants():
         "warp_rows (before)": _fused(warp_rows),
         "warp_rows tile": _fused(lambda f: warp_rows(f, tile=True)),
         "warp_tiles (default)": _fused(warp_tiles),
-        "warp_tiles half-warp P.V": _fused(lambda f: warp_tiles(f, half_warps=True)),
+        "warp_tiles whole-warp P.V": _fused(lambda f: warp_tiles(f, half_warps=False)),
         "warp_tiles rows 2": _fused(lambda f: warp_tiles(f, rows=2)),
         "warp_tiles warps 4": _fused(lambda f: warp_tiles(f, warps=4)),
         "warp_tiles d_tile 16": _fused(lambda f: warp_tiles(f, d_tile=16, warps=4)),
@@ -78,13 +78,13 @@ def _variants():
 
 VARIANTS = tuple(
     ["warp_rows (before)", "warp_rows tile", "warp_tiles (default)",
-     "warp_tiles half-warp P.V", "warp_tiles rows 2",
+     "warp_tiles whole-warp P.V", "warp_tiles rows 2",
      "warp_tiles warps 4", "warp_tiles d_tile 16", "warp_tiles queries unstaged",
      "decomposed bmm+softmax+bmm"])
 """The variants, in the order they run."""
 
 
-FIRST = ("warp_tiles (default)", "warp_rows (before)", "warp_tiles half-warp P.V",
+FIRST = ("warp_tiles (default)", "warp_rows (before)", "warp_tiles whole-warp P.V",
          "decomposed bmm+softmax+bmm")
 """Variants run on every shape before the others (a deadline cuts the tilings first)."""
 

@@ -284,7 +284,7 @@ def default_tiles(queries: int, keys: int, dim: int, value_dim: int,
 def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None,
                d_tile: int | None = None, lanes: int = LANES,
                stage_queries: bool | None = None, k_unroll: int = 4,
-               half_warps: bool = False) -> Schedule:
+               half_warps: bool = True) -> Schedule:
     """A register tile of ``rows`` query rows x consecutive keys per lane; ``warps`` warps
     per block (``warps * rows`` query rows of one ``(b, h)``), defaults from
     ``default_tiles``.
@@ -303,11 +303,11 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
     - ``P V``: lane ``t`` accumulates the ``rows x m`` outputs of its rows and values
       ``t * m .. t * m + m - 1`` over the keys: per key ``rows`` probabilities (broadcast)
       and ``m`` values (global, coalesced across the lanes, shared by the block's warps
-      through L1) for ``rows * m`` FMAs. ``half_warps``: lanes 0-15 take the first half of
-      the warp's rows, 16-31 the second, each 4 consecutive values (one ``ld.global.v4``
-      where the value dimension is a multiple of 64): per key half the loads for the same
-      FMAs (PTX at S=128: 45 instructions for 32 FMAs, 52 without); ignored at an odd
-      ``rows``.
+      through L1) for ``rows * m`` FMAs. ``half_warps`` (default; ignored at an odd
+      ``rows``): lanes 0-15 take the first half of the warp's rows, 16-31 the second, each
+      4 consecutive values (one ``ld.global.v4`` where the value dimension is a multiple of
+      64): per key half the loads for the same FMAs (PTX at S=128: 45 instructions and 6
+      loads for 32 FMAs, 52 and 12 without). Chosen by that count, not yet timed on a GPU.
 
     Masks (causal, boolean, additive) are the softmax blocks' own; index-mapped Q, K, V
     (``passes.fold_views``) are read through their maps. ``ValueError`` where the blocks
