@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.graph.ir import Graph, Node
+from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.lower_ops import lower_members
 from workbench.graph.passes.memory_plan import VIEW_OPS
 from workbench.ir.function import PrimFunc
@@ -54,6 +54,14 @@ def _members(graph: Graph, node: Node) -> tuple[list[Node], dict, dict]:
     return [node], inputs, scalars
 
 
+def _one_element(ty: TensorType) -> TensorType:
+    """A 0-d value's type as the kernel sees it: one element of shape ``(1,)`` (tensor IR
+    buffers have at least one axis). The graph keeps the true shape ``()`` (a full
+    reduction's, as in PyTorch): the kernel's parameter shape ``(1,)`` is a view of it
+    (``LoweredKernel.shapes``), bound by a reshape that never copies."""
+    return TensorType((1,), ty.dtype) if ty.shape == () else ty
+
+
 def kernel_name(pattern: str) -> str:
     """The function name of a kernel computing ``pattern``: ``k_`` and the pattern's ops
     (``conv2d+add+relu`` -> ``k_conv2d_add_relu``). Named by what it computes, not by its
@@ -77,8 +85,11 @@ def lower_node(graph: Graph, node: Node) -> LoweredKernel:
 
         return lower_viewed(graph, node, lower_node)
     members, types, scalars = _members(graph, node)
+    members = [m.replace(type=_one_element(m.type)) for m in members]
+    types = {name: _one_element(ty) for name, ty in types.items()}
     pattern = node.attrs.get("pattern", node.op)
-    lowered = lower_members("k_" + node.name, members, types, scalars, node.type)
+    lowered = lower_members("k_" + node.name, members, types, scalars,
+                            _one_element(node.type))
     func = lowered.func.replace(name=kernel_name(pattern))
     return LoweredKernel(node.name, pattern, lowered.inputs, func, func.script(),
                          lowered.shapes)

@@ -436,6 +436,12 @@ def apply_views(arrays: list[np.ndarray], views) -> list[np.ndarray]:
     return arrays
 
 
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    """``array`` C-contiguous, a 0-d array staying 0-d (``np.ascontiguousarray`` would make
+    it 1-d: a full reduction's type is ``()`` as in PyTorch, not ``(1,)``)."""
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
 def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
     """``op`` applied to ``arrays`` (float64 math, result in the first input's dtype);
     ``VIEW_ATTRS`` are applied around it."""
@@ -443,13 +449,13 @@ def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
         rest = {k: v for k, v in attrs.items() if k not in VIEW_ATTRS}
         result = evaluate(op, apply_views(arrays, attrs.get("views")), rest)
         perm = attrs.get("out_perm")
-        return result if perm is None else np.ascontiguousarray(np.transpose(result, perm))
+        return result if perm is None else _contiguous(np.transpose(result, perm))
     function = OPS[op][0]
     dtype = arrays[0].dtype if arrays else np.float32
     if op == "cast":
         dtype = np.dtype(attrs.get("dtype", "float32"))
     result = function(*_f64(*arrays), **attrs)
-    return np.ascontiguousarray(np.asarray(result).astype(dtype))
+    return _contiguous(np.asarray(result).astype(dtype))
 
 
 def _conv2d_type(x: TensorType, w: TensorType, b: TensorType | None = None, stride=(1, 1),

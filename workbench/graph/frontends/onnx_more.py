@@ -1,6 +1,7 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
-(``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
+(``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, ReduceSum,
+ReduceMax, ReduceMin (no axes: every axis, a 0-d result without keepdims), Reciprocal,
 comparisons, And, Not; constant Pad (torchvision's Swin), HardSigmoid (MobileNetV3); ReduceL2
 (``F.normalize``: timm's XCiT), InstanceNormalization (``nn.GroupNorm``: timm's PoolFormer).
 
@@ -163,6 +164,23 @@ class MoreOps:
 
     def op_ReduceMean(self):
         return self.emit("mean", [self.ins[0]], self._reduce_attrs())
+
+    def _reduce(self, kind: str) -> str:
+        if self.attrs.get("noop_with_empty_axes", 0) and not self._has_axes():
+            return self.ins[0]
+        return self.emit("reduce", [self.ins[0]], {**self._reduce_attrs(), "kind": kind})
+
+    def _has_axes(self) -> bool:
+        return "axes" in self.attrs or (len(self.ins) > 1 and bool(self.ins[1]))
+
+    def op_ReduceSum(self):
+        return self._reduce("sum")
+
+    def op_ReduceMax(self):
+        return self._reduce("max")
+
+    def op_ReduceMin(self):
+        return self._reduce("min")
 
     def op_ReduceL2(self):
         """``sqrt(sum(x * x))`` (``F.normalize``)."""
