@@ -213,25 +213,6 @@ def _pool_windows(x, kernel, stride, padding, fill):
     return xp[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # N C P Q kh kw
 
 
-def ceil_mode_pads(sizes, kernel, stride, padding) -> tuple[int, ...]:
-    """The padding past the end of each spatial axis that makes a floor-mode pooling give
-    ``ceil_mode``'s output size (PyTorch's and ONNX's rule: one more window per axis when
-    the rows left over are not empty, unless that window would start in the end padding).
-
-    >>> ceil_mode_pads((13, 13), (3, 3), (2, 2), (0, 0))
-    (0, 0)
-    >>> ceil_mode_pads((14, 7), (3, 3), (2, 2), (0, 0))
-    (1, 0)
-    """
-    extra = []
-    for size, k, s, p in zip(sizes, kernel, stride, padding, strict=True):
-        out = -(-(size + 2 * p - k) // s) + 1
-        if (out - 1) * s >= size + p:
-            out -= 1
-        extra.append(max((out - 1) * s + k - size - 2 * p, 0))
-    return tuple(extra)
-
-
 def max_pool2d(x, kernel=(2, 2), stride=(2, 2), padding=(0, 0)):
     return _pool_windows(x, kernel, stride, padding, -np.inf).max(axis=(4, 5))
 
