@@ -324,8 +324,6 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         (``return_dict=False``) are constants of the trace. The compiled model is then
         called as the module is, by position or by name (``workbench.graph.keyword_inputs``).
     """
-    from workbench.graph.compile_jobs import build_kernels
-
     # every argument checked before any work (workbench.graph.compile_checks)
     target = resolve_target(target, "compile")
     check_schedules(schedules)
@@ -359,8 +357,7 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         if lowered.func not in scheduled:
             scheduled[lowered.func] = _schedule_for(lowered, target, schedules, parallel)
     warn_unmatched(schedules, list(scheduled), target.name)
-    built, stats = build_kernels([scheduled[k.func] for k in lowered_all], target, jobs=jobs,
-                                 progress=progress)
+    built, stats = _build_all(lowered_all, scheduled, target, jobs, progress)
     kernels = []
     for lowered, kernel in zip(lowered_all, built, strict=True):
         sch = scheduled[lowered.func]
@@ -373,6 +370,31 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
                              input_names=input_names)
     compiled.build_stats = stats
     return compiled
+
+
+def _build_all(lowered_all: list, scheduled: dict, target, jobs, progress):
+    """``build_kernels`` for every lowered kernel: those testing for NaN (``ieee``) for
+    ``target`` without fast-math where its kernels use it (``cpu``: LLVM's no-NaN flag
+    would fold ``x != x`` to false), the others for ``target``."""
+    from workbench.backends.common.target import Target
+    from workbench.graph.compile_jobs import BuildStats, build_kernels
+
+    strict = [i for i, k in enumerate(lowered_all) if k.ieee]
+    if not strict or not target.options.get("fastmath"):
+        return build_kernels([scheduled[k.func] for k in lowered_all], target, jobs=jobs,
+                             progress=progress)
+    groups = [(strict, Target(target, fastmath=False)),
+              ([i for i, k in enumerate(lowered_all) if not k.ieee], target)]
+    built: list = [None] * len(lowered_all)
+    stats = BuildStats()
+    for indices, group_target in groups:
+        kernels, part = build_kernels([scheduled[lowered_all[i].func] for i in indices],
+                                      group_target, jobs=jobs, progress=progress)
+        for i, kernel in zip(indices, kernels, strict=True):
+            built[i] = kernel
+        for field in ("kernels", "distinct", "cold", "parallel"):
+            setattr(stats, field, getattr(stats, field) + getattr(part, field))
+    return built, stats
 
 
 class CompiledModel:

@@ -33,6 +33,7 @@ class LoweredKernel:
     func: PrimFunc
     source: str
     shapes: tuple[tuple[int, ...], ...] = ()
+    ieee: bool = False  # tests for NaN (``x != x``): built without fast-math's no-NaN flag
 
     def bind(self, arrays) -> list[np.ndarray]:
         """``arrays`` (the inputs, then the output) viewed in the kernel's parameter shapes."""
@@ -92,7 +93,15 @@ def lower_node(graph: Graph, node: Node) -> LoweredKernel:
                             _one_element(node.type))
     func = lowered.func.replace(name=kernel_name(pattern))
     return LoweredKernel(node.name, pattern, lowered.inputs, func, func.script(),
-                         lowered.shapes)
+                         lowered.shapes, tests_nan(members))
+
+
+def tests_nan(members: list[Node]) -> bool:
+    """Whether a kernel of ``members`` compares a value with itself (``x != x``, ``x == x``:
+    a NaN test; argmax's NaN rows, ONNX ``IsNaN``), which fast-math's no-NaN assumption
+    would fold away."""
+    return any(m.op in ("ne", "eq") and len(m.inputs) == 2 and m.inputs[0] == m.inputs[1]
+               for m in members)
 
 
 def lower_graph(graph: Graph, *, fold_layout: bool = False) -> list[LoweredKernel]:
