@@ -7,6 +7,7 @@ toolkit's ``libnvvm``, ``libdevice`` and ``ptxas`` (here ``/usr/local/cuda-13.0`
 ``libnvrtc``.
 
     CUDA_HOME=/usr/local/cuda-13.0 PYTHONPATH=$PWD python bench/gpu/ptxas_registers.py
+    ... python bench/gpu/ptxas_registers.py --conv   # the conv2d default at resnet18's convs
 """
 
 from __future__ import annotations
@@ -78,5 +79,25 @@ def main():
             print(f"{label:34s} {name:22s} {report}", flush=True)
 
 
+RESNET18_CONVS = (  # (C, H, K, R, stride, padding) of every distinct resnet18 conv at 224^2
+    (3, 224, 64, 7, 2, 3), (64, 56, 64, 3, 1, 1), (64, 56, 128, 3, 2, 1), (64, 56, 128, 1, 2, 0),
+    (128, 28, 128, 3, 1, 1), (128, 28, 256, 3, 2, 1), (128, 28, 256, 1, 2, 0),
+    (256, 14, 256, 3, 1, 1), (256, 14, 512, 3, 2, 1), (256, 14, 512, 1, 2, 0),
+    (512, 7, 512, 3, 1, 1))
+
+
+def conv_main(batches=(1, 16)):
+    """Registers and spills of the graph's conv2d default (``register_tiled``) at every
+    distinct resnet18 convolution."""
+    recipe = recipes.get("conv2d_nchw", "register_tiled", "cuda")
+    for batch in batches:
+        for C, H, K, R, stride, padding in RESNET18_CONVS:
+            sch = recipe(ops.conv2d_nchw(batch, C, H, H, K, R, R, stride=stride,
+                                         padding=padding))
+            label = f"conv b{batch} {C}->{K} {R}x{R}/{stride} at {H}"
+            for name, report in ptxas_report(sch, 3):
+                print(f"{label:34s} {name:22s} {report}", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    conv_main() if "--conv" in sys.argv else main()

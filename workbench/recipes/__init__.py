@@ -22,6 +22,7 @@ Example
 from workbench.recipes import (
     attention,
     attention_cuda,
+    bmm_cuda,
     conv2d_1x1_cpu,
     conv2d_cpu,
     conv2d_cuda,
@@ -41,7 +42,7 @@ from workbench.recipes.registry import RECIPES, Recipe, get, list_recipes, regis
 list = list_recipes  # noqa: A001 (the public name is recipes.list(), as the issue asks)
 
 __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "attention",
-           "attention_cuda", "conv2d_1x1_cpu", "conv2d_cpu", "conv2d_depthwise_cpu",
+           "attention_cuda", "bmm_cuda", "conv2d_1x1_cpu", "conv2d_cpu", "conv2d_depthwise_cpu",
            "conv2d_packed_cpu",
            "layernorm", "matmul", "softmax", "conv2d_cuda",
            "elementwise_cuda", "matmul_cuda", "pool_cpu", "rows_cuda", "softmax_lowering"]

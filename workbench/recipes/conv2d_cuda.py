@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from workbench.backends.cuda.numba_cuda_printer import FULL_REGISTER_THREADS
 from workbench.ir import PrimFunc
 from workbench.ir.analysis import find_blocks
+from workbench.ir.arith import evaluate
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
@@ -251,4 +252,211 @@ def depthwise_tiled(func: PrimFunc, tiling: tuple[int, int, int] | None = None,
     for loop in (ry, rx):
         sch.unroll(loop)
         sch.annotate(loop, "pragma_unroll_explicit", 1)
+    return sch
+
+
+# ---------------------------------------------------------------------------------------
+# register_tiled: the implicit GEMM with a larger register tile (helper conv, issue 20)
+# ---------------------------------------------------------------------------------------
+
+REGISTER_MIN_THREADS = 20_000
+"""Threads ``register_tiling`` asks a grid for at least (about 150 per multiprocessor of an
+H200: each thread of 32-64 accumulators has that many independent FMAs in flight, so
+fewer warps hide the latency than ``tiled``'s 16)."""
+
+SHARED_BYTES = 48 * 1024
+"""Static shared memory a block may use (both buffers of a double-buffered stage)."""
+
+
+DOUBLE_BUFFER_MAX_TILE = 32
+"""``register_tiled`` double-buffers by default where a thread's tile has at most this many
+outputs. ptxas (sm_90): the 8 x 8 tile at resnet18's 56^2 layer takes 255 registers
+double-buffered (one 224-thread block a multiprocessor) against 129 single-buffered (two
+blocks: one loads while the other computes); the 4 x 7 and 2 x 7 tiles of its 14^2 and
+7^2 layers take 121 and 70 (128 and 56 single), where one or two blocks a multiprocessor
+wait on each step's global loads."""
+
+
+def register_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
+    """The default tile of ``register_tiled`` for ``K`` output channels, ``C`` input
+    channels, a ``P x Q`` output and ``N`` images: each thread ``per_k = 8`` channels
+    (fewer when K is small) x ``per_x`` pixels of a row (the first of 8, 7, 4, 2 that
+    divides ``Q``), ``k_threads`` of them for 64 channels a block; ``x_threads`` threads
+    along a row (the largest divisor of ``Q / per_x`` up to 16) and ``y_threads`` rows
+    (the first of 8, 7, 4, 2, 1 dividing ``P`` that keeps the block at most
+    ``MAX_BLOCK_THREADS``). While the grid has fewer than ``REGISTER_MIN_THREADS``
+    threads (small images), ``per_k`` is halved: with ``k_threads`` doubled while the
+    block stays within ``MAX_BLOCK_THREADS``, else with half the channels a block.
+    ``c_tile`` (input channels a step) as ``conv_tiling``'s; ``register_tiled`` halves it
+    where the shared tiles would not fit.
+
+    >>> register_tiling(64, 64, 56, 56, N=16)
+    ConvTiling(k_threads=8, per_k=8, y_threads=4, x_threads=7, per_x=8, c_tile=8)
+    >>> register_tiling(64, 3, 112, 112, N=16)
+    ConvTiling(k_threads=8, per_k=8, y_threads=2, x_threads=14, per_x=8, c_tile=3)
+    >>> register_tiling(512, 512, 7, 7, N=16)
+    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8)
+    """
+    per_k = 8 if K >= 64 else 4 if K >= 4 else 1
+    k_threads = 1 << (min(8, -(-K // per_k)) - 1).bit_length()
+    per_x = next((p for p in (8, 7, 4, 2) if Q % p == 0), min(4, Q))
+    row = -(-Q // per_x)
+    x_threads = next(t for t in range(min(16, row), 0, -1) if row % t == 0)
+    if x_threads < 4 and row > 4:  # no divisor: the whole row up to 16 threads, guarded
+        x_threads = min(16, row)
+    most = max(1, MAX_BLOCK_THREADS // (k_threads * x_threads))
+    y_threads = next((o for o in (8, 7, 4, 2, 1) if o <= most and P % o == 0), 1)
+    c_tile = C if C <= 8 else _divisor(C, (8, 4, 2, 1))
+
+    def grid_threads(k_threads: int, per_k: int) -> int:
+        pixels = -(-P // y_threads) * y_threads * -(-Q // (x_threads * per_x)) * x_threads
+        return N * -(-K // (k_threads * per_k)) * k_threads * pixels
+
+    while per_k > 1 and grid_threads(k_threads, per_k) < REGISTER_MIN_THREADS:
+        if 2 * k_threads * y_threads * x_threads <= MAX_BLOCK_THREADS:
+            k_threads *= 2
+        per_k //= 2
+    return ConvTiling(k_threads, per_k, y_threads, x_threads, per_x, c_tile)
+
+
+def conv_window(func: PrimFunc, block: str = "conv2d_nchw") -> tuple[int, int, int, int]:
+    """``(stride_h, dilation_h, stride_w, dilation_w)`` of ``block``, read off its access
+    ``pad_temp[n, c, y * sh + ry * dh, x * sw + rx * dw]``.
+
+    >>> from workbench import ops
+    >>> conv_window(ops.conv2d_nchw(1, 2, 9, 9, 2, 3, 3, stride=2, dilation=(1, 3)))
+    (2, 1, 2, 3)
+    """
+    conv = next(b for b in find_blocks(func) if b.name == block)
+    _, _, vy, vx, _, vry, vrx = (iv.var for iv in conv.iter_vars)
+    region = conv.reads[1].region
+    zero = {v: 0 for v in (vy, vx, vry, vrx)}
+    steps = []
+    for dim, pixel, tap in ((2, vy, vry), (3, vx, vrx)):
+        base = evaluate(region[dim].min, zero)
+        steps += [evaluate(region[dim].min, {**zero, pixel: 1}) - base,
+                  evaluate(region[dim].min, {**zero, tap: 1}) - base]
+    return tuple(int(s) for s in steps)
+
+
+def _shared_floats(t: ConvTiling, R: int, S: int, window: tuple[int, int, int, int]) -> int:
+    """Floats of ``register_tiled``'s shared tiles (one buffer each): the padded input
+    window of ``c_tile`` channels and the weights of 64 channels x ``c_tile x R x S``
+    (the allocation of the input window rounds up to the cooperative copy, the weights'
+    rows are padded by 4: counted too)."""
+    sh, dh, sw, dw = window
+    rows = (t.y_threads - 1) * sh + (R - 1) * dh + 1
+    cols = (t.x_threads * t.per_x - 1) * sw + (S - 1) * dw + 1
+    plane = rows * cols
+    threads = t.threads
+    copies = -(-t.c_tile * plane // threads) * threads
+    pad = (-(-copies // plane)) * plane
+    return pad + (t.k_threads * t.per_k + 4) * t.c_tile * R * S
+
+
+@register("conv2d_nchw", "register_tiled", "cuda")
+def register_tiled(func: PrimFunc, tiling: ConvTiling | None = None,
+                   double_buffer: bool | None = None, unroll_ry: bool = False,
+                   block: str = "conv2d_nchw") -> Schedule:
+    """The implicit GEMM of ``tiled`` with a register tile of ``per_k x per_x`` (8 x 8 at
+    resnet's large layers) and the inner loads of a GEMM kernel.
+
+    Loop nest as ``tiled``: ``(n, k_0) blockIdx.y / (y_0, x_0) blockIdx.x / k_1
+    threadIdx.y / (y_1, x_1) threadIdx.x / c_0`` [input window and weights to shared]
+    ``c_1 / ry`` [the thread's input row into registers] ``rx`` [its ``per_k`` weights
+    into registers] ``k_2 / x_2``. What differs:
+
+    * the weights are stored transposed in shared memory (``weight_shared[c, ry, rx, k]``),
+      so a thread's ``per_k`` channels are consecutive: with ``per_k`` a multiple of 4
+      they come in with ``ld.shared.v4``;
+    * per ``(c_1, ry)`` the thread loads the input row its ``per_x`` pixels and ``S``
+      taps read (``(per_x - 1) * stride + (S - 1) * dilation + 1`` values) once into
+      registers (``cache_read`` to ``local``): with ``rx`` and ``k_2, x_2`` unrolled, each
+      step is ``per_k x per_x`` FMAs on ``per_k / 4`` vector loads of weights;
+    * ``double_buffer``: both shared stages double-buffered where there are two ``c_0``
+      steps and both buffers fit in ``SHARED_BYTES`` (the next step's loads issued before
+      this step's FMAs, one barrier a step). ``None``: ``DOUBLE_BUFFER_MAX_TILE``
+      decides;
+    * ``unroll_ry``: also unroll the ``ry`` loop (``rx`` and the register tile always are);
+    * ``c_tile`` halved until the shared tiles (both buffers) fit in ``SHARED_BYTES``;
+      at one channel a step that still does not fit, single buffers.
+
+    ``tiling`` defaults to ``register_tiling`` of the shape. The epilogue of a graph kernel
+    is inlined into the register tile's write-back (``conv_local``) by the rule.
+
+    Example
+    -------
+    >>> from workbench import ops
+    >>> sch = register_tiled(ops.conv2d_nchw(1, 8, 9, 9, 16, 3, 3))
+    """
+    head = _conv_head(func, block, "register_tiled conv2d", "ops.conv2d_nchw")
+    probe = Schedule(func)
+    n, k, y, x, rc, ry, rx = probe.get_loops(probe.get_block(block))
+    extent = {name: int(probe.get(lp).extent.value) for name, lp in
+              (("N", n), ("K", k), ("C", rc), ("P", y), ("Q", x))}
+    t = tiling or register_tiling(extent["K"], extent["C"], extent["P"], extent["Q"],
+                                  extent["N"])
+    R, S = (int(probe.get(lp).extent.value) for lp in (ry, rx))
+    window = conv_window(func, block)
+    if double_buffer is None:
+        double_buffer = t.per_k * t.per_x <= DOUBLE_BUFFER_MAX_TILE
+    copies = 2 if double_buffer and extent["C"] >= 2 else 1
+    while copies * 4 * _shared_floats(t, R, S, window) > SHARED_BYTES and t.c_tile > 1:
+        t = ConvTiling(t.k_threads, t.per_k, t.y_threads, t.x_threads, t.per_x,
+                       _divisor(t.c_tile, range(t.c_tile // 2, 0, -1)))
+    steps = -(-extent["C"] // t.c_tile)
+    fits = copies * 4 * _shared_floats(t, R, S, window) <= SHARED_BYTES
+    return _register_tiled(func, head, block, t, copies == 2 and fits and steps >= 2,
+                           unroll_ry)
+
+
+def _register_tiled(func: PrimFunc, head: list[str], block: str, t: ConvTiling,
+                    double_buffer: bool, unroll_ry: bool) -> Schedule:
+    sch = Schedule(func)
+    conv = sch.get_block(block)
+    n, k, y, x, rc, ry, rx = sch.get_loops(conv)
+    k0, k1, k2 = sch.split(k, factors=[None, t.k_threads, t.per_k])
+    y0, y1 = sch.split(y, factors=[None, t.y_threads])
+    x0, x1, x2 = sch.split(x, factors=[None, t.x_threads, t.per_x])
+    c0, c1 = sch.split(rc, factors=[None, t.c_tile])
+    sch.reorder(n, k0, y0, x0, k1, y1, x1, c0, c1, ry, rx, k2, x2)
+    sch.bind(sch.fuse(n, k0), "blockIdx.y")
+    sch.bind(sch.fuse(y0, x0), "blockIdx.x")
+    sch.bind(k1, "threadIdx.y")
+    pixel = sch.fuse(y1, x1)
+    sch.bind(pixel, "threadIdx.x")
+    threads = (t.k_threads, t.y_threads * t.x_threads)
+    sch.reverse_compute_at(sch.cache_write(conv, 0, "local"), pixel)
+    stages = []
+    if len(head) == 2:
+        pad = sch.get_block("pad_temp")
+        sch.set_scope(pad, 0, "shared")
+        sch.compute_at(pad, c0)
+        _cooperative(sch, pad, 5, threads)
+        stages.append(pad)
+    weights = sch.cache_read(conv, 2, "shared")  # reads: conv_local, pad_temp, weight
+    sch.compute_at(weights, c0)
+    _cooperative(sch, weights, 5, threads)
+    sch.transform_layout(weights, ("write", 0), lambda a, b, c, d: (b, c, d, a))
+    # rows of channels padded by 4 floats: the copy's consecutive threads write consecutive
+    # (c, ry, rx), a row apart (8 banks, 4-way, instead of one bank, 32-way); 16-byte
+    # aligned still for the vector loads
+    sch.storage_align(weights, 0, axis=2, factor=32, offset=4)
+    stages.append(weights)
+    # the thread's input row of the (c_1, ry) step, then its weights of the tap, in registers
+    row = sch.cache_read(conv, 1, "local")
+    sch.compute_at(row, ry)
+    weight_row = sch.cache_read(conv, 2, "local")
+    sch.compute_at(weight_row, rx)
+    if t.per_k % 4 == 0:
+        *_, inner = sch.get_loops(weight_row)
+        _, lanes = sch.split(inner, factors=[None, 4])
+        sch.vectorize(lanes)
+    sch.decompose_reduction(conv, c0)
+    for loop in ((ry,) if unroll_ry else ()) + (rx, k2, x2):
+        sch.unroll(loop)
+        sch.annotate(loop, "pragma_unroll_explicit", 1)
+    if double_buffer:
+        for stage in stages:
+            sch.annotate(stage, "double_buffer_scope", 0)
     return sch

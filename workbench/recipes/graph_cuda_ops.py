@@ -11,14 +11,18 @@ baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
   inlined into the register tile's write-back, so the result is written once;
 - ``ops.softmax`` / ``ops.layernorm`` (no epilogue): one block per row with warp-shuffle
   reductions (``recipes.rows_cuda.block_per_row``), threads per row from the row length;
+- ``ops.batch_matmul`` plus an epilogue (``torch.bmm``, a batched ``@``): the same SGEMM
+  per matrix, the batch on ``blockIdx.z`` (``bmm_tiled``, ``recipes.bmm_cuda``);
 - attention (``scores``, softmax, ``attention``: the ``sdpa`` pattern): a tile of query
-  rows per block, a warp per row, the keys in shared memory (``attention_tiled``, the
-  ``warp_rows`` recipe of ``recipes.attention_cuda``); its fallback, one block per query
+  rows per block, a register tile of rows x keys per lane, the keys in shared memory
+  (``attention_tiled``: the ``warp_tiles`` recipe of ``recipes.attention_cuda``, else
+  ``warp_rows``, a warp per row); its fallback, one block per query
   row (``attention_rows``): the row of scores, its softmax and the weighted sum of values
   all in one kernel, the scores row in shared memory, the max and sum as warp-shuffle
   allreduces;
-- ``ops.conv2d_nchw`` plus an epilogue: the implicit-GEMM ``tiled`` recipe
-  (``recipes.conv2d_cuda``), the epilogue inlined into the register tile's write-back;
+- ``ops.conv2d_nchw`` plus an epilogue: the implicit-GEMM ``register_tiled`` recipe
+  (``recipes.conv2d_cuda``; ``tiled`` where it fails), the epilogue inlined into the
+  register tile's write-back;
   ``ops.depthwise_conv2d_nchw``: its ``tiled`` recipe (the channel's window in shared);
 - a purely elementwise kernel whose last extent is a multiple of 4: the ``v4`` recipe
   (``recipes.elementwise_cuda``: 4 consecutive elements per thread, 128-bit accesses).
@@ -137,6 +141,49 @@ def matmul_tiled(func) -> Schedule | None:
     return sch
 
 
+def bmm_tiling(batch: int, m: int, n: int, k: int) -> tuple[int | None, int | None, int]:
+    """``(threads, per_thread, k_tile)`` of the batched ``register_blocked`` for ``batch``
+    matmuls of ``m x n x k``: of the ``TILINGS`` of 64 threads or more that divide M and N,
+    the largest whose grid (all the batch's tiles) has at least ``MIN_BLOCKS`` blocks, else
+    the smallest that divides; ``(None, None, k_tile)`` (the recipe's own tile, predicated
+    edges) when none divides. ``k_tile`` 8, or 4 where K is a multiple of 4 but not 8.
+
+    >>> bmm_tiling(64, 128, 128, 64), bmm_tiling(4, 128, 64, 128), bmm_tiling(3, 17, 33, 9)
+    ((16, 4, 8), (8, 4, 8), (None, None, 8))
+    """
+    k_tile = 4 if k % 8 and k % 4 == 0 else 8
+    fits = [(t, p) for t, p in TILINGS if t >= 8 and m % (t * p) == 0 and n % (t * p) == 0]
+    for t, p in fits:
+        if batch * (m // (t * p)) * (n // (t * p)) >= MIN_BLOCKS:
+            return t, p, k_tile
+    return (*fits[-1], k_tile) if fits else (None, None, k_tile)
+
+
+def bmm_tiled(func) -> Schedule | None:
+    """``ops.batch_matmul`` (block ``C``, loops ``b, i, j, k``) plus an epilogue: the batched
+    ``register_blocked`` (``recipes.bmm_cuda``: the SGEMM per matrix, the batch on
+    ``blockIdx.z``), its tile from ``bmm_tiling``, the epilogue inlined into the register
+    tile's write-back (``C_local``). The frontend's masked attention (``Q @ K^T``, then
+    ``P @ V``) and every ``torch.bmm`` / batched ``@`` of a graph take it."""
+    from workbench import recipes
+
+    head = next((b for b in _blocks(func) if b.name == "C"), None)
+    if head is None or len(head.iter_vars) != 4 or len(_blocks(func)) > 2:
+        return None
+    if [iv.kind for iv in head.iter_vars] != [IterKind.SPATIAL] * 3 + [IterKind.REDUCE]:
+        return None
+    batch, m, n, k = _extents(head)
+    threads, per_thread, k_tile = bmm_tiling(batch, m, n, k)
+    try:
+        sch = recipes.get("batch_matmul", "register_blocked", "cuda")(
+            func, threads=threads, per_thread=per_thread, k_tile=k_tile)
+    except _FAILS:
+        return None
+    if not _inline_epilogue(sch, "C_local"):
+        return None
+    return sch
+
+
 def row_threads(n: int) -> int:
     """Threads per row for the row recipes where the recipe does not choose them itself:
     the smallest power of two >= ``n`` between 32 and 512."""
@@ -169,11 +216,18 @@ def rows(func) -> Schedule | None:
         return None
 
 
+ATTENTION_RECIPES = ("warp_tiles", "warp_rows")
+"""The ``cuda`` attention recipes ``attention_tiled`` tries, in order (``recipes.attention_cuda``):
+the register tile of rows x keys per lane first, the warp per row where it does not fit."""
+
+
 def attention_tiled(func) -> Schedule | None:
-    """Attention (blocks ``scores``, softmax, ``attention``): the ``warp_rows`` recipe
-    (``recipes.attention_cuda``: a tile of query rows per block, a warp per row, the head's
-    keys staged in shared memory once per block, scores and probabilities on chip, the
-    row statistics as warp shuffles). ``attention_rows`` (one block per row) is the
+    """Attention (blocks ``scores``, softmax, ``attention``): the first of
+    ``ATTENTION_RECIPES`` that builds (``recipes.attention_cuda``): ``warp_tiles`` (a tile of
+    query rows per block, a register tile of rows x keys per lane, the keys and queries
+    staged in shared memory slice by slice of the head dimension, scores and probabilities
+    on chip, the row statistics as warp shuffles), else ``warp_rows`` (a warp per query
+    row, the head's keys staged whole). ``attention_rows`` (one block per row) is the
     fallback."""
     names = _names(func)
     if names != ["scores", "T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm",
@@ -181,10 +235,12 @@ def attention_tiled(func) -> Schedule | None:
         return None
     from workbench import recipes
 
-    try:
-        return recipes.get("attention", "warp_rows", "cuda")(func)
-    except _FAILS:
-        return None
+    for name in ATTENTION_RECIPES:
+        try:
+            return recipes.get("attention", name, "cuda")(func)
+        except _FAILS:
+            continue
+    return None
 
 
 def attention_rows(func) -> Schedule | None:
@@ -240,28 +296,34 @@ def attention_rows(func) -> Schedule | None:
     return sch
 
 
+CONV_RECIPES = {"conv2d_nchw": ("register_tiled", "tiled"), "depthwise_conv2d_nchw": ("tiled",)}
+"""The cuda recipes a convolution kernel tries, in order (the first that schedules it)."""
+
+
 def conv2d_tiled(func) -> Schedule | None:
     """``ops.conv2d_nchw`` (blocks ``pad_temp``, ``conv2d_nchw``) plus an epilogue (bias,
-    folded batch norm, a residual ``+ x``, relu): the implicit-GEMM ``tiled`` recipe
-    (``recipes.conv2d_cuda``: a block per 64 channels x a pixel tile, the padded input
-    window and the weights of each step of input channels in shared memory, a register
-    tile per thread), its tile from ``conv_tiling``, the epilogue inlined into the register
-    tile's write-back (``conv_local``). ``ops.depthwise_conv2d_nchw`` likewise gets its
-    ``tiled`` recipe (a block per image, channel and pixel tile, the channel's padded
-    window in shared memory)."""
+    folded batch norm, a residual ``+ x``, relu): the implicit-GEMM ``register_tiled``
+    recipe (``recipes.conv2d_cuda``: a block per 64 channels x a pixel tile, the padded
+    input window and the transposed weights of each step of input channels in shared
+    memory, an 8 x 8 register tile per thread at resnet's large layers fed from registers:
+    the thread's input row and its weights of the tap), ``tiled`` (4 x 4-7 per thread)
+    where it fails; the epilogue inlined into the register tile's write-back
+    (``conv_local``). ``ops.depthwise_conv2d_nchw`` gets its ``tiled`` recipe (a block
+    per image, channel and pixel tile, the channel's padded window in shared memory)."""
     names = _names(func)
-    op = next((o for o in ("conv2d_nchw", "depthwise_conv2d_nchw") if o in names), None)
+    op = next((o for o in CONV_RECIPES if o in names), None)
     if op is None or names[:2] != ["pad_temp", op] or names[2:] not in ([], ["out"]):
         return None
     from workbench import recipes
 
-    try:
-        sch = recipes.get(op, "tiled", "cuda")(func)
-    except _FAILS:
-        return None
-    if not _inline_epilogue(sch, "conv_local"):
-        return None
-    return sch
+    for name in CONV_RECIPES[op]:
+        try:
+            sch = recipes.get(op, name, "cuda")(func)
+        except _FAILS:
+            continue
+        if _inline_epilogue(sch, "conv_local"):
+            return sch
+    return None
 
 
 GRID_Y = 65535
@@ -291,7 +353,8 @@ def elementwise_v4(func) -> Schedule | None:
         return None
 
 
-RULES = (matmul_tiled, conv2d_tiled, attention_tiled, attention_rows, rows, elementwise_v4)
+RULES = (matmul_tiled, bmm_tiled, conv2d_tiled, attention_tiled, attention_rows, rows,
+         elementwise_v4)
 """Tried in order; the first that returns a schedule wins."""
 
 
@@ -304,6 +367,7 @@ def recipe_schedule(func) -> Schedule | None:
     return None
 
 
-__all__ = ["MIN_BLOCKS", "RULES", "TILINGS", "attention_rows", "attention_tiled",
+__all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS",
+           "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
            "conv2d_tiled", "elementwise_v4",
            "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
