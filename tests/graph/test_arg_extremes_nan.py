@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
+from workbench.schedule import Schedule  # noqa: E402
 
 
 class ArgExtremes(torch.nn.Module):
@@ -53,3 +54,12 @@ def test_rows_without_nan_keep_the_first_extreme(compiled):
 def test_nan_rows_survive_save_and_load(compiled, tmp_path):
     compiled.save(tmp_path / "m")
     _check(wb.load(tmp_path / "m")(_input().numpy()))
+
+
+def test_a_rescheduled_nan_test_keeps_its_ieee_build():
+    model = ArgExtremes()
+    compiled = wb.compile(model, (_input(),), target="cpu", jobs=1)
+    strict = [k for k in compiled.kernels if k.kernel.options.get("fastmath") is False]
+    compiled.reschedule(strict[0].node, Schedule)  # fn(func) -> Schedule: unscheduled
+    assert compiled._kernel(strict[0].node).kernel.options["fastmath"] is False
+    _check(compiled(_input().numpy()))

@@ -618,7 +618,13 @@ class CompiledModel:
 
         kernel = self._kernel(node)
         sch = self._as_schedule(node, schedule)
-        built = build(sch, target=self.target_info)
+        target = self.target_info
+        if self.target_info.options.get("fastmath") and getattr(
+                kernel.kernel, "options", {}).get("fastmath") is False:
+            from workbench.backends.common.target import Target
+
+            target = Target(target, fastmath=False)  # a NaN-testing kernel (``_build_all``)
+        built = build(sch, target=target)
         if check:
             self._check_kernel(node, built)
         kernel.schedule, kernel.kernel = sch, built
