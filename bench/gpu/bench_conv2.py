@@ -61,11 +61,32 @@ def variants():
         auto = "double_buffer_scope" in register_tiled(func).mod.script()
         return register_tiled(func, double_buffer=not auto)
 
+    def folded(func):
+        return register_tiled(func, tiling=folded_tiling(func))
+
     return {
         "new (register_tiled)": register_tiled,
         "old (tiled)": tiled,
         "new, double buffering flipped": flipped,
+        "new, batch folded": folded,
     }
+
+
+def folded_tiling(func):
+    """``register_tiling``'s tile with images folded into the block up to 28 pixel threads
+    (channels a block fewer, so the block stays within ``MAX_BLOCK_THREADS``)."""
+    from dataclasses import replace
+
+    from workbench.recipes.conv2d_cuda import MAX_BLOCK_THREADS, register_tiling
+
+    N, K, P, Q = func.params[-1].shape
+    t = register_tiling(K, func.params[0].shape[1], P, Q, N)
+    pixels = t.y_threads * t.x_threads
+    images = max(1, min(N, 28 // pixels))
+    k_threads = t.k_threads
+    while k_threads > 1 and k_threads * images * pixels > MAX_BLOCK_THREADS:
+        k_threads //= 2
+    return replace(t, k_threads=k_threads, n_threads=images)
 
 
 def rel_err(got, want) -> float:
@@ -162,6 +183,8 @@ def parse_args(argv=None):
     parser.add_argument("--extra", default="l1 3x3 64,l3 3x3 256,l4 3x3 512,l2 3x3 128,"
                         "stem 7x7/2", help="cases that also get the flipped double buffering "
                         "(a second pass)")
+    parser.add_argument("--fold", default="l4 3x3 512,l3 3x3 256,l1 3x3 64",
+                        help="cases that also get the batch folded into the block")
     parser.add_argument("--table", default="", help="print the markdown table of a JSON")
     args = parser.parse_args(argv)
     if args.deadline <= 0:
@@ -194,10 +217,12 @@ def main(argv=None) -> int:
     for case in cases:  # first pass: new and old defaults
         run_case(args, torch, case, ["new (register_tiled)", "old (tiled)"], start, results,
                  save)
-    for case in cases:  # second pass: the double-buffered variant where asked
+    for case in cases:  # second pass: the other variants where asked
         if case[0] in args.extra.split(","):
             run_case(args, torch, case, ["new, double buffering flipped"], start, results,
                      save)
+        if case[0] in args.fold.split(","):
+            run_case(args, torch, case, ["new, batch folded"], start, results, save)
     save()
     for row in results:
         if "ms" in row:

@@ -61,13 +61,26 @@ def test_a_single_key(rng):
     _run(rng, func, warp_tiles(func))
 
 
+def test_one_row_a_warp(rng):
+    func = ops.attention(1, 1, 9, 4, kv_seq=40, causal=True)
+    _run(rng, func, warp_tiles(func, rows=1), is_causal=True)
+
+
 def test_tile_choice_and_refusals():
     assert default_tiles(128, 128, 64, 64) == (8, 4, 8)  # 32 rows a block, 4 x 4 a lane
-    assert default_tiles(511, 511, 64, 64) == (4, 2, 4)  # 16 keys a lane: 2 rows
+    assert default_tiles(511, 511, 64, 64) == (8, 1, 4)  # 16 keys a lane: 1 row
+    assert default_tiles(256, 256, 64, 64) == (8, 2, 8)
     assert tiles_fit(128, 128, 64, 64, 8, 4, 8) == 43008
-    with pytest.raises(ValueError, match="keys are 33 a lane"):
-        default_tiles(1056, 1056, 64, 64)
+    with pytest.raises(ValueError, match="keys are 17 a lane"):
+        default_tiles(513, 513, 64, 64)
     with pytest.raises(ValueError, match="bytes of shared memory"):
         warp_tiles(ops.attention(1, 1, 64, 8, kv_seq=512), warps=8, rows=4)
     with pytest.raises(ValueError, match="five blocks"):
         warp_tiles(ops.softmax(4, 4))
+
+
+def test_half_warps_read_four_values_at_a_time(rng):
+    func = ops.attention(1, 1, 8, 4, kv_seq=8, value_dim=64, causal=True)
+    sch = warp_tiles(func, half_warps=True)
+    assert "load4(V, " in build(sch, target="cuda").source
+    _run(rng, func, sch, is_causal=True)

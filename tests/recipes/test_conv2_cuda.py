@@ -3,6 +3,8 @@
 inputs (outputs poisoned with NaN first: an element no thread writes fails); its tiling
 within the launch limits for every resnet-style convolution."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -39,6 +41,7 @@ def _run(func, sch, rng):
     (1, 3, 11, 11, 8, 7, 2, 3, {}),                      # the stem's 7x7 stride 2
     (2, 8, 6, 6, 8, 3, 1, 1, {"double_buffer": True, "unroll_ry": True}),
     (1, 4, 5, 7, 12, 3, 1, 1, {"tiling": ConvTiling(2, 4, 2, 2, 2, 2)}),  # guarded edges
+    (3, 4, 5, 5, 8, 3, 1, 1, {"tiling": ConvTiling(2, 4, 5, 1, 5, 4, 2)}),  # 2 images a block
 ])
 def test_register_tiled_conv2d_matches_torch(rng, N, C, H, W, K, R, stride, padding, options):
     func = ops.conv2d_nchw(N, C, H, W, K, R, R, stride=stride, padding=padding)
@@ -68,6 +71,8 @@ def test_register_tiled_weights_come_in_128_bit_loads_at_8_channels_a_thread():
     assert "conv_local = cuda.local.array((1, 8, 1, 8)" in source  # an 8 x 8 register tile
     with pytest.raises(ValueError, match="blocks"):
         register_tiled(ops.matmul(8, 8, 8))
+    with pytest.raises(ValueError, match="MAX_BLOCK_THREADS"):
+        register_tiled(ops.conv2d_nchw(4, 4, 8, 8, 8), tiling=ConvTiling(8, 1, 8, 8, 1, 4, 2))
 
 
 RESNET_CONVS = [  # (K, C, P, R, stride) of resnet18 / resnet50 at 224^2 (output size P)
@@ -89,7 +94,7 @@ def test_register_tiling_stays_within_the_launch_limits(batch):
         t = register_tiling(K, C, P, P, N=batch)
         assert 0 < t.threads <= MAX_BLOCK_THREADS, (K, C, P, batch, t)
         assert t.per_k * t.per_x <= 64 and t.k_threads * t.per_k <= 64
-        assert 4 * _shared_floats(ConvTiling(*[*vars(t).values()][:5], 1), R, R,
+        assert 4 * _shared_floats(replace(t, c_tile=1), R, R,
                                   (stride, 1, stride, 1)) <= SHARED_BYTES
 
 

@@ -54,7 +54,7 @@ def test_the_dry_run_builds_and_checks_every_variant(bench, tmp_path):
     pytest.importorskip("torch")
     assert bench.main(["--dry-run", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "conv2.json").read_text())["rows"]
-    assert len(rows) == 2 * 2 + 2  # two cases x (new, old), then double-buffered for both
+    assert len(rows) == 2 * 2 + 3  # two cases x (new, old), then flipped for both, 1 folded
     assert all(r.get("rel_err", 1) < 1e-5 for r in rows), rows
     lines = bench.table(rows).splitlines()
     assert len(lines) == 2 + 2 and lines[2].startswith("| l1 3x3 64 | 1 |")

@@ -243,8 +243,9 @@ def tiles_fit(queries: int, keys: int, dim: int, value_dim: int, warps: int, row
                 + 2 * block_rows * d_tile * queries_staged)
 
 
-MAX_TILE = 32
-"""Scores a lane keeps in registers at most (``rows * ceil(kv_seq / lanes)``)."""
+MAX_TILE = 16
+"""Scores a lane keeps in registers at most (``rows * ceil(kv_seq / lanes)``): ptxas (sm_90)
+gave 156 registers to 2 rows x 16 keys at S=511, 115 to 1 x 16, 64 to 4 x 4 at S=128."""
 
 
 def default_tiles(queries: int, keys: int, dim: int, value_dim: int,
@@ -256,7 +257,7 @@ def default_tiles(queries: int, keys: int, dim: int, value_dim: int,
     ``ValueError`` when a lane's keys alone are over ``MAX_TILE`` or one warp does not fit.
 
     >>> default_tiles(128, 128, 64, 64), default_tiles(511, 511, 64, 64)
-    ((8, 4, 8), (4, 2, 4))
+    ((8, 4, 8), (8, 1, 4))
     >>> default_tiles(3, 3, 8, 8)
     (2, 2, 8)
     """
@@ -282,7 +283,8 @@ def default_tiles(queries: int, keys: int, dim: int, value_dim: int,
 @register("attention", "warp_tiles", "cuda")
 def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None,
                d_tile: int | None = None, lanes: int = LANES,
-               stage_queries: bool | None = None, k_unroll: int = 4) -> Schedule:
+               stage_queries: bool | None = None, k_unroll: int = 4,
+               half_warps: bool = False) -> Schedule:
     """A register tile of ``rows`` query rows x consecutive keys per lane; ``warps`` warps
     per block (``warps * rows`` query rows of one ``(b, h)``), defaults from
     ``default_tiles``.
@@ -301,7 +303,10 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
     - ``P V``: lane ``t`` accumulates the ``rows x m`` outputs of its rows and values
       ``t * m .. t * m + m - 1`` over the keys: per key ``rows`` probabilities (broadcast)
       and ``m`` values (global, coalesced across the lanes, shared by the block's warps
-      through L1) for ``rows * m`` FMAs.
+      through L1) for ``rows * m`` FMAs. ``half_warps``: lanes 0-15 take the first half of
+      the warp's rows, 16-31 the second, each 4 consecutive values (one ``ld.global.v4``
+      where the value dimension is a multiple of 64): per key half the loads for the same
+      FMAs (PTX at S=128: 45 instructions for 32 FMAs, 52 without).
 
     Masks (causal, boolean, additive) are the softmax blocks' own; index-mapped Q, K, V
     (``passes.fold_views``) are read through their maps. ``ValueError`` where the blocks
@@ -332,7 +337,8 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
     sch.bind(i0, "blockIdx.y")
     sch.bind(warp, "threadIdx.y")
     for name in ("T_softmax_norm", "T_softmax_expsum", "T_softmax_maxelem", "scores"):
-        sch.compute_at(sch.get_block(name), warp, preserve_unit_loops=keys == 1)
+        # one row a warp or one key: the blocks keep their unit loops (indexed below)
+        sch.compute_at(sch.get_block(name), warp, preserve_unit_loops=keys == 1 or rows == 1)
 
     # scores: the lane's rows x keys in registers, K and Q staged per slice of d
     scores = sch.get_block("scores")
@@ -384,9 +390,15 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
     # P V: the lane's rows x values in registers over the keys
     att = sch.get_block("attention")
     ii, e, k = sch.get_loops(att)[-3:]
-    lane, ee = sch.split(e, factors=[lanes, None])
     k0, k1 = sch.split(k, factors=[None, k_unroll])
-    sch.reorder(lane, k0, k1, ii, ee)
+    if half_warps:  # lanes 0-15 the first half of the rows, 16-31 the second: 4 values each
+        ih, ii = sch.split(ii, factors=[2, None])
+        el, ee = sch.split(e, factors=[lanes // 2, None])
+        sch.reorder(ih, el, k0, k1, ii, ee)
+        lane = sch.fuse(ih, el)
+    else:
+        lane, ee = sch.split(e, factors=[lanes, None])
+        sch.reorder(lane, k0, k1, ii, ee)
     sch.bind(lane, "threadIdx.x")
     sch.reverse_compute_at(sch.cache_write(att, 0, "local"), lane)
     if k_unroll % 4 == 0 and keys % 4 == 0:  # the rows' probabilities 4 keys at a time
@@ -394,6 +406,11 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
                                "local")
         sch.compute_at(probs, k0)
         _, four = sch.split(sch.get_loops(probs)[-1], factors=[None, 4])
+        sch.vectorize(four)
+    if half_warps and value_dim % (2 * lanes) == 0:  # the lane's values 4 at a time
+        values = sch.cache_read(att, _read_index(sch, att, func.params[2]), "local")
+        sch.compute_at(values, k1)
+        _, four = sch.split(sch.get_loops(values)[-1], factors=[None, 4])
         sch.vectorize(four)
     sch.decompose_reduction(att, k0)
     _tile(sch, [k1, ii, ee])

@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workbench.backends.cuda.numba_cuda_printer import FULL_REGISTER_THREADS
 from workbench.ir import PrimFunc
@@ -64,7 +64,9 @@ def direct(func: PrimFunc, threads: int = 32) -> Schedule:
 @dataclass(frozen=True)
 class ConvTiling:
     """The tile of ``tiled``: threads ``k_threads x y_threads x x_threads`` per block, each
-    ``per_k`` channels x ``per_x`` pixels of a row; ``c_tile`` input channels per step."""
+    ``per_k`` channels x ``per_x`` pixels of a row; ``c_tile`` input channels per step.
+    ``n_threads`` (``register_tiled`` only): images a block takes, a thread each (the batch
+    folded into the block's pixels)."""
 
     k_threads: int
     per_k: int
@@ -72,10 +74,11 @@ class ConvTiling:
     x_threads: int
     per_x: int
     c_tile: int
+    n_threads: int = 1
 
     @property
     def threads(self) -> int:
-        return self.k_threads * self.y_threads * self.x_threads
+        return self.k_threads * self.n_threads * self.y_threads * self.x_threads
 
 
 def _divisor(n: int, options) -> int:
@@ -108,13 +111,13 @@ def conv_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     (``per_k`` halved, ``k_threads`` doubled up to ``MAX_BLOCK_THREADS`` per block).
 
     >>> conv_tiling(64, 64, 56, 56, N=16)
-    ConvTiling(k_threads=16, per_k=4, y_threads=8, x_threads=2, per_x=4, c_tile=8)
+    ConvTiling(k_threads=16, per_k=4, y_threads=8, x_threads=2, per_x=4, c_tile=8, n_threads=1)
     >>> conv_tiling(512, 512, 7, 7, N=16)
-    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8)
+    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8, n_threads=1)
     >>> conv_tiling(128, 64, 28, 28, N=16)
-    ConvTiling(k_threads=16, per_k=4, y_threads=7, x_threads=2, per_x=7, c_tile=8)
+    ConvTiling(k_threads=16, per_k=4, y_threads=7, x_threads=2, per_x=7, c_tile=8, n_threads=1)
     >>> conv_tiling(64, 3, 112, 112).c_tile, conv_tiling(5, 3, 9, 9)
-    (3, ConvTiling(k_threads=8, per_k=1, y_threads=8, x_threads=2, per_x=4, c_tile=3))
+    (3, ConvTiling(k_threads=8, per_k=1, y_threads=8, x_threads=2, per_x=4, c_tile=3, n_threads=1))
     """
     per_k = 4 if K >= 4 else 1
     k_threads = min(16, -(-K // per_k))
@@ -165,6 +168,9 @@ def tiled(func: PrimFunc, tiling: ConvTiling | None = None, unroll: bool = True,
               (("K", k), ("C", rc), ("P", y), ("Q", x))}
     t = tiling or conv_tiling(extent["K"], extent["C"], extent["P"], extent["Q"],
                               int(sch.get(n).extent.value))
+    if t.n_threads != 1:
+        raise ValueError(f"tiled conv2d takes one image a block; got n_threads={t.n_threads} "
+                         "(register_tiled folds the batch)")
     k0, k1, k2 = sch.split(k, factors=[None, t.k_threads, t.per_k])
     y0, y1 = sch.split(y, factors=[None, t.y_threads])
     x0, x1, x2 = sch.split(x, factors=[None, t.x_threads, t.per_x])
@@ -291,11 +297,11 @@ def register_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     where the shared tiles would not fit.
 
     >>> register_tiling(64, 64, 56, 56, N=16)
-    ConvTiling(k_threads=8, per_k=8, y_threads=4, x_threads=7, per_x=8, c_tile=8)
+    ConvTiling(k_threads=8, per_k=8, y_threads=4, x_threads=7, per_x=8, c_tile=8, n_threads=1)
     >>> register_tiling(64, 3, 112, 112, N=16)
-    ConvTiling(k_threads=8, per_k=8, y_threads=2, x_threads=14, per_x=8, c_tile=3)
+    ConvTiling(k_threads=8, per_k=8, y_threads=2, x_threads=14, per_x=8, c_tile=3, n_threads=1)
     >>> register_tiling(512, 512, 7, 7, N=16)
-    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8)
+    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8, n_threads=1)
     """
     per_k = 8 if K >= 64 else 4 if K >= 4 else 1
     k_threads = 1 << (min(8, -(-K // per_k)) - 1).bit_length()
@@ -349,9 +355,9 @@ def _shared_floats(t: ConvTiling, R: int, S: int, window: tuple[int, int, int, i
     cols = (t.x_threads * t.per_x - 1) * sw + (S - 1) * dw + 1
     plane = rows * cols
     threads = t.threads
-    copies = -(-t.c_tile * plane // threads) * threads
-    pad = (-(-copies // plane)) * plane
-    return pad + (t.k_threads * t.per_k + 4) * t.c_tile * R * S
+    copies = -(-t.n_threads * t.c_tile * plane // threads) * threads
+    pad = (-(-copies // (t.n_threads * plane))) * plane
+    return t.n_threads * pad + (t.k_threads * t.per_k + 4) * t.c_tile * R * S
 
 
 @register("conv2d_nchw", "register_tiled", "cuda")
@@ -396,14 +402,16 @@ def register_tiled(func: PrimFunc, tiling: ConvTiling | None = None,
               (("N", n), ("K", k), ("C", rc), ("P", y), ("Q", x))}
     t = tiling or register_tiling(extent["K"], extent["C"], extent["P"], extent["Q"],
                                   extent["N"])
+    if t.threads > MAX_BLOCK_THREADS:
+        raise ValueError(f"register_tiled: {t.threads} threads a block, more than "
+                         f"MAX_BLOCK_THREADS={MAX_BLOCK_THREADS} ({t})")
     R, S = (int(probe.get(lp).extent.value) for lp in (ry, rx))
     window = conv_window(func, block)
     if double_buffer is None:
         double_buffer = t.per_k * t.per_x <= DOUBLE_BUFFER_MAX_TILE
     copies = 2 if double_buffer and extent["C"] >= 2 else 1
     while copies * 4 * _shared_floats(t, R, S, window) > SHARED_BYTES and t.c_tile > 1:
-        t = ConvTiling(t.k_threads, t.per_k, t.y_threads, t.x_threads, t.per_x,
-                       _divisor(t.c_tile, range(t.c_tile // 2, 0, -1)))
+        t = replace(t, c_tile=_divisor(t.c_tile, range(t.c_tile // 2, 0, -1)))
     steps = -(-extent["C"] // t.c_tile)
     fits = copies * 4 * _shared_floats(t, R, S, window) <= SHARED_BYTES
     return _register_tiled(func, head, block, t, copies == 2 and fits and steps >= 2,
@@ -415,17 +423,18 @@ def _register_tiled(func: PrimFunc, head: list[str], block: str, t: ConvTiling,
     sch = Schedule(func)
     conv = sch.get_block(block)
     n, k, y, x, rc, ry, rx = sch.get_loops(conv)
+    n0, n1 = sch.split(n, factors=[None, t.n_threads])
     k0, k1, k2 = sch.split(k, factors=[None, t.k_threads, t.per_k])
     y0, y1 = sch.split(y, factors=[None, t.y_threads])
     x0, x1, x2 = sch.split(x, factors=[None, t.x_threads, t.per_x])
     c0, c1 = sch.split(rc, factors=[None, t.c_tile])
-    sch.reorder(n, k0, y0, x0, k1, y1, x1, c0, c1, ry, rx, k2, x2)
-    sch.bind(sch.fuse(n, k0), "blockIdx.y")
+    sch.reorder(n0, k0, y0, x0, k1, n1, y1, x1, c0, c1, ry, rx, k2, x2)
+    sch.bind(sch.fuse(n0, k0), "blockIdx.y")
     sch.bind(sch.fuse(y0, x0), "blockIdx.x")
     sch.bind(k1, "threadIdx.y")
-    pixel = sch.fuse(y1, x1)
+    pixel = sch.fuse(n1, y1, x1)
     sch.bind(pixel, "threadIdx.x")
-    threads = (t.k_threads, t.y_threads * t.x_threads)
+    threads = (t.k_threads, t.n_threads * t.y_threads * t.x_threads)
     sch.reverse_compute_at(sch.cache_write(conv, 0, "local"), pixel)
     stages = []
     if len(head) == 2:
