@@ -529,6 +529,32 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
             first = self._emit("where", [nan, first, self._emit("lt", [nan, extent])])
         return self._cast(first, "int64")
 
+    def _op_max(self, x, dim=None, keepdim=False):
+        """``max()`` (every axis: a 0-d value) and ``max(dim)`` (the values and the first
+        index, as ``argmax``); the elementwise ``max(input, other)`` is refused."""
+        return self._extremes("max", x, dim, keepdim)
+
+    def _op_min(self, x, dim=None, keepdim=False):
+        """``min()`` and ``min(dim)``, as ``max``."""
+        return self._extremes("min", x, dim, keepdim)
+
+    def _extremes(self, kind: str, x, dim, keepdim):
+        if isinstance(dim, str):
+            raise NotImplementedError(f"{kind}(input, other): the elementwise form")
+        if dim is None:
+            return self._reduce(kind, x)
+        return (self._reduce(kind, x, [dim], keepdim),
+                self._first_extreme(kind, x, dim, keepdim))
+
+    def _op_mse_loss(self, x, target, reduction=1):
+        """``(x - target) ** 2``, its mean (``reduction`` 1, the default: a 0-d value), its
+        sum (2) or itself (0)."""
+        diff = self._binary("sub", x, target, 1)
+        square = self._emit("mul", [diff, diff])
+        if reduction == 0:
+            return square
+        return self._op_mean(square) if reduction == 1 else self._reduce("sum", square)
+
     def _op_argmax(self, x, dim=None, keepdim=False):
         """The first index of the maximum: reductions, an ``eq`` and a ``where`` (no new
         graph operator)."""
