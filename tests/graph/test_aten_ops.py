@@ -146,6 +146,8 @@ CASES = {
     "linalg_vector_norm": (lambda x: F.normalize(x, dim=-1) + x.norm(3, 1, keepdim=True), [X]),
     "var": (lambda x: x.var(1, keepdim=True) + x.var((0, 2), correction=0, keepdim=True),
             [X]),
+    "std": (lambda x: x.std(1, keepdim=True) + x.std() + x.std((0, 2), correction=0,
+                                                           keepdim=True), [X]),
     "softmax": (lambda x: F.softmax(x, 1), [X]),
     "_softmax": (lambda x: aten._softmax(x, -1, False), [X]),
     "log_softmax": (lambda x: F.log_softmax(x, 1), [X]),

@@ -575,6 +575,11 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
             y = self._emit("mul", [y, self._tensor(count / (count - correction), x)])
         return y
 
+    def _op_std(self, x, dims=None, unbiased=True, keepdim=False, *, correction=None):
+        """The square root of ``var`` (same arguments)."""
+        return self._emit("sqrt", [self._op_var(x, dims, unbiased, keepdim,
+                                                correction=correction)])
+
     def _op_softmax(self, x, dim, *rest, **kwargs):
         return self._emit("softmax", [x], {"axis": int(dim) % len(self._shape(x))})
 
