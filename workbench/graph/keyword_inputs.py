@@ -40,7 +40,6 @@ def keyword_model(model, args: tuple, kwargs: dict | None):
     import torch
 
     names = positional_names(model, args)
-
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
         raise ModelInputError("wb.compile(example_kwargs=...): expected a dict of keyword "
                               f"inputs by name, got {type(kwargs).__name__}")
