@@ -64,6 +64,8 @@ _positive_float = _positive(float)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from workbench.tune.spaces import SPACES
+
     parser = _Parser(prog="python -m workbench", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     tune = commands.add_parser("tune", help="tune an operator of the library")
@@ -73,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--target", default="cpu")
     tune.add_argument("--trials", type=_positive_int, default=64)
     tune.add_argument("--db", default="records.jsonl")
-    tune.add_argument("--space", default="generated", choices=["generated", "matmul"],
-                      help="'generated' or 'matmul' (template)")
+    tune.add_argument("--space", default="generated", choices=list(SPACES),
+                      help="'generated' or 'matmul' (a cpu template)")
     tune.add_argument("--strategy", default="evolutionary",
                       choices=["grid", "random", "evolutionary", "bayesian"])
     tune.add_argument("--seed", type=int, default=0)
@@ -160,6 +162,12 @@ def check_args(parser, args) -> None:
                 make_op(args.op, args.shape)
             except (ValueError, TypeError) as err:
                 parser.error(f"argument --shape: {args.op}{tuple(args.shape)}: {err}")
+        from workbench.tune.spaces import SpaceTargetError, check_space
+
+        try:
+            check_space(args.space, args.target, "tune")
+        except SpaceTargetError as err:
+            parser.error(f"argument --space: {err}")
     if args.command == "best":
         if not Path(args.db).is_file():
             parser.error(f"argument --db: no records file {args.db!r}")

@@ -67,6 +67,7 @@ def _variants():
         "warp_rows (before)": _fused(warp_rows),
         "warp_rows tile": _fused(lambda f: warp_rows(f, tile=True)),
         "warp_tiles (default)": _fused(warp_tiles),
+        "warp_tiles whole-warp P.V": _fused(lambda f: warp_tiles(f, half_warps=False)),
         "warp_tiles rows 2": _fused(lambda f: warp_tiles(f, rows=2)),
         "warp_tiles warps 4": _fused(lambda f: warp_tiles(f, warps=4)),
         "warp_tiles d_tile 16": _fused(lambda f: warp_tiles(f, d_tile=16, warps=4)),
@@ -76,13 +77,15 @@ def _variants():
 
 
 VARIANTS = tuple(
-    ["warp_rows (before)", "warp_rows tile", "warp_tiles (default)", "warp_tiles rows 2",
+    ["warp_rows (before)", "warp_rows tile", "warp_tiles (default)",
+     "warp_tiles whole-warp P.V", "warp_tiles rows 2",
      "warp_tiles warps 4", "warp_tiles d_tile 16", "warp_tiles queries unstaged",
      "decomposed bmm+softmax+bmm"])
 """The variants, in the order they run."""
 
 
-FIRST = ("warp_tiles (default)", "warp_rows (before)", "decomposed bmm+softmax+bmm")
+FIRST = ("warp_tiles (default)", "warp_rows (before)", "warp_tiles whole-warp P.V",
+         "decomposed bmm+softmax+bmm")
 """Variants run on every shape before the others (a deadline cuts the tilings first)."""
 
 
@@ -271,7 +274,10 @@ def table(report) -> str:
     """The report as a markdown table (ms, GFLOP/s, x torch default, x torch math)."""
     lines = ["| shape | variant | ms | GFLOP/s | x torch | x torch math | rel err |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
+    first = {}
     for r in report["rows"]:
+        first.setdefault(r["shape"], len(first))
+    for r in sorted(report["rows"], key=lambda r: first[r["shape"]]):  # shape by shape
         if r["variant"].startswith("torch"):
             ms = r.get("ms")
             lines.append(f"| {r['shape']} | {r['variant']} | "

@@ -12,23 +12,28 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    the recipes' and the tuner's tests first) in a subprocess, capped at ``--tests-s``;
    passed/failed/skipped counted from the log as it goes (a cut run still counts), the
    failed tests named.
-2. ``sgemm``: ``ops.matmul`` at 4000^3, 1000x3000x2000, 511x257x129, the graph's default
+2. ``attn``: ``bench_attn.py`` as a child, capped at ``--script-s``: every attention
+   variant (``warp_tiles``, the default since 2026-12-05, chosen without a GPU; ``warp_rows``
+   before it; the decomposed ``bmm_tiled`` form) against torch's sdpa, its JSON kept here.
+3. ``conv2``: ``bench_conv2.py`` likewise: resnet18's convolutions, the ``register_tiled``
+   default (also chosen without a GPU) against the ``tiled`` one before it and cuDNN.
+4. ``sgemm``: ``ops.matmul`` at 4000^3, 1000x3000x2000, 511x257x129, the graph's default
    cuda schedule (``recipes.graph_cuda.graph_schedule``, what ``wb.compile`` uses) and the
    ``register_blocked`` recipe's default, built with ``wb.build``, checked against float64,
    timed with CUDA events against ``torch.mm`` (TF32 off).
-3. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
+5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
    against ``torch.softmax`` / ``F.layer_norm``.
-4. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
+6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
    weights), the pre-norm block of ``tests/graph/graph_models.py`` at d 768 b1 (128 tokens):
    ``wb.compile(target="cuda")`` called with torch CUDA tensors (graph replay) against
    torch eager and ``torch.compile(mode="reduce-overhead")``; device ms and host us per
    call, host us per kernel, the five slowest kernels.
-5. ``launch``: host time per kernel of a compiled block (d 256, b1, 16 tokens) in each
+7. ``launch``: host time per kernel of a compiled block (d 256, b1, 16 tokens) in each
    launch mode of ``graph.compiled_cuda`` (``kernels``, ``lean``, ``graph``).
-6. ``tune``: ``tune_model`` on the block d 256 b16 (the three slowest kernels, within
+8. ``tune``: ``tune_model`` on the block d 256 b16 (the three slowest kernels, within
    ``--tune-s``): default vs tuned per kernel.
-7. ``fold``: GPT-2 b8 again with ``wb.compile(..., layout=False)`` (no ``fold_views``: the
-   slice/transpose copies kept), beside part 4's row.
+9. ``fold``: GPT-2 b8 again with ``wb.compile(..., layout=False)`` (no ``fold_views``: the
+   slice/transpose copies kept), beside part 6's row.
 
 ``--dry-run`` runs the same code at tiny sizes on torch's CPU tensors and the CUDA
 simulator (timings are host wall clock, meaningless; torch.compile and the pytest run
@@ -284,6 +289,53 @@ def part_tests(ctx: Context, entry: dict) -> None:
     entry["returncode"] = code
     entry.update(count_tests(text))
     entry["tail"] = text[-1500:]
+
+
+def run_script(ctx: Context, entry: dict, script: str, argv: list[str], cap_s: float,
+               json_path: str) -> None:
+    """Run a bench script of this folder as a child (its own ``--deadline``: the part's
+    budget less a margin for the start), its log beside the plan; its JSON (written by the
+    script row by row) is copied into ``entry["result"]``, whatever the exit."""
+    budget = max(20.0, min(cap_s, ctx.left() - 30))
+    command = [sys.executable, os.path.join(HERE, script), *argv,
+               "--deadline", str(round(budget - 15)), *(["--dry-run"] if ctx.dry else [])]
+    entry.update(command=" ".join(command[1:]), budget_s=round(budget, 1))
+    log_path = os.path.join(ctx.args.out, f"plan_{entry['name']}.log")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if ctx.dry else "0")
+    with open(log_path, "w") as log:
+        try:
+            entry["returncode"] = subprocess.run(command, cwd=ROOT, env=env, stdout=log,
+                                                 stderr=subprocess.STDOUT,
+                                                 timeout=budget).returncode
+        except subprocess.TimeoutExpired:
+            entry["returncode"] = "timeout"
+    with open(log_path) as log:
+        entry["tail"] = log.read()[-1500:]
+    if os.path.exists(json_path):
+        with open(json_path) as handle:
+            entry["result"] = json.load(handle)
+
+
+def part_attn(ctx: Context, entry: dict) -> None:
+    """``bench_attn.py``: every attention variant (the ``warp_tiles`` default, ``warp_rows``,
+    the decomposed ``bmm_tiled`` form) against torch's sdpa: is the default the fastest?"""
+    path = os.path.join(ctx.args.out, "attn.json")
+    entry["name"] = "attn"
+    run_script(ctx, entry, "bench_attn.py", ["--out", path], ctx.args.script_s, path)
+
+
+CONV2_JSON = "conv2.json"
+"""The file ``bench_conv2.py`` writes in its ``--out`` folder."""
+
+
+def part_conv2(ctx: Context, entry: dict) -> None:
+    """``bench_conv2.py``: resnet18's convolutions, the ``register_tiled`` default against
+    the ``tiled`` one before it and cuDNN."""
+    folder = os.path.join(ctx.args.out, "conv2")
+    os.makedirs(folder, exist_ok=True)
+    entry["name"] = "conv2"
+    run_script(ctx, entry, "bench_conv2.py", ["--out", folder], ctx.args.script_s,
+               os.path.join(folder, CONV2_JSON))
 
 
 def _run_kernel(ctx, sch, tensors, out, ref) -> dict:
@@ -548,6 +600,8 @@ def part_fold(ctx: Context, entry: dict) -> None:
 
 PARTS = [
     Part("tests", part_tests, 30),
+    Part("attn", part_attn, 60),
+    Part("conv2", part_conv2, 60),
     Part("sgemm", part_sgemm, 40),
     Part("rows", part_rows, 30),
     Part("models", part_models, 90),
@@ -574,6 +628,8 @@ def parse_args(argv=None):
                         help="seconds the test run leaves to the measurements")
     parser.add_argument("--tune-s", type=float, default=90.0, help="tuning budget, seconds")
     parser.add_argument("--trials", type=int, default=8, help="candidates per tuned kernel")
+    parser.add_argument("--script-s", type=float, default=150.0,
+                        help="the most seconds each bench script (attn, conv2) may take")
     args = parser.parse_args(argv)
     unknown = set(filter(None, args.only.split(","))) - {p.name for p in PARTS}
     if unknown:

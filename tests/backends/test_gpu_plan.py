@@ -92,8 +92,8 @@ def test_arguments(plan_module):
         plan_module.parse_args(["--only", "sgem"])
     with pytest.raises(SystemExit):
         plan_module.parse_args(["--deadline", "0"])
-    assert [p.name for p in plan_module.PARTS] == ["tests", "sgemm", "rows", "models",
-                                                   "launch", "tune", "fold"]
+    assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "rows",
+                                                   "models", "launch", "tune", "fold"]
     assert set(plan_module.SIZES["gpu"]) == set(plan_module.SIZES["dry"])
     command = plan_module.tests_command(args)
     assert command[1:4] == ["-m", "pytest", "-v"] and command[-1] == "tests"
@@ -194,3 +194,33 @@ def test_child_processes_get_the_numpy_shim(plan_module, monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ), check=True).stdout
     assert out.strip() == "True"
+
+
+FAKE_BENCH = """import json, sys, time
+args = sys.argv[1:]
+out = args[args.index("--out") + 1]
+json.dump({"rows": {"a": {"ms": 1.5}}, "deadline": float(args[args.index("--deadline") + 1]),
+           "dry": "--dry-run" in args}, open(out, "w"))
+print("row a done", flush=True)
+time.sleep(float(args[args.index("--sleep") + 1]))
+"""
+
+
+def test_a_bench_script_part_keeps_its_json_and_log_even_when_cut(plan_module, tmp_path,
+                                                                 monkeypatch):
+    (tmp_path / "fake_bench.py").write_text(FAKE_BENCH)
+    monkeypatch.setattr(plan_module, "HERE", str(tmp_path))
+    plan, ctx = _dry_context(plan_module, tmp_path, {})
+    ctx.args.out = str(tmp_path)
+    path = str(tmp_path / "fake.json")
+    entry = {"name": "fake"}
+    plan_module.run_script(ctx, entry, "fake_bench.py", ["--out", path, "--sleep", "0"], 60.0,
+                           path)
+    assert entry["returncode"] == 0 and "row a done" in entry["tail"]
+    assert entry["result"]["rows"] == {"a": {"ms": 1.5}} and entry["result"]["dry"] is True
+    assert entry["result"]["deadline"] == entry["budget_s"] - 15  # the child's own deadline
+    assert (tmp_path / "plan_fake.log").exists()
+    cut = {"name": "cut"}
+    plan_module.run_script(ctx, cut, "fake_bench.py", ["--out", path, "--sleep", "30"], 20.0,
+                           path)
+    assert cut["returncode"] == "timeout" and cut["result"]["rows"] == {"a": {"ms": 1.5}}

@@ -136,9 +136,18 @@ CASES = {
     "sum": (lambda x: x.sum(1, keepdim=True), [X]),
     "amax": (lambda x: x.amax((0, 2)), [X]),
     "amin": (lambda x: x.amin(-1), [X]),
+    "max": (lambda x: x.max(1, keepdim=True)[0] + x.max() + x.max(-1).indices.unsqueeze(-1),
+            [X]),
+    "min": (lambda x: x.min(0)[0] * x.min() - x.min(2, keepdim=True).indices, [X]),
+    "broadcast_tensors": (lambda x, y: torch.broadcast_tensors(x, y)[1] * 2
+                          + torch.broadcast_tensors(x, y)[0], [X, (3, 1)]),
+    "mse_loss": (lambda x, y: F.mse_loss(x, y) + F.mse_loss(x, y, reduction="sum")
+                 + F.mse_loss(x, y, reduction="none"), [X, X]),
     "linalg_vector_norm": (lambda x: F.normalize(x, dim=-1) + x.norm(3, 1, keepdim=True), [X]),
     "var": (lambda x: x.var(1, keepdim=True) + x.var((0, 2), correction=0, keepdim=True),
             [X]),
+    "std": (lambda x: x.std(1, keepdim=True) + x.std() + x.std((0, 2), correction=0,
+                                                           keepdim=True), [X]),
     "softmax": (lambda x: F.softmax(x, 1), [X]),
     "_softmax": (lambda x: aten._softmax(x, -1, False), [X]),
     "log_softmax": (lambda x: F.log_softmax(x, 1), [X]),

@@ -42,6 +42,11 @@ class Sdpa(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
 
 
+class Masked(nn.Module):
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
 class FusedQkv(nn.Module):
     """GPT-2's layout: one projection, sliced, viewed and transposed into the heads."""
 
@@ -77,3 +82,11 @@ def test_index_mapped_inputs():
     torch.manual_seed(2)
     _check(FusedQkv(), torch.randn(1, 5, 24))
     _check(GroupedQuery(), torch.randn(1, 3, 16), torch.randn(1, 3, 8))
+
+
+def test_a_masked_attention_is_the_fused_kernel_with_its_mask():
+    """The frontend lowers a masked ``sdpa`` to ``ops.attention`` with a ``mask`` parameter
+    (not matmul + add + softmax + matmul): ``warp_tiles`` applies it in the softmax."""
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(1, 2, 5, 8) for _ in range(3))
+    _check(Masked(), q, k, v, torch.randn(1, 1, 5, 5))

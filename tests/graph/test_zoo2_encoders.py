@@ -8,7 +8,8 @@ zeros), with ``token_type_ids`` too where its ``forward`` takes them. ``make tes
 each for the ``numpy`` target (unscheduled kernels) and CLIP's text tower (its pooler is an
 ``argmax``) for the cpu; ``WB_ZOO_CPU=1`` compiles every model and every input case (ids
 alone, the padded mask, the token types) for the cpu with its default schedules (about 25 s a
-model on two loaded cores). Two of them also go through ONNX (the dynamo exporter).
+model on two loaded cores). Three of them also go through ONNX (the dynamo exporter), with the
+padded mask.
 """
 
 from __future__ import annotations
@@ -82,12 +83,14 @@ def test_argmax_and_argmin_give_the_first_index_on_the_cpu():
     np.testing.assert_array_equal(got, model(x, i).numpy())
 
 
-@pytest.mark.parametrize("name", ["distilbert", "bert_cls"])
+@pytest.mark.parametrize("name", ["distilbert", "bert_cls", "roberta"])
 def test_encoder_through_onnx(name):
+    """With the padded attention mask: DistilBERT's and BERT's bool constant ``And`` the
+    int64 mask, RoBERTa's ``CumSum`` / ``GatherElements`` position ids."""
     pytest.importorskip("onnx")
     pytest.importorskip("onnxscript")
     model = zoo2_encoders.build(name)
-    inputs = zoo2_encoders.inputs(name, "ids")
+    inputs = zoo2_encoders.inputs(name, "mask")
     expected = zoo_models.reference(model, inputs)
     proto = torch.onnx.export(model, inputs, dynamo=True, verbose=False).model_proto
     compiled = wb.compile(proto, target="numpy", schedules="none")

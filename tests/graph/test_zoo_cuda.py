@@ -102,21 +102,15 @@ def _model(name):
     return zoo_models.LSTMNet(features=4, hidden=4).eval(), (torch.randn(1, 3, 4),)
 
 
-def _first(out):
-    if isinstance(out, dict):
-        out = next(iter(out.values()))
-    return out[0] if isinstance(out, (list, tuple)) else out
-
-
 @pytest.mark.parametrize("name", ["resnet", "efficientnet", "conv1d", "lstm", "bert", *HEAVY])
 def test_zoo_model_on_cuda_matches_torch(name):
     if name in HEAVY and not ALL:
         pytest.skip("WB_ZOO_CUDA=1 runs the larger models under the simulator")
     model, inputs = _model(name)
     with torch.no_grad():
-        expected = _first(model(*inputs)).numpy()
+        expected = zoo_models.first(model(*inputs)).numpy()
     compiled = wb.compile(model, inputs, target="cuda")
-    got = _first(compiled(*[x.numpy() for x in inputs]))
+    got = zoo_models.first(compiled(*[x.numpy() for x in inputs]))
     error = np.abs(got - expected).max() / np.abs(expected).max()
     assert error <= 1e-4, f"{name}: max relative error {error:.2e}"
     scripts = [k.schedule.mod.script() for k in compiled.kernels]

@@ -36,7 +36,8 @@ def test_registered():
 @pytest.mark.parametrize("causal", [False, True])
 def test_a_tile_of_rows_per_warp_odd_length(rng, causal):
     func = ops.attention(1, 2, 11, 8, causal=causal)
-    sch = _run(rng, func, warp_tiles(func, warps=2, rows=4, d_tile=8), is_causal=causal)
+    sch = warp_tiles(func, warps=2, rows=4, d_tile=8, half_warps=causal)  # both P.V forms
+    _run(rng, func, sch, is_causal=causal)
     script = sch.mod.script()
     assert 'thread="blockIdx.y"' in script and "K_shared" in script and "Q_shared" in script
     assert "scores_local" in script and "out_local" in script  # the two register tiles
@@ -77,3 +78,10 @@ def test_tile_choice_and_refusals():
         warp_tiles(ops.attention(1, 1, 64, 8, kv_seq=512), warps=8, rows=4)
     with pytest.raises(ValueError, match="five blocks"):
         warp_tiles(ops.softmax(4, 4))
+
+
+def test_half_warps_read_four_values_at_a_time(rng):
+    func = ops.attention(1, 1, 8, 4, kv_seq=8, value_dim=64, causal=True)
+    sch = warp_tiles(func)  # half_warps by default
+    assert "load4(V, " in build(sch, target="cuda").source
+    _run(rng, func, sch, is_causal=True)

@@ -105,3 +105,26 @@ def test_the_cli_names_an_unsupported_operator_in_one_line(tmp_path, capsys):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert err.startswith("python -m workbench tune-model: error: 1 unsupported operator use")
     assert "onnx::Det at node 0" in err and not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_cpu_space_is_refused_for_cuda_before_any_work(func, tmp_path):
+    from workbench.tune.spaces import SpaceTargetError, spaces_for
+
+    db = tmp_path / "r.jsonl"
+    with pytest.raises(SpaceTargetError, match=r"^tune: space 'matmul' exists for the cpu "
+                                               r"targets only \(kinds cpu, numpy\), not for "
+                                               r"target 'cuda'; the spaces of 'cuda': "
+                                               r"'generated' "):
+        wb.tune(func, target="cuda", space="matmul", trials=1, db=str(db), progress=False)
+    assert not db.exists()
+    assert "matmul" not in spaces_for("cuda") and "matmul" in spaces_for("cpu")
+
+
+def test_the_cli_refuses_a_cpu_space_for_cuda_in_one_line(tmp_path, capsys):
+    db = tmp_path / "r.jsonl"
+    with pytest.raises(SystemExit) as info:
+        main(["tune", "matmul", "--target", "cuda", "--space", "matmul", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --space: tune: space 'matmul' exists for the cpu targets only" in err
+    assert "the spaces of 'cuda': 'generated'" in err and not db.exists()

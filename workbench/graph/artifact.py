@@ -119,6 +119,7 @@ def save(compiled, folder) -> None:
     manifest = {"format": FORMAT, "target": compiled.target, "graph": graph,
                 "kernels": kernels, "fold_layout": compiled.fold_layout,
                 "plan": compiled.plan, "outputs": compiled.output_structure,
+                "input_names": list(compiled.input_names),
                 "memory": {"buffers": list(memory.buffers), "assignment": memory.assignment,
                            "bytes_without_reuse": memory.bytes_without_reuse,
                            "bytes_with_reuse": memory.bytes_with_reuse}}
@@ -255,7 +256,8 @@ def _assemble(files, graph: Graph, kernels: list, manifest: dict):
     try:
         return CompiledModel(graph, kernels, memory, manifest["target"],
                              fold_layout=manifest["fold_layout"],
-                             plan=manifest["plan"], output_structure=manifest["outputs"])
+                             plan=manifest["plan"], output_structure=manifest["outputs"],
+                             input_names=manifest.get("input_names"))
     except (KeyError, TypeError, ValueError) as error:
         raise ArtifactIntegrityError(folder, "manifest.json", "does not describe a model "
                                      f"({type(error).__name__}: {error})") from None

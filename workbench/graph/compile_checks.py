@@ -165,6 +165,10 @@ def example_tuple(model, example_inputs) -> tuple:
         example_inputs = (example_inputs,)
     elif isinstance(example_inputs, list):
         example_inputs = tuple(example_inputs)
+    elif isinstance(example_inputs, dict):
+        raise ModelInputError("wb.compile(example_inputs=...): expected a tuple of tensors or "
+                              "arrays, got a dict: keyword inputs go in example_kwargs=, as "
+                              "torch.export.export(model, args, kwargs) takes them")
     elif not isinstance(example_inputs, tuple):
         raise ModelInputError(f"wb.compile(example_inputs=...): expected a tuple of tensors or "
                               f"arrays, got {type(example_inputs).__name__}")
@@ -174,9 +178,31 @@ def example_tuple(model, example_inputs) -> tuple:
     return example_inputs
 
 
-def check_signature(model, example_inputs: tuple) -> None:
+def example_keywords(model, example_kwargs) -> dict:
+    """``example_kwargs`` (None: no keyword inputs) as a dict of keyword inputs, numpy arrays
+    made torch tensors; ``ModelInputError`` for another type, or for a model that is not a
+    torch module (an ONNX model or a ``Graph`` takes its inputs by position)."""
+    import numpy as np
+
+    if example_kwargs is None or (isinstance(example_kwargs, dict) and not example_kwargs):
+        return {}
+    if not isinstance(example_kwargs, dict) or not all(isinstance(k, str)
+                                                        for k in example_kwargs):
+        raise ModelInputError(f"wb.compile(example_kwargs=...): expected a dict of keyword "
+                              f"inputs by name, got {type(example_kwargs).__name__}")
+    torch = _torch()
+    if torch is None or not isinstance(model, torch.nn.Module):
+        raise ModelInputError(f"wb.compile(example_kwargs=...): only a torch module takes "
+                              f"keyword inputs; a {type(model).__name__} takes its inputs by "
+                              "position (example_inputs)")
+    return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+            for k, v in example_kwargs.items()}
+
+
+def check_signature(model, example_inputs: tuple, example_kwargs: dict | None = None) -> None:
     """``ModelInputError`` when a torch module's ``forward`` does not take
-    ``example_inputs`` (too few, too many), before anything is traced."""
+    ``example_inputs`` (too few, too many) and the keywords ``example_kwargs``, before
+    anything is traced."""
     torch = _torch()
     if torch is None or not isinstance(model, torch.nn.Module):
         return
@@ -186,11 +212,13 @@ def check_signature(model, example_inputs: tuple) -> None:
         signature = None
     if signature is not None:
         try:
-            signature.bind(*example_inputs)
+            signature.bind(*example_inputs, **(example_kwargs or {}))
         except TypeError as error:
+            keywords = f" and the keyword(s) {', '.join(example_kwargs)}" if example_kwargs \
+                else ""
             raise ModelInputError(f"wb.compile(example_inputs=...): {type(model).__name__}."
                                   f"forward{signature} does not take {len(example_inputs)} "
-                                  f"input(s): {error}") from None
+                                  f"input(s){keywords}: {error}") from None
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ from workbench.graph.compile_checks import (
     check_schedules,
     check_signature,
     eager_check,
+    example_keywords,
     example_tuple,
     host_array,
     onnx_with_example_dims,
@@ -37,6 +38,7 @@ from workbench.graph.errors import ModelInputError
 from workbench.graph.frontends.torch_fx import modes_kept
 from workbench.graph.index_bounds import check_inputs, index_checks
 from workbench.graph.ir import Graph
+from workbench.graph.keyword_inputs import bind_inputs, keyword_model
 from workbench.graph.lower import LoweredKernel, lower_graph
 from workbench.graph.passes.memory_plan import VIEW_OPS, MemoryPlan, plan_memory
 from workbench.graph.passes.pipeline import Pipeline
@@ -268,7 +270,8 @@ def _schedule_for(kernel: LoweredKernel, target, schedules, parallel: bool):
 def compile(model, example_inputs=(), target="cpu", schedules="default",
             pipeline: Pipeline | None = None, plan: bool = True,
             parallel: bool = True, fold_layout: bool = False, jobs: int | None = None,
-            progress: bool | None = None, layout: bool = True) -> CompiledModel:
+            progress: bool | None = None, layout: bool = True,
+            example_kwargs: dict | None = None) -> CompiledModel:
     """Import, optimise, lower, schedule and build ``model``.
 
     Parameters
@@ -314,9 +317,13 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         Run the target's layout pass before fusion (its ``graph_layout`` hook; ``cpu``:
         conv weights packed by blocks of output channels, the packed conv kernels);
         ``False`` keeps the model's layouts.
+    example_kwargs : dict, optional
+        Keyword example inputs of a torch module, as ``torch.export.export(model, args,
+        kwargs)`` takes them (``input_ids=..., attention_mask=...``): tensors become inputs
+        of the compiled model after the positional ones, in the order given; other values
+        (``return_dict=False``) are constants of the trace. The compiled model is then
+        called as the module is, by position or by name (``workbench.graph.keyword_inputs``).
     """
-    from workbench.graph.compile_jobs import build_kernels
-
     # every argument checked before any work (workbench.graph.compile_checks)
     target = resolve_target(target, "compile")
     check_schedules(schedules)
@@ -324,8 +331,10 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
     check_pipeline(pipeline)
     model = check_model(model)
     example_inputs = example_tuple(model, example_inputs)
-    check_signature(model, example_inputs)
-    check_dtypes(model, example_inputs)
+    example_kwargs = example_keywords(model, example_kwargs)
+    check_signature(model, example_inputs, example_kwargs)
+    check_dtypes(model, example_inputs + tuple(example_kwargs.values()))
+    model, example_inputs, input_names = keyword_model(model, example_inputs, example_kwargs)
     if type(model).__name__ == "ModelProto":
         model = onnx_with_example_dims(model, example_inputs)
     graph, out_spec = _import_checked(model, example_inputs)
@@ -348,8 +357,7 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
         if lowered.func not in scheduled:
             scheduled[lowered.func] = _schedule_for(lowered, target, schedules, parallel)
     warn_unmatched(schedules, list(scheduled), target.name)
-    built, stats = build_kernels([scheduled[k.func] for k in lowered_all], target, jobs=jobs,
-                                 progress=progress)
+    built, stats = _build_all(lowered_all, scheduled, target, jobs, progress)
     kernels = []
     for lowered, kernel in zip(lowered_all, built, strict=True):
         sch = scheduled[lowered.func]
@@ -358,9 +366,35 @@ def compile(model, example_inputs=(), target="cpu", schedules="default",
                                       kernel.source, sch.trace.to_json(), lowered.source, sch,
                                       kernel, lowered.shapes, lowered.func))
     compiled = CompiledModel(graph, kernels, plan_memory(graph, reuse=plan), target,
-                             fold_layout=fold_layout, plan=plan, output_structure=structure)
+                             fold_layout=fold_layout, plan=plan, output_structure=structure,
+                             input_names=input_names)
     compiled.build_stats = stats
     return compiled
+
+
+def _build_all(lowered_all: list, scheduled: dict, target, jobs, progress):
+    """``build_kernels`` for every lowered kernel: those testing for NaN (``ieee``) for
+    ``target`` without fast-math where its kernels use it (``cpu``: LLVM's no-NaN flag
+    would fold ``x != x`` to false), the others for ``target``."""
+    from workbench.backends.common.target import Target
+    from workbench.graph.compile_jobs import BuildStats, build_kernels
+
+    strict = [i for i, k in enumerate(lowered_all) if k.ieee]
+    if not strict or not target.options.get("fastmath"):
+        return build_kernels([scheduled[k.func] for k in lowered_all], target, jobs=jobs,
+                             progress=progress)
+    groups = [(strict, Target(target, fastmath=False)),
+              ([i for i, k in enumerate(lowered_all) if not k.ieee], target)]
+    built: list = [None] * len(lowered_all)
+    stats = BuildStats()
+    for indices, group_target in groups:
+        kernels, part = build_kernels([scheduled[lowered_all[i].func] for i in indices],
+                                      group_target, jobs=jobs, progress=progress)
+        for i, kernel in zip(indices, kernels, strict=True):
+            built[i] = kernel
+        for field in ("kernels", "distinct", "cold", "parallel"):
+            setattr(stats, field, getattr(stats, field) + getattr(part, field))
+    return built, stats
 
 
 class CompiledModel:
@@ -380,8 +414,15 @@ class CompiledModel:
 
     def __init__(self, graph: Graph, kernels: list[CompiledKernel], memory: MemoryPlan,
                  target="cpu", *, fold_layout: bool = False, plan: bool = True,
-                 output_structure=None):
+                 output_structure=None, input_names=None):
         self.graph, self.kernels, self.memory = graph, kernels, memory
+        # each input's name, for a call by keyword (None: by position only); by default the
+        # graph's input names (an ONNX model's, a torch module's forward parameters)
+        self.input_names = (tuple(graph.inputs) if input_names is None
+                            else tuple(input_names))
+        if len(self.input_names) != len(graph.inputs):
+            raise ValueError(f"input_names: {len(self.input_names)} name(s) for the graph's "
+                             f"{len(graph.inputs)} input(s)")
         self.target_info = resolve_target(target, "CompiledModel")
         self.target = self.target_info.name
         self.fold_layout, self.plan = bool(fold_layout), bool(plan)
@@ -449,14 +490,19 @@ class CompiledModel:
             values[pending.name] = values[pending.inputs[0]].reshape(pending.type.shape)
             pending = next(views, None)
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, **keywords):
         """The model's output(s) as numpy arrays (copies: the buffers are reused), nested as
         the torch model returns them (a tuple, list or dict); one array for one output. On a
         device-resident target (``cuda``) device inputs give device outputs, no host copy
         (``workbench.graph.compiled_cuda``).
 
+        Inputs are given by position or by name, as to the torch module (``input_names``;
+        ``wb.compile(..., example_kwargs=...)``).
+
         Raises ``ModelInputError`` for an input of another count, shape or dtype than the
-        model was compiled for: inputs are never reshaped or cast."""
+        model was compiled for (inputs are never reshaped or cast), or a name it does not
+        take."""
+        inputs = bind_inputs(self.input_names, inputs, keywords)
         if self.runtime is not None:
             result = self.runtime(*inputs)
             if self.output_structure is None:
@@ -572,7 +618,13 @@ class CompiledModel:
 
         kernel = self._kernel(node)
         sch = self._as_schedule(node, schedule)
-        built = build(sch, target=self.target_info)
+        target = self.target_info
+        if self.target_info.options.get("fastmath") and getattr(
+                kernel.kernel, "options", {}).get("fastmath") is False:
+            from workbench.backends.common.target import Target
+
+            target = Target(target, fastmath=False)  # a NaN-testing kernel (``_build_all``)
+        built = build(sch, target=target)
         if check:
             self._check_kernel(node, built)
         kernel.schedule, kernel.kernel = sch, built

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.graph.ir import Graph, Node
+from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.lower_ops import lower_members
 from workbench.graph.passes.memory_plan import VIEW_OPS
 from workbench.ir.function import PrimFunc
@@ -33,6 +33,7 @@ class LoweredKernel:
     func: PrimFunc
     source: str
     shapes: tuple[tuple[int, ...], ...] = ()
+    ieee: bool = False  # tests for NaN (``x != x``): built without fast-math's no-NaN flag
 
     def bind(self, arrays) -> list[np.ndarray]:
         """``arrays`` (the inputs, then the output) viewed in the kernel's parameter shapes."""
@@ -52,6 +53,14 @@ def _members(graph: Graph, node: Node) -> tuple[list[Node], dict, dict]:
         else:
             inputs[name] = graph.type_of(name)
     return [node], inputs, scalars
+
+
+def _one_element(ty: TensorType) -> TensorType:
+    """A 0-d value's type as the kernel sees it: one element of shape ``(1,)`` (tensor IR
+    buffers have at least one axis). The graph keeps the true shape ``()`` (a full
+    reduction's, as in PyTorch): the kernel's parameter shape ``(1,)`` is a view of it
+    (``LoweredKernel.shapes``), bound by a reshape that never copies."""
+    return TensorType((1,), ty.dtype) if ty.shape == () else ty
 
 
 def kernel_name(pattern: str) -> str:
@@ -77,11 +86,22 @@ def lower_node(graph: Graph, node: Node) -> LoweredKernel:
 
         return lower_viewed(graph, node, lower_node)
     members, types, scalars = _members(graph, node)
+    members = [m.replace(type=_one_element(m.type)) for m in members]
+    types = {name: _one_element(ty) for name, ty in types.items()}
     pattern = node.attrs.get("pattern", node.op)
-    lowered = lower_members("k_" + node.name, members, types, scalars, node.type)
+    lowered = lower_members("k_" + node.name, members, types, scalars,
+                            _one_element(node.type))
     func = lowered.func.replace(name=kernel_name(pattern))
     return LoweredKernel(node.name, pattern, lowered.inputs, func, func.script(),
-                         lowered.shapes)
+                         lowered.shapes, tests_nan(members))
+
+
+def tests_nan(members: list[Node]) -> bool:
+    """Whether a kernel of ``members`` compares a value with itself (``x != x``, ``x == x``:
+    a NaN test; argmax's NaN rows, ONNX ``IsNaN``), which fast-math's no-NaN assumption
+    would fold away."""
+    return any(m.op in ("ne", "eq") and len(m.inputs) == 2 and m.inputs[0] == m.inputs[1]
+               for m in members)
 
 
 def lower_graph(graph: Graph, *, fold_layout: bool = False) -> list[LoweredKernel]:

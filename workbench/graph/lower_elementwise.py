@@ -124,8 +124,9 @@ def _more_elementwise(node: Node, op: str, args: list[PrimExpr]) -> PrimExpr | N
         return a * Call("tanh", (_softplus(a),))
     if op == "where":
         return Select(NE(args[2], const(0.0)), a, args[1])
-    if op in _COMPARE:
-        return Select(_COMPARE[op](a, args[1]), const(1.0), const(0.0))
+    if op in _COMPARE:  # a 0/1 mask in the node's dtype (an integer input's: integer)
+        dtype = node.type.dtype if node.type.dtype != "bool" else "float32"
+        return Select(_COMPARE[op](a, args[1]), _literal(1, dtype), _literal(0, dtype))
     return None
 
 

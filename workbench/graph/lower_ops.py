@@ -364,6 +364,10 @@ def _row_reduction(fb: FuncBuilder, name: str, x: Tensor, axes: set[int], init, 
     def index(vs):
         return [IntImm(0) if d in axes else v for d, v in enumerate(vs)]
 
+    if "S" not in kinds:  # a full reduction: one spatial iteration (a GPU binds it)
+        fb.reduce(name, buf, [1, *x.shape], "S" + kinds, lambda vs: index(vs[1:]), init,
+                  lambda acc, vs: update(acc, vs[1:]))
+        return buf, index
     fb.reduce(name, buf, x.shape, kinds, index, init, lambda acc, vs: update(acc, vs))
     return buf, index
 

@@ -213,25 +213,6 @@ def _pool_windows(x, kernel, stride, padding, fill):
     return xp[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # N C P Q kh kw
 
 
-def ceil_mode_pads(sizes, kernel, stride, padding) -> tuple[int, ...]:
-    """The padding past the end of each spatial axis that makes a floor-mode pooling give
-    ``ceil_mode``'s output size (PyTorch's and ONNX's rule: one more window per axis when
-    the rows left over are not empty, unless that window would start in the end padding).
-
-    >>> ceil_mode_pads((13, 13), (3, 3), (2, 2), (0, 0))
-    (0, 0)
-    >>> ceil_mode_pads((14, 7), (3, 3), (2, 2), (0, 0))
-    (1, 0)
-    """
-    extra = []
-    for size, k, s, p in zip(sizes, kernel, stride, padding, strict=True):
-        out = -(-(size + 2 * p - k) // s) + 1
-        if (out - 1) * s >= size + p:
-            out -= 1
-        extra.append(max((out - 1) * s + k - size - 2 * p, 0))
-    return tuple(extra)
-
-
 def max_pool2d(x, kernel=(2, 2), stride=(2, 2), padding=(0, 0)):
     return _pool_windows(x, kernel, stride, padding, -np.inf).max(axis=(4, 5))
 
@@ -436,6 +417,12 @@ def apply_views(arrays: list[np.ndarray], views) -> list[np.ndarray]:
     return arrays
 
 
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    """``array`` C-contiguous, a 0-d array staying 0-d (``np.ascontiguousarray`` would make
+    it 1-d: a full reduction's type is ``()`` as in PyTorch, not ``(1,)``)."""
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
 def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
     """``op`` applied to ``arrays`` (float64 math, result in the first input's dtype);
     ``VIEW_ATTRS`` are applied around it."""
@@ -443,13 +430,13 @@ def evaluate(op: str, arrays: list[np.ndarray], attrs: dict) -> np.ndarray:
         rest = {k: v for k, v in attrs.items() if k not in VIEW_ATTRS}
         result = evaluate(op, apply_views(arrays, attrs.get("views")), rest)
         perm = attrs.get("out_perm")
-        return result if perm is None else np.ascontiguousarray(np.transpose(result, perm))
+        return result if perm is None else _contiguous(np.transpose(result, perm))
     function = OPS[op][0]
     dtype = arrays[0].dtype if arrays else np.float32
     if op == "cast":
         dtype = np.dtype(attrs.get("dtype", "float32"))
     result = function(*_f64(*arrays), **attrs)
-    return np.ascontiguousarray(np.asarray(result).astype(dtype))
+    return _contiguous(np.asarray(result).astype(dtype))
 
 
 def _conv2d_type(x: TensorType, w: TensorType, b: TensorType | None = None, stride=(1, 1),

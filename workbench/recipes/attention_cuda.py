@@ -283,7 +283,8 @@ def default_tiles(queries: int, keys: int, dim: int, value_dim: int,
 @register("attention", "warp_tiles", "cuda")
 def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None,
                d_tile: int | None = None, lanes: int = LANES,
-               stage_queries: bool | None = None, k_unroll: int = 4) -> Schedule:
+               stage_queries: bool | None = None, k_unroll: int = 4,
+               half_warps: bool = True) -> Schedule:
     """A register tile of ``rows`` query rows x consecutive keys per lane; ``warps`` warps
     per block (``warps * rows`` query rows of one ``(b, h)``), defaults from
     ``default_tiles``.
@@ -302,7 +303,11 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
     - ``P V``: lane ``t`` accumulates the ``rows x m`` outputs of its rows and values
       ``t * m .. t * m + m - 1`` over the keys: per key ``rows`` probabilities (broadcast)
       and ``m`` values (global, coalesced across the lanes, shared by the block's warps
-      through L1) for ``rows * m`` FMAs.
+      through L1) for ``rows * m`` FMAs. ``half_warps`` (default; ignored at an odd
+      ``rows``): lanes 0-15 take the first half of the warp's rows, 16-31 the second, each
+      4 consecutive values (one ``ld.global.v4`` where the value dimension is a multiple of
+      64): per key half the loads for the same FMAs (PTX at S=128: 45 instructions and 6
+      loads for 32 FMAs, 52 and 12 without). Chosen by that count, not yet timed on a GPU.
 
     Masks (causal, boolean, additive) are the softmax blocks' own; index-mapped Q, K, V
     (``passes.fold_views``) are read through their maps. ``ValueError`` where the blocks
@@ -386,9 +391,16 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
     # P V: the lane's rows x values in registers over the keys
     att = sch.get_block("attention")
     ii, e, k = sch.get_loops(att)[-3:]
-    lane, ee = sch.split(e, factors=[lanes, None])
     k0, k1 = sch.split(k, factors=[None, k_unroll])
-    sch.reorder(lane, k0, k1, ii, ee)
+    half_warps = half_warps and rows % 2 == 0  # (one row a warp: the whole warp's values)
+    if half_warps:  # lanes 0-15 the first half of the rows, 16-31 the second: 4 values each
+        ih, ii = sch.split(ii, factors=[2, None])
+        el, ee = sch.split(e, factors=[lanes // 2, None])
+        sch.reorder(ih, el, k0, k1, ii, ee)
+        lane = sch.fuse(ih, el)
+    else:
+        lane, ee = sch.split(e, factors=[lanes, None])
+        sch.reorder(lane, k0, k1, ii, ee)
     sch.bind(lane, "threadIdx.x")
     sch.reverse_compute_at(sch.cache_write(att, 0, "local"), lane)
     if k_unroll % 4 == 0 and keys % 4 == 0:  # the rows' probabilities 4 keys at a time
@@ -396,6 +408,11 @@ def warp_tiles(func: PrimFunc, warps: int | None = None, rows: int | None = None
                                "local")
         sch.compute_at(probs, k0)
         _, four = sch.split(sch.get_loops(probs)[-1], factors=[None, 4])
+        sch.vectorize(four)
+    if half_warps and value_dim % (2 * lanes) == 0:  # the lane's values 4 at a time
+        values = sch.cache_read(att, _read_index(sch, att, func.params[2]), "local")
+        sch.compute_at(values, k1)
+        _, four = sch.split(sch.get_loops(values)[-1], factors=[None, 4])
         sch.vectorize(four)
     sch.decompose_reduction(att, k0)
     _tile(sch, [k1, ii, ee])

@@ -29,7 +29,7 @@ True
 from __future__ import annotations
 
 from workbench.ir import PrimFunc
-from workbench.recipes.matmul_cuda import _cooperative_fetch, block_tile
+from workbench.recipes.matmul_cuda import block_tile, stage_register_tiles
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
@@ -93,29 +93,10 @@ def register_blocked(
     _, lanes = sch.split(wj, factors=[None, 4])
     sch.vectorize(lanes)
 
-    # the block's tiles of A[b] (transposed) and B[b] in shared memory, per k_0 step
-    a_shared = sch.cache_read(c, 1, "shared")
-    b_shared = sch.cache_read(c, 2, "shared")
-    sch.compute_at(a_shared, ko)
-    sch.compute_at(b_shared, ko)
-    sch.transform_layout(a_shared, ("write", 0), lambda q, r, s: (q, s, r))  # [b, k, i]
-    _cooperative_fetch(sch, a_shared, (threads, threads), vector=True)
-    _cooperative_fetch(sch, b_shared, (threads, threads), vector=True)
-    if double_buffer:
-        sch.annotate(a_shared, "double_buffer_scope", 0)
-        sch.annotate(b_shared, "double_buffer_scope", 0)
-
-    # per k_1 step: the thread's column of A and row of B in registers (ld.shared.v4)
-    for index in (1, 2):
-        fragment = sch.cache_read(c, index, "local")
-        sch.compute_at(fragment, ki)
-        *_, inner = sch.get_loops(fragment)
-        _, lanes = sch.split(inner, factors=[None, 4])
-        sch.vectorize(lanes)
-    sch.unroll(ki)
-    if unroll_k:
-        sch.annotate(ki, "pragma_unroll_explicit", 1)
-    sch.decompose_reduction(c, ko)
+    # the block's tiles of A[b] (transposed: [b, k, i]) and B[b] in shared memory per
+    # k_0 step, the thread's column and row in registers per k_1 step
+    stage_register_tiles(sch, c, ko, ki, threads, lambda q, r, s: (q, s, r),
+                         double_buffer, unroll_k)
     return sch
 
 

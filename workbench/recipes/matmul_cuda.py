@@ -117,6 +117,35 @@ def _split_k(sch: Schedule, c, split_k: int):
     return partial
 
 
+def stage_register_tiles(sch: Schedule, c, ko, ki, threads: int, transpose_a,
+                         double_buffer: bool, unroll_k: bool) -> None:
+    """The register-blocked SGEMM's staging, shared by the batched recipe (``bmm_cuda``):
+    per ``k_0`` step the block's tiles of A (``transpose_a``: its shared layout, k first) and
+    B in shared memory, fetched cooperatively with 128-bit global loads (double-buffered if
+    asked); per ``k_1`` step the thread's column of A and row of B in registers
+    (``ld.shared.v4``); ``k_1`` unrolled; the reduction's init decomposed at ``k_0``."""
+    a_shared = sch.cache_read(c, 1, "shared")
+    b_shared = sch.cache_read(c, 2, "shared")
+    sch.compute_at(a_shared, ko)
+    sch.compute_at(b_shared, ko)
+    sch.transform_layout(a_shared, ("write", 0), transpose_a)
+    _cooperative_fetch(sch, a_shared, (threads, threads), vector=True)
+    _cooperative_fetch(sch, b_shared, (threads, threads), vector=True)
+    if double_buffer:
+        sch.annotate(a_shared, "double_buffer_scope", 0)
+        sch.annotate(b_shared, "double_buffer_scope", 0)
+    for index in (1, 2):
+        fragment = sch.cache_read(c, index, "local")
+        sch.compute_at(fragment, ki)
+        *_, inner = sch.get_loops(fragment)
+        _, lanes = sch.split(inner, factors=[None, 4])
+        sch.vectorize(lanes)
+    sch.unroll(ki)
+    if unroll_k:
+        sch.annotate(ki, "pragma_unroll_explicit", 1)
+    sch.decompose_reduction(c, ko)
+
+
 def _extent(sch: Schedule, loop) -> int:
     return int(sch.get(loop).extent.value)
 
@@ -248,28 +277,8 @@ def register_blocked(
     sch.vectorize(lanes)
 
     # block tiles in shared memory, fetched cooperatively with 128-bit global loads
-    a_shared = sch.cache_read(c, 1, "shared")
-    b_shared = sch.cache_read(c, 2, "shared")
-    sch.compute_at(a_shared, ko)
-    sch.compute_at(b_shared, ko)
-    sch.transform_layout(a_shared, ("write", 0), lambda r, s: (s, r))  # A_shared[k, i]
-    _cooperative_fetch(sch, a_shared, (threads, threads), vector=True)
-    _cooperative_fetch(sch, b_shared, (threads, threads), vector=True)
-    if double_buffer:
-        sch.annotate(a_shared, "double_buffer_scope", 0)
-        sch.annotate(b_shared, "double_buffer_scope", 0)
-
-    # per k_1 step: the thread's column of A and row of B in registers (ld.shared.v4)
-    for index in (1, 2):
-        fragment = sch.cache_read(c, index, "local")
-        sch.compute_at(fragment, ki)
-        *_, inner = sch.get_loops(fragment)
-        _, lanes = sch.split(inner, factors=[None, 4])
-        sch.vectorize(lanes)
-    sch.unroll(ki)
-    if unroll_k:
-        sch.annotate(ki, "pragma_unroll_explicit", 1)
-    sch.decompose_reduction(c, ko)
+    stage_register_tiles(sch, c, ko, ki, threads, lambda r, s: (s, r),  # A_shared[k, i]
+                         double_buffer, unroll_k)
     return sch
 
 

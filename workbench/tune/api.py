@@ -35,36 +35,37 @@ from workbench.tune.database import (
 from workbench.tune.progress import Progress
 from workbench.tune.runner import Candidate, LocalRunner, Task
 from workbench.tune.space import SearchSpace
+from workbench.tune.spaces import check_space
 from workbench.tune.strategies import get_strategy
 
 
 def make_space(space, func, target="cpu") -> SearchSpace:
-    """A ``SearchSpace`` from what ``wb.tune`` accepts: a space, a template function,
-    ``"generated"`` (the default: the rules of ``target``, ``"cpu"`` or ``"cuda"``), or
-    ``"matmul"`` (the built-in matmul template).
+    """A ``SearchSpace`` from what ``wb.tune`` accepts: a space, a template function, or a
+    named space of ``workbench.tune.spaces.SPACES`` for ``target``: ``"generated"`` (the
+    default: the rules of ``target``, ``"cpu"`` or ``"cuda"``) or ``"matmul"`` (the built-in
+    matmul template, cpu only: ``SpaceTargetError`` for another target).
 
     Example
     -------
     >>> make_space("generated", ops.matmul(64, 64, 64), target="cuda").knobs  # doctest: +SKIP
     ['tile:C:i', 'tile:C:j', 'tile:C:k', 'shared:C', 'unroll:C']
     """
+    from workbench.tune.spaces import SPACES, check_space
+
     if isinstance(space, SearchSpace):
         return space
-    if space is None or space == "generated":
-        from workbench.tune.space_generated import GeneratedSpace
-
-        return GeneratedSpace(func, target=target)
-    if space == "matmul":
-        from workbench.tune.space_template import TemplateSpace
-        from workbench.tune.templates import matmul_template
-
-        return TemplateSpace(matmul_template, func)
+    if space is None:
+        space = "generated"
+    if isinstance(space, str) and space in SPACES:
+        check_space(space, target, "make_space")
+        return SPACES[space].make(func, target)
     if callable(space):
         from workbench.tune.space_template import TemplateSpace
 
         return TemplateSpace(space, func)
-    raise ValueError(f"space must be a SearchSpace, a template function, 'generated' or "
-                     f"'matmul', not {space!r}")
+    names = " or ".join(repr(name) for name in SPACES)
+    raise ValueError(f"space must be a SearchSpace, a template function, {names}, not "
+                     f"{space!r}")
 
 
 @dataclasses.dataclass
@@ -181,6 +182,8 @@ def tune(
     db : path or Database
         The JSONL records file (appended, flushed per record).
     space : SearchSpace, template function, ``"generated"`` or ``"matmul"``
+        A named space must exist for ``target`` (``workbench.tune.spaces``: ``"matmul"`` is
+        a cpu template): ``SpaceTargetError`` before any work otherwise.
     strategy : ``"grid"``, ``"random"``, ``"evolutionary"``, ``"bayesian"`` or a Strategy
     seed : int
         Seeds the strategy, the cost model and the random inputs.
@@ -219,6 +222,7 @@ def tune(
     resolved = resolve_target(target, "tune")
     check_tune_args(func, trials=trials, db=db, batch_size=batch_size, repeats=repeats,
                     min_repeat_s=min_repeat_s, time_budget_s=time_budget_s)
+    check_space(space, resolved, "tune")  # a named space of another target: before any work
     target = resolved.name  # records and workload keys hold the name
     database = db if isinstance(db, Database) else Database(db)
     space = make_space(space, func, resolved)

@@ -250,8 +250,12 @@ class _Node(MoreOps):
         return self.emit("adaptive_avg_pool2d", [x], {"output_size": (1, 1)})
 
     def op_Flatten(self):
+        """``(prod(shape[:axis]), prod(shape[axis:]))``; ``axis`` in ``[-rank, rank]``
+        (``axis == rank``: one column, the TorchScript exporter's mask of BERT-family
+        models)."""
         shape = self.shape(self.ins[0])
-        axis = self.attrs.get("axis", 1) % max(len(shape), 1)
+        axis = int(self.attrs.get("axis", 1))
+        axis = axis + len(shape) if axis < 0 else axis
         new = [math.prod(shape[:axis]), math.prod(shape[axis:])]
         return self.emit("reshape", [self.ins[0]], {"shape": new})
 

@@ -1,7 +1,9 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
-(``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, Reciprocal,
-comparisons, And, Not; constant Pad (torchvision's Swin), HardSigmoid (MobileNetV3); ReduceL2
+(``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, ReduceSum,
+ReduceMax, ReduceMin (no axes: every axis, a 0-d result without keepdims), Reciprocal,
+comparisons, And, Not (on 0/1 masks of one dtype), CumSum (``running_sum``), GatherElements
+(``gather``); constant Pad (torchvision's Swin), HardSigmoid (MobileNetV3); ReduceL2
 (``F.normalize``: timm's XCiT), InstanceNormalization (``nn.GroupNorm``: timm's PoolFormer).
 
 Booleans are the graph's 0/1 masks (as in the PyTorch frontend). ``IsNaN(x)`` is
@@ -92,8 +94,28 @@ class MoreOps:
             start += size
         return tuple(parts)
 
+    def _mask(self, value: str, dtype: str = "float32") -> str:
+        """The 0/1 mask ``value`` in ``dtype`` (the graph's booleans are 0/1 numbers; a
+        ``bool`` constant folded at import, such as a causal triangle, becomes one)."""
+        if self.b.types[value].dtype == dtype:
+            return value
+        constant = self.b.constants.get(value)
+        if constant is not None:
+            return self.b.constant(value, constant.astype(dtype))
+        return self.emit("cast", [value], {"dtype": dtype})
+
+    def _masks(self, a: str, b: str) -> list[str]:
+        """Two 0/1 masks in one dtype: theirs when they agree (and are not ``bool``),
+        else float32 (a bool constant times an int64 mask: DistilBERT's, BERT's padded
+        attention mask through the dynamo exporter)."""
+        da, db = self.b.types[a].dtype, self.b.types[b].dtype
+        dtype = da if da == db and da != "bool" else "float32"
+        return [self._mask(a, dtype), self._mask(b, dtype)]
+
     def op_Where(self):
         cond, x, y = self.ins[:3]
+        if self.b.types[cond].dtype == "bool":
+            cond = self._mask(cond)
         return self.emit("where", [x, y, cond])
 
     def op_IsNaN(self):
@@ -101,10 +123,35 @@ class MoreOps:
 
     def op_Not(self):
         x = self.ins[0]
+        if self.b.types[x].dtype == "bool":
+            x = self._mask(x)
         return self.emit("sub", [self.b.constant("one", np.ones((), self.b.types[x].dtype)), x])
 
     def op_And(self):
-        return self.emit("mul", self.ins[:2])
+        return self.emit("mul", self._masks(*self.ins[:2]))
+
+    def op_CumSum(self):
+        """A running sum along a constant ``axis`` (``exclusive``, ``reverse``): a matmul
+        with a triangle of ones (``running_sum``; integers summed in float32 and cast
+        back, as ATen ``cumsum``)."""
+        from workbench.graph.frontends.running_sum import running_sum
+
+        x, axis = self.ins[:2]
+        if axis not in self.b.constants:
+            raise NotImplementedError(f"{self.where}: CumSum along a run-time axis")
+        shape, dtype = self.shape(x), self.b.types[x].dtype
+        y = x if dtype == "float32" else self.emit("cast", [x], {"dtype": "float32"})
+        y = running_sum(self.emit, self.b.constant, y, shape,
+                        int(self.const(axis).reshape(())) % len(shape),
+                        exclusive=bool(self.attrs.get("exclusive", 0)),
+                        reverse=bool(self.attrs.get("reverse", 0)))
+        return y if dtype == "float32" else self.emit("cast", [y], {"dtype": dtype})
+
+    def op_GatherElements(self):
+        """``torch.gather``: the graph's ``gather`` along ``axis`` (negative indices wrap,
+        as ONNX defines them)."""
+        x, index = self.ins[:2]
+        return self.emit("gather", [x, index], {"axis": self._axis(), "wrap": True})
 
     def op_Pow(self):
         """A constant scalar exponent."""
@@ -163,6 +210,23 @@ class MoreOps:
 
     def op_ReduceMean(self):
         return self.emit("mean", [self.ins[0]], self._reduce_attrs())
+
+    def _reduce(self, kind: str) -> str:
+        if self.attrs.get("noop_with_empty_axes", 0) and not self._has_axes():
+            return self.ins[0]
+        return self.emit("reduce", [self.ins[0]], {**self._reduce_attrs(), "kind": kind})
+
+    def _has_axes(self) -> bool:
+        return "axes" in self.attrs or (len(self.ins) > 1 and bool(self.ins[1]))
+
+    def op_ReduceSum(self):
+        return self._reduce("sum")
+
+    def op_ReduceMax(self):
+        return self._reduce("max")
+
+    def op_ReduceMin(self):
+        return self._reduce("min")
 
     def op_ReduceL2(self):
         """``sqrt(sum(x * x))`` (``F.normalize``)."""

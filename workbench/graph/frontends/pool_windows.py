@@ -29,6 +29,22 @@ def output_size(size: int, kernel: int, stride: int, pad: int, ceil_mode: bool) 
     return out
 
 
+def ceil_mode_pads(sizes, kernel, stride, padding) -> tuple[int, ...]:
+    """The padding past the end of each spatial axis that makes a floor-mode pooling give
+    ``ceil_mode``'s output size (PyTorch's and ONNX's rule, ``output_size``: one more window
+    per axis when the rows left over are not empty, unless that window would start in the
+    end padding). The one home of the ceil overhang: ``pool_plan`` (average pools) and the
+    frontends' max pools read it.
+
+    >>> ceil_mode_pads((13, 13), (3, 3), (2, 2), (0, 0))
+    (0, 0)
+    >>> ceil_mode_pads((14, 7), (3, 3), (2, 2), (0, 0))
+    (1, 0)
+    """
+    return tuple(max(0, (output_size(n, k, s, p, True) - 1) * s + k - (n + 2 * p))
+                 for n, k, s, p in zip(sizes, kernel, stride, padding, strict=True))
+
+
 def pool_plan(sizes, kernel, stride, padding, ceil_mode=False, count_include_pad=True,
               divisor_override=None, average=True):
     """``(extra, scale)``: the padding to add after each spatial axis of ``sizes`` and the
@@ -42,8 +58,8 @@ def pool_plan(sizes, kernel, stride, padding, ceil_mode=False, count_include_pad
     """
     outs = [output_size(n, k, s, p, ceil_mode)
             for n, k, s, p in zip(sizes, kernel, stride, padding, strict=True)]
-    extra = [max(0, (o - 1) * s + k - (n + 2 * p))
-             for n, k, s, p, o in zip(sizes, kernel, stride, padding, outs, strict=True)]
+    extra = list(ceil_mode_pads(sizes, kernel, stride, padding)) if ceil_mode \
+        else [0] * len(outs)
     if not average:
         return extra, None
     per_axis = []
@@ -65,4 +81,4 @@ def pool_plan(sizes, kernel, stride, padding, ceil_mode=False, count_include_pad
     return extra, area / divisor
 
 
-__all__ = ["output_size", "pool_plan"]
+__all__ = ["ceil_mode_pads", "output_size", "pool_plan"]

@@ -17,11 +17,11 @@ import math
 import numpy as np
 
 from workbench.graph.frontends.einsum import einsum
-from workbench.graph.frontends.pool_windows import pool_plan
+from workbench.graph.frontends.pool_windows import ceil_mode_pads, pool_plan
+from workbench.graph.frontends.running_sum import running_sum
 from workbench.graph.frontends.torch_index import IndexOps
 from workbench.graph.frontends.torch_layout import LayoutOps
 from workbench.graph.frontends.torch_promotion import PromotionOps
-from workbench.graph.ops import ceil_mode_pads
 
 IDENTITY = {"contiguous", "clone", "dropout", "alias", "detach", "lift_fresh_copy",
             "_assert_tensor_metadata", "feature_dropout", "alpha_dropout", "_assert_async",
@@ -352,20 +352,12 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
 
     def _op_cumsum(self, x, dim, dtype=None):
         """A running sum along ``dim``: a matmul with a constant upper-triangular matrix of
-        ones (integers in float32, the matmul kernels' dtype, exact while the sums stay
-        under 2**24 (position ids from a padding mask), and cast back)."""
+        ones (``running_sum``; integers in float32, the matmul kernels' dtype, exact while
+        the sums stay under 2**24 (position ids from a padding mask), and cast back)."""
         shape = self._shape(x)
-        axis, n = int(dim) % len(shape), len(shape)
         result = self.result_dtype or self._dtype(x)
-        compute = "float32"
-        y = self._cast(x, compute)
-        perm = [a for a in range(n) if a != axis] + [axis]
-        if axis != n - 1:
-            y = self._emit("transpose", [y], {"perm": perm})
-        ones = np.triu(np.ones((shape[axis], shape[axis]), compute))
-        y = self._emit("matmul", [y, self.b.constant("running_sum", ones)])
-        if axis != n - 1:
-            y = self._emit("transpose", [y], {"perm": [int(a) for a in np.argsort(perm)]})
+        y = running_sum(self._emit, self.b.constant, self._cast(x, "float32"), shape,
+                        int(dim) % len(shape))
         return self._cast(y, result)
 
     def _op_diff(self, x, n=1, dim=-1, prepend=None, append=None):
@@ -385,7 +377,8 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
     # ---- pooling ---------------------------------------------------------------------------
 
     def _op_max_pool2d(self, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-        """``ceil_mode`` pads the bottom and right with ``-inf`` first (``ceil_mode_pads``)."""
+        """``ceil_mode`` pads the bottom and right with ``-inf`` first
+        (``pool_windows.ceil_mode_pads``)."""
         if _pair(dilation) != (1, 1):
             raise NotImplementedError("max_pool2d with dilation")
         kernel, stride, padding = _pair(kernel), _pair(stride or kernel), _pair(padding)
@@ -508,7 +501,9 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
         """The first index of the ``kind`` ("max"/"min") along ``dim`` (the flattened input
         when None): ``min(where(x == extreme, index, extent))`` over the axis with a constant
         index ramp, cast to int64. Integers are compared in float64 (exact to 2**53), floats
-        in their dtype; a NaN is not found (PyTorch returns its index)."""
+        in their dtype. A float row holding a NaN gives its first NaN's index, as PyTorch's
+        (the same ``min`` over ``x != x``; its kernel is built without fast-math's
+        no-NaN assumption: ``lower.LoweredKernel.ieee``)."""
         if dim is None:
             x = self._reshape_to(x, [math.prod(self._shape(x))])
             dim = 0
@@ -520,12 +515,45 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
         top = self._emit("reduce", [y], {"axes": [axis], "keepdims": True, "kind": kind})
         ramp = np.arange(shape[axis], dtype=compute).reshape(
             [-1 if a == axis else 1 for a in range(len(shape))])
-        picked = self._emit("where", [self.b.constant("index", ramp),
-                                      self.b.constant("extent", np.asarray(shape[axis], compute)),
-                                      self._emit("eq", [y, top])])
-        first = self._emit("reduce", [picked], {"axes": [axis], "keepdims": bool(keepdim),
-                                                "kind": "min"})
+        index = self.b.constant("index", ramp)
+        extent = self.b.constant("extent", np.asarray(shape[axis], compute))
+
+        def first_where(mask):
+            picked = self._emit("where", [index, extent, mask])
+            return self._emit("reduce", [picked], {"axes": [axis], "keepdims": bool(keepdim),
+                                                   "kind": "min"})
+
+        first = first_where(self._emit("eq", [y, top]))
+        if dtype in ("float32", "float64"):  # integers hold no NaN
+            nan = first_where(self._emit("ne", [y, y]))
+            first = self._emit("where", [nan, first, self._emit("lt", [nan, extent])])
         return self._cast(first, "int64")
+
+    def _op_max(self, x, dim=None, keepdim=False):
+        """``max()`` (every axis: a 0-d value) and ``max(dim)`` (the values and the first
+        index, as ``argmax``); the elementwise ``max(input, other)`` is refused."""
+        return self._extremes("max", x, dim, keepdim)
+
+    def _op_min(self, x, dim=None, keepdim=False):
+        """``min()`` and ``min(dim)``, as ``max``."""
+        return self._extremes("min", x, dim, keepdim)
+
+    def _extremes(self, kind: str, x, dim, keepdim):
+        if isinstance(dim, str):
+            raise NotImplementedError(f"{kind}(input, other): the elementwise form")
+        if dim is None:
+            return self._reduce(kind, x)
+        return (self._reduce(kind, x, [dim], keepdim),
+                self._first_extreme(kind, x, dim, keepdim))
+
+    def _op_mse_loss(self, x, target, reduction=1):
+        """``(x - target) ** 2``, its mean (``reduction`` 1, the default: a 0-d value), its
+        sum (2) or itself (0)."""
+        diff = self._binary("sub", x, target, 1)
+        square = self._emit("mul", [diff, diff])
+        if reduction == 0:
+            return square
+        return self._op_mean(square) if reduction == 1 else self._reduce("sum", square)
 
     def _op_argmax(self, x, dim=None, keepdim=False):
         """The first index of the maximum: reductions, an ``eq`` and a ``where`` (no new
@@ -546,6 +574,11 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
         if correction:
             y = self._emit("mul", [y, self._tensor(count / (count - correction), x)])
         return y
+
+    def _op_std(self, x, dims=None, unbiased=True, keepdim=False, *, correction=None):
+        """The square root of ``var`` (same arguments)."""
+        return self._emit("sqrt", [self._op_var(x, dims, unbiased, keepdim,
+                                                correction=correction)])
 
     def _op_softmax(self, x, dim, *rest, **kwargs):
         return self._emit("softmax", [x], {"axis": int(dim) % len(self._shape(x))})

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 class LayoutOps:
     """The layout handlers (``self._emit``, ``self._shape``: ``AtenOps``)."""
@@ -62,6 +64,11 @@ class LayoutOps:
         if tuple(shape) == tuple(old):
             return x
         return self._emit("broadcast_to", [x], {"shape": shape})
+
+    def _op_broadcast_tensors(self, tensors):
+        """Each tensor ``expand``-ed to the common broadcast shape (``F.mse_loss``)."""
+        shape = np.broadcast_shapes(*(tuple(self._shape(t)) for t in tensors))
+        return [self._op_expand(t, list(shape)) for t in tensors]
 
     def _op_expand_as(self, x, other):
         return self._op_expand(x, self._shape(other))
