@@ -3,6 +3,7 @@
 inputs (outputs poisoned with NaN first: an element no thread writes fails); its tiling
 within the launch limits for every resnet-style convolution."""
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -103,6 +104,19 @@ def test_register_tiling_keeps_the_grid_busy_on_small_images():
     assert (big.per_k, big.per_x) == (8, 8)
     small = register_tiling(512, 512, 7, 7, N=16)  # 7x7 at batch 16: fewer channels a thread
     assert small.per_k < big.per_k
+
+
+def test_shared_tiles_fit_when_built_at_every_resnet18_conv():
+    """The build's own count of shared memory (``prepare``: the allocations as lowered,
+    the weights' padded rows, both buffers) within the device's 48 KiB: 16 channels a
+    block pad their rows to 36 floats, which an estimate of 16 + 4 missed once."""
+    from workbench.backends.common.target import Target
+    from workbench.backends.cuda.numba_cuda import prepare
+
+    for (K, C, P, R, stride), batch in itertools.product(RESNET_CONVS[:11], (1, 16)):
+        H = P * stride
+        func = ops.conv2d_nchw(batch, C, H, H, K, R, R, stride=stride, padding=R // 2)
+        prepare(lower(register_tiled(func).mod), Target("cuda"))  # raises when over
 
 
 def test_small_tiles_are_double_buffered_by_default_large_ones_not():

@@ -357,7 +357,9 @@ def _shared_floats(t: ConvTiling, R: int, S: int, window: tuple[int, int, int, i
     threads = t.threads
     copies = -(-t.n_threads * t.c_tile * plane // threads) * threads
     pad = (-(-copies // (t.n_threads * plane))) * plane
-    return t.n_threads * pad + (t.k_threads * t.per_k + 4) * t.c_tile * R * S
+    channels = t.k_threads * t.per_k
+    row = max(4, -(-(channels - 4) // 32) * 32 + 4)  # storage_align(factor=32, offset=4)
+    return t.n_threads * pad + row * t.c_tile * R * S
 
 
 @register("conv2d_nchw", "register_tiled", "cuda")
