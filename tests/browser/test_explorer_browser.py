@@ -75,6 +75,25 @@ def expect_loop(loops, name: str) -> None:
     expect(loops.locator("option:checked")).to_have_text(re.compile(rf"^\s*{name}\s"))
 
 
+def hover_until_watched(page, widget, tries: int = 5) -> None:
+    """Put the mouse over ``widget`` until ipyevents listens to its keys.
+
+    ipyevents adds its key listener (and the class ``ipyevents-watched``) on ``mouseenter``
+    and drops it on ``mouseleave``; a layout shift just after a hover (a pane redrawn by the
+    kernel) can move the widget from under a still mouse, and a key pressed then is lost (a CI
+    run saw ``ArrowDown`` leave the loop list on ``i``). Leave and re-enter until it is watched.
+    """
+    watched = re.compile(r"\bipyevents-watched\b")
+    for _ in range(tries):
+        widget.hover()
+        try:
+            expect(widget).to_have_class(watched, timeout=2_000)
+            return
+        except AssertionError:
+            page.mouse.move(0, 0)  # leave, so the next hover enters again
+    expect(widget).to_have_class(watched)
+
+
 def cut_titles(labels) -> list[str]:
     """The visible tab titles whose text is wider than their label (cut off)."""
     return labels.evaluate_all(
@@ -167,7 +186,7 @@ def check_keys_and_a_refused_edit_that_moves_nothing(page, explorer) -> None:
     loop_list = explorer.locator(".widget-select").first
 
     def key(name: str, selected: str | None = None) -> None:
-        loop_list.hover()  # ipyevents takes keys under the mouse (a scroll may have moved it)
+        hover_until_watched(page, loop_list)
         page.keyboard.press(name)
         if selected is not None:
             expect_loop(loops, selected)
