@@ -139,6 +139,10 @@ CASES = {
     "max": (lambda x: x.max(1, keepdim=True)[0] + x.max() + x.max(-1).indices.unsqueeze(-1),
             [X]),
     "min": (lambda x: x.min(0)[0] * x.min() - x.min(2, keepdim=True).indices, [X]),
+    "maximum": (lambda x, y: torch.maximum(x, y) + torch.max(y, x), [X, (3, 1)]),
+    "minimum": (lambda x, y: torch.minimum(x, y) * x.min(y), [X, X]),
+    "fmax": (lambda x, y: torch.fmax(x, y), [X, (4,)]),
+    "fmin": (lambda x, y: torch.fmin(y, x), [X, X]),
     "broadcast_tensors": (lambda x, y: torch.broadcast_tensors(x, y)[1] * 2
                           + torch.broadcast_tensors(x, y)[0], [X, (3, 1)]),
     "mse_loss": (lambda x, y: F.mse_loss(x, y) + F.mse_loss(x, y, reduction="sum")

@@ -1,7 +1,8 @@
 """ONNX ops of the dynamo exporter's transformer graphs (``torch.onnx.export(...,
 dynamo=True)`` of GPT-2, BERT, Llama), mixed into ``onnx._Node``: Gather by a run-time index
 (``take``), GatherND (``x[i, j]``), Cast, Split, Where, IsNaN, Pow, ReduceMean, ReduceSum,
-ReduceMax, ReduceMin (no axes: every axis, a 0-d result without keepdims), Reciprocal,
+ReduceMax, ReduceMin (no axes: every axis, a 0-d result without keepdims), Max, Min
+(elementwise, NaN propagated), Reciprocal,
 comparisons, And, Not (on 0/1 masks of one dtype), CumSum (``running_sum``), GatherElements
 (``gather``); constant Pad (torchvision's Swin), HardSigmoid (MobileNetV3); ReduceL2
 (``F.normalize``: timm's XCiT), InstanceNormalization (``nn.GroupNorm``: timm's PoolFormer).
@@ -117,6 +118,26 @@ class MoreOps:
         if self.b.types[cond].dtype == "bool":
             cond = self._mask(cond)
         return self.emit("where", [x, y, cond])
+
+    def op_Max(self):
+        return self._pick_all("max")
+
+    def op_Min(self):
+        return self._pick_all("min")
+
+    def _pick_all(self, kind: str):
+        """Max / Min of one or more inputs (broadcast): ``where(a >= b, a, b)`` pairwise,
+        a NaN propagated (as onnxruntime does; integers hold none)."""
+        y = self.ins[0]
+        floating = self.b.types[y].dtype.startswith("float")
+        for other in self.ins[1:]:
+            picked = self.emit("where", [y, other,
+                                         self.emit("ge" if kind == "max" else "le", [y, other])])
+            if floating:  # both tested: the pick's comparison may be built with fast-math
+                picked = self.emit("where", [other, picked, self.emit("ne", [other, other])])
+                picked = self.emit("where", [y, picked, self.emit("ne", [y, y])])
+            y = picked
+        return y
 
     def op_IsNaN(self):
         return self.emit("ne", [self.ins[0], self.ins[0]])

@@ -530,17 +530,54 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
         return self._cast(first, "int64")
 
     def _op_max(self, x, dim=None, keepdim=False):
-        """``max()`` (every axis: a 0-d value) and ``max(dim)`` (the values and the first
-        index, as ``argmax``); the elementwise ``max(input, other)`` is refused."""
+        """``max()`` (every axis: a 0-d value), ``max(dim)`` (the values and the first
+        index, as ``argmax``) and the elementwise ``max(input, other)`` (``maximum``)."""
         return self._extremes("max", x, dim, keepdim)
 
     def _op_min(self, x, dim=None, keepdim=False):
-        """``min()`` and ``min(dim)``, as ``max``."""
+        """``min()``, ``min(dim)`` and ``min(input, other)``, as ``max``."""
         return self._extremes("min", x, dim, keepdim)
 
+    def _op_maximum(self, a, b):
+        """The elementwise larger: a NaN wins (``_pick``)."""
+        return self._pick("max", a, b, nan="propagate")
+
+    def _op_minimum(self, a, b):
+        """The elementwise smaller: a NaN wins."""
+        return self._pick("min", a, b, nan="propagate")
+
+    def _op_fmax(self, a, b):
+        """The elementwise larger: a NaN loses."""
+        return self._pick("max", a, b, nan="ignore")
+
+    def _op_fmin(self, a, b):
+        """The elementwise smaller: a NaN loses."""
+        return self._pick("min", a, b, nan="ignore")
+
+    def _pick(self, kind: str, a, b, nan: str):
+        """The elementwise larger (``kind`` "max") or smaller of ``a`` and ``b``, promoted
+        and broadcast as PyTorch: ``where(a >= b, a, b)``. A NaN wins in ``maximum`` /
+        ``minimum`` (``nan="propagate"``) and loses in ``fmax`` / ``fmin`` (``"ignore"``);
+        integers hold none. No new graph operator: the three nodes fuse into one kernel."""
+        result = self._result([a, b])
+        dtype = result if result in ("float32", "float64") else self._compute_dtype([a, b],
+                                                                                    result)
+        a, b = self._operand(a, dtype), self._operand(b, dtype)
+        y = self._emit("where", [a, b, self._emit("ge" if kind == "max" else "le", [a, b])])
+        if dtype.startswith("float"):
+            a_nan, b_nan = self._emit("ne", [a, a]), self._emit("ne", [b, b])
+            # both tests, so the pick's comparison never decides for a NaN (a NaN test of a
+            # broadcast operand may be a kernel of its own, and the pick's kernel is then
+            # built with fast-math, whose comparisons assume no NaN)
+            if nan == "propagate":
+                y = self._emit("where", [a, self._emit("where", [b, y, b_nan]), a_nan])
+            else:  # the other operand where one is NaN (both NaN: a, NaN)
+                y = self._emit("where", [a, self._emit("where", [b, y, a_nan]), b_nan])
+        return self._cast(y, result)
+
     def _extremes(self, kind: str, x, dim, keepdim):
-        if isinstance(dim, str):
-            raise NotImplementedError(f"{kind}(input, other): the elementwise form")
+        if isinstance(dim, str):  # max(input, other): a tensor, not an axis
+            return self._pick(kind, x, dim, nan="propagate")
         if dim is None:
             return self._reduce(kind, x)
         return (self._reduce(kind, x, [dim], keepdim),
