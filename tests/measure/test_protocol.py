@@ -80,17 +80,25 @@ def test_large_budget_stops_at_max_repeats(matmul_args):
     assert len(kernel.calls) == 2 + 12
 
 
-def test_budget_bounds_the_timed_calls(matmul_args):
-    import time
+def test_budget_bounds_the_timed_calls(matmul_args, monkeypatch):
+    """10 ms calls in a 100 ms budget: about 10 timed calls. The clock is a fake one that
+    each call advances by exactly 10 ms (a real sleep on a loaded CI machine took longer
+    and left 2 calls)."""
+    import types
+
+    from workbench.measure import protocol
+
+    now = [0]
+    monkeypatch.setattr(protocol, "time", types.SimpleNamespace(perf_counter_ns=lambda: now[0]))
 
     def slow(*args):
-        time.sleep(0.01)
+        now[0] += 10_000_000
 
     res = measure(
         slow, *matmul_args, min_repeats=2, max_repeats=1000, budget_s=0.1, warmup=0, peaks=PEAKS
     )
-    assert 5 <= res.repeats <= 12  # 10 ms calls in a 100 ms budget
-    assert res.median_s >= 0.01
+    assert 9 <= res.repeats <= 11
+    assert res.median_s == pytest.approx(0.01)
 
 
 def test_median_and_iqr_of_the_timed_calls():
