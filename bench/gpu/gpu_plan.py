@@ -21,6 +21,9 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    cuda schedule (``recipes.graph_cuda.graph_schedule``, what ``wb.compile`` uses) and the
    ``register_blocked`` recipe's default, built with ``wb.build``, checked against float64,
    timed with CUDA events against ``torch.mm`` (TF32 off).
+   ``linear``: GPT-2's projections (M 1024) and the block's (M 2048) as one-layer models
+   through ``wb.compile(target="cuda")``: the default against ``SPLIT_K_EPILOGUE`` (K
+   split, the epilogue in the kernel that sums the slices) and torch eager.
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
    against ``torch.softmax`` / ``F.layer_norm``.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
@@ -68,6 +71,9 @@ for _path in (ROOT, HERE):
 SIZES = {
     "gpu": {
         "sgemm": [(4000, 4000, 4000), (1000, 3000, 2000), (511, 257, 129)],
+        # GPT-2 small at batch 8 x 128 tokens (qkv, proj, fc1 + GELU, fc2), the block d 256 b16
+        "linear": [(1024, 768, 2304, False), (1024, 768, 768, False), (1024, 768, 3072, True),
+                   (1024, 3072, 768, False), (2048, 256, 768, False), (2048, 1024, 256, False)],
         "rows": [(8192, 8192), (4096, 3000), (30000, 768)],
         "models": ["resnet18 b16", "gpt2-small b8", "block d768 b1"],
         "launch": (256, 4, 1, 16),
@@ -75,6 +81,7 @@ SIZES = {
     },
     "dry": {
         "sgemm": [(17, 9, 5), (7, 33, 4)],
+        "linear": [(10, 64, 36, True)],
         "rows": [(5, 40), (3, 7)],
         "models": ["block d16 b1"],
         "launch": (16, 2, 1, 5),
@@ -394,6 +401,53 @@ def part_sgemm(ctx: Context, entry: dict) -> None:
             ctx.save()
 
 
+def part_linear(ctx: Context, entry: dict) -> None:
+    """``nn.Linear`` (+ tanh GELU) of the models' shapes as one-layer models through
+    ``wb.compile(target="cuda")``, called with torch CUDA tensors (graph replay): the
+    graph's default (the epilogue in the register tile's write-back, K whole) against
+    ``graph_cuda_ops.SPLIT_K_EPILOGUE`` (K split where the grid is small, the epilogue in
+    the kernel that sums the slices), beside torch eager (cuBLAS, TF32 off)."""
+    import copy
+
+    import workbench as wb
+    from workbench.recipes import graph_cuda_ops
+
+    torch = ctx.torch
+    rows = entry.setdefault("rows", {})
+    for m, k, n, gelu in ctx.sizes["linear"]:
+        name = f"{m}x{k}->{n}{' gelu' if gelu else ''}"
+        if ctx.left() < 30:
+            rows[name] = {"skipped": "deadline"}
+            continue
+        rows[name] = row = {"gflop": 2 * m * n * k / 1e9}
+        torch.manual_seed(0)
+        layers = [torch.nn.Linear(k, n)] + ([torch.nn.GELU(approximate="tanh")] if gelu else [])
+        model = torch.nn.Sequential(*layers).eval()
+        x = torch.randn(m, k)
+        xd, device_model = x.to(ctx.device), copy.deepcopy(model).to(ctx.device)
+        try:
+            with torch.no_grad():
+                want = device_model(xd).clone()
+                row["torch eager"] = ctx.measure(lambda: device_model(xd))  # noqa: B023
+                for label, split in (("workbench default", False), ("workbench split-K", True)):
+                    graph_cuda_ops.SPLIT_K_EPILOGUE = split
+                    compiled = wb.compile(model, (x,), target="cuda", progress=False)
+                    got = compiled(xd)
+                    ctx.sync()
+                    result = ctx.measure(lambda: compiled(xd), len(compiled.kernels))  # noqa: B023
+                    result.update(rel_err=rel_err(torch, got, want),
+                                  launches=sum(len(getattr(c.kernel, "launches", ()) or ())
+                                               for c in compiled.kernels))
+                    result["vs_eager"] = row["torch eager"]["device_ms"] / result["device_ms"]
+                    row[label] = result
+                    ctx.save()
+        except Exception as err:  # noqa: BLE001
+            row.update(_error(err, 800))
+        finally:
+            graph_cuda_ops.SPLIT_K_EPILOGUE = False
+        ctx.save()
+
+
 def part_rows(ctx: Context, entry: dict) -> None:
     from workbench import ops
     from workbench.recipes.graph_cuda import graph_schedule
@@ -603,6 +657,7 @@ PARTS = [
     Part("attn", part_attn, 60),
     Part("conv2", part_conv2, 60),
     Part("sgemm", part_sgemm, 40),
+    Part("linear", part_linear, 40),
     Part("rows", part_rows, 30),
     Part("models", part_models, 90),
     Part("launch", part_launch, 30),

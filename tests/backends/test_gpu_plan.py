@@ -92,8 +92,8 @@ def test_arguments(plan_module):
         plan_module.parse_args(["--only", "sgem"])
     with pytest.raises(SystemExit):
         plan_module.parse_args(["--deadline", "0"])
-    assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "rows",
-                                                   "models", "launch", "tune", "fold"]
+    assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "linear",
+                                                   "rows", "models", "launch", "tune", "fold"]
     assert set(plan_module.SIZES["gpu"]) == set(plan_module.SIZES["dry"])
     command = plan_module.tests_command(args)
     assert command[1:4] == ["-m", "pytest", "-v"] and command[-1] == "tests"

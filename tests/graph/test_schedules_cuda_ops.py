@@ -164,3 +164,54 @@ def test_a_kernel_no_rule_takes_keeps_the_baseline():
     assert recipe_schedule(ops.conv2d_nchw(1, 2, 5, 5, 3, 3)) is not None  # conv2d_tiled
     assert recipe_schedule(ops.max_pool2d(1, 2, 5, 5, 3, 1, 1)) is None
     assert recipe_schedule(ops.softmax(4, 6)) is not None
+
+
+class _Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(64, 36)
+
+    def forward(self, x, r):
+        return self.linear(x) + r
+
+
+@pytest.mark.parametrize("model, inputs", [
+    (nn.Sequential(nn.Linear(64, 96), nn.GELU(approximate="tanh")), ((32, 64),)),
+    (_Residual(), ((10, 64), (10, 36))),  # no tile divides 10 x 36: predicated edges
+], ids=["gelu", "odd-residual"])
+def test_split_k_puts_the_epilogue_in_the_kernel_that_sums_the_slices(model, inputs,
+                                                                      monkeypatch):
+    """``SPLIT_K_EPILOGUE``: K split in 2 (a grid of 1-2 blocks), the partial sums added by
+    the second kernel, which computes the bias, GELU or residual there (the sum a register);
+    off by default, where the epilogue is in the register tile's write-back."""
+    from workbench.recipes import graph_cuda_ops
+
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(*s) for s in inputs)
+    model.eval()
+    want = model(*inputs).detach().numpy()
+    default = wb.compile(model, inputs, target="cuda")
+    (kernel,) = default.kernels
+    assert len(kernel.kernel.launches) == 1 and "C_rf" not in kernel.schedule.mod.script()
+    monkeypatch.setattr(graph_cuda_ops, "SPLIT_K_EPILOGUE", True)
+    split = wb.compile(model, inputs, target="cuda")
+    (kernel,) = split.kernels
+    script = kernel.schedule.mod.script()
+    assert len(kernel.kernel.launches) == 2
+    allocs = {line.split("=")[0].strip(): line for line in script.splitlines()
+              if "T.alloc_buffer" in line}
+    assert allocs["C_rf"].strip().startswith("C_rf = T.alloc_buffer((2,")  # 2 slices
+    assert 'scope="local"' in allocs["C"]  # the sum of the slices: a register
+    sums = kernel.source.split("kernel1")[1]
+    assert "cuda.local.array((1, 1)" in sums and "out[" in sums  # epilogue after the sum
+    np.testing.assert_allclose(split(*inputs), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(default(*inputs), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_matmul_alone_keeps_the_recipes_own_split():
+    """Without an epilogue the split is ``register_blocked``'s own choice, flag or not."""
+    from workbench.recipes.graph_cuda_ops import matmul_tiled
+
+    func = wb.ops.matmul(32, 32, 256)  # 1 block of 32: K in 4 slices of 64
+    for split_k in (None, False, True):
+        assert "C_rf = T.alloc_buffer((4," in matmul_tiled(func, split_k=split_k).mod.script()

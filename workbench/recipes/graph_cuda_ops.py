@@ -108,12 +108,39 @@ def _any_shape(recipe) -> bool:
     return inspect.signature(register_blocked).parameters["threads"].default is None
 
 
-def matmul_tiled(func) -> Schedule | None:
+SPLIT_K_EPILOGUE = False
+"""Whether ``matmul_tiled`` splits K when the matmul has an epilogue (``linear``'s bias, a
+GELU, a residual): the factor of ``matmul_cuda.split_k_factor`` (when the grid of tiles
+is under 4 blocks per multiprocessor), the slices' partial sums added by a second kernel
+that then computes the epilogue (``_epilogue_after_split``). GPT-2's projections at batch
+8 x 128 tokens (M 1024, N 768..3072) are grids of 144-192 blocks. Off by default: not yet
+timed on a GPU (``bench/gpu/gpu_plan.py`` part ``linear`` times both)."""
+
+
+def _epilogue_after_split(sch: Schedule) -> bool:
+    """After ``register_blocked(split_k=...)``: the epilogue ``out`` computed where the sum
+    of the slices (block ``C``, one thread per element) is, that sum kept in a register
+    (``local``): the second kernel reads the partial sums once and writes the result once."""
+    if "out" not in _names(sch.mod):
+        return True
+    try:
+        total = sch.get_block("C")
+        sch.reverse_compute_at(sch.get_block("out"), sch.get_loops(total)[1])
+        sch.set_scope(total, 0, "local")
+    except _FAILS:
+        return False
+    return True
+
+
+def matmul_tiled(func, split_k: bool | None = None) -> Schedule | None:
     """``ops.matmul`` (block ``C``, three loops) plus an epilogue: ``register_blocked`` with
     ``matmul_tiling``'s tile (the recipe's own tile and predicated edges where no tile
     divides M and N), the epilogue inlined into the register tile's write-back
-    (``C_local``), whose 128-bit stores then write the epilogue's result."""
+    (``C_local``), whose 128-bit stores then write the epilogue's result. ``split_k``
+    (``None``: ``SPLIT_K_EPILOGUE``) splits K where the grid is small, the epilogue then
+    in the kernel that sums the slices."""
     from workbench import recipes
+    from workbench.recipes.matmul_cuda import block_tile, split_k_factor
 
     head = next((b for b in _blocks(func) if b.name == "C"), None)
     if head is None or len(head.iter_vars) != 3 or len(_blocks(func)) > 2:
@@ -128,17 +155,22 @@ def matmul_tiled(func) -> Schedule | None:
             return None
         tiling = (None, None, 8)  # the recipe's own tile, predicated edges
     threads, per_thread, k_tile = tiling
+    m, n, k = _extents(head)
+    t, p = (threads, per_thread) if threads is not None else block_tile(m, n)
+    split = split_k_factor(m, n, k, t * p)  # the recipe's own choice for a matmul alone
+    if len(_blocks(func)) == 2 and not (SPLIT_K_EPILOGUE if split_k is None else split_k):
+        split = 1
     # double buffering needs two k steps (with one, the recipe's prefetch indexes past the
     # shared tile: IndexError under the simulator, at K == k_tile)
-    steps = _extents(head)[2] // k_tile
+    steps = k // split // k_tile
     try:
         sch = recipe(func, threads=threads, per_thread=per_thread, k_tile=k_tile,
-                     double_buffer=steps >= 2)
+                     double_buffer=steps >= 2, split_k=split)
     except _FAILS:
         return None
-    if not _inline_epilogue(sch, "C_local"):
-        return None
-    return sch
+    placed = (_epilogue_after_split(sch) if split > 1
+              else _inline_epilogue(sch, "C_local"))
+    return sch if placed else None
 
 
 def bmm_tiling(batch: int, m: int, n: int, k: int) -> tuple[int | None, int | None, int]:
