@@ -116,7 +116,7 @@ def test_the_plots_update_while_it_tunes_and_the_static_page_keeps_the_last(lab,
     # saved with its widget state, the notebook's static page shows the last picture
     menu(page, "File", "Save Notebook")
     deadline = time.monotonic() + 60
-    while "widgets" not in nbformat.read(root / NOTEBOOK, as_version=4).metadata:
+    while "widgets" not in _saved_metadata(root / NOTEBOOK):
         assert time.monotonic() < deadline, "the notebook was not saved with its widget state"
         page.wait_for_timeout(200)
     sys.path.insert(0, str(ROOT / "docs"))
@@ -137,3 +137,12 @@ def test_the_plots_update_while_it_tunes_and_the_static_page_keeps_the_last(lab,
     page.wait_for_load_state("networkidle")
     assert not failed, failed
     screenshot(page, "dashboard_static_page.png")
+
+
+def _saved_metadata(path) -> dict:
+    """The notebook's metadata as saved, or {} while JupyterLab is still writing the file
+    (a CI run read it empty mid-save: ``NotJSONError``)."""
+    try:
+        return nbformat.read(path, as_version=4).metadata
+    except (nbformat.reader.NotJSONError, ValueError, OSError):
+        return {}
