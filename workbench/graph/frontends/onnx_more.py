@@ -126,17 +126,14 @@ class MoreOps:
         return self._pick_all("min")
 
     def _pick_all(self, kind: str):
-        """Max / Min of one or more inputs (broadcast): ``where(a >= b, a, b)`` pairwise,
-        a NaN propagated (as onnxruntime does; integers hold none)."""
+        """Max / Min of one or more inputs (broadcast): ``frontends.extremes.pick``
+        pairwise, a NaN propagated (as onnxruntime does; integers hold none)."""
+        from workbench.graph.frontends.extremes import pick
+
         y = self.ins[0]
         floating = self.b.types[y].dtype.startswith("float")
         for other in self.ins[1:]:
-            picked = self.emit("where", [y, other,
-                                         self.emit("ge" if kind == "max" else "le", [y, other])])
-            if floating:  # both tested: the pick's comparison may be built with fast-math
-                picked = self.emit("where", [other, picked, self.emit("ne", [other, other])])
-                picked = self.emit("where", [y, picked, self.emit("ne", [y, y])])
-            y = picked
+            y = pick(self.emit, kind, y, other, floating)
         return y
 
     def op_IsNaN(self):

@@ -558,21 +558,13 @@ class AtenOps(IndexOps, LayoutOps, PromotionOps):
         """The elementwise larger (``kind`` "max") or smaller of ``a`` and ``b``, promoted
         and broadcast as PyTorch: ``where(a >= b, a, b)``. A NaN wins in ``maximum`` /
         ``minimum`` (``nan="propagate"``) and loses in ``fmax`` / ``fmin`` (``"ignore"``);
-        integers hold none. No new graph operator: the three nodes fuse into one kernel."""
+        integers hold none (``frontends.extremes.pick``)."""
+        from workbench.graph.frontends.extremes import pick
+
         result = self._result([a, b])
-        dtype = result if result in ("float32", "float64") else self._compute_dtype([a, b],
-                                                                                    result)
+        dtype = self._compute_dtype([a, b], result)
         a, b = self._operand(a, dtype), self._operand(b, dtype)
-        y = self._emit("where", [a, b, self._emit("ge" if kind == "max" else "le", [a, b])])
-        if dtype.startswith("float"):
-            a_nan, b_nan = self._emit("ne", [a, a]), self._emit("ne", [b, b])
-            # both tests, so the pick's comparison never decides for a NaN (a NaN test of a
-            # broadcast operand may be a kernel of its own, and the pick's kernel is then
-            # built with fast-math, whose comparisons assume no NaN)
-            if nan == "propagate":
-                y = self._emit("where", [a, self._emit("where", [b, y, b_nan]), a_nan])
-            else:  # the other operand where one is NaN (both NaN: a, NaN)
-                y = self._emit("where", [a, self._emit("where", [b, y, a_nan]), b_nan])
+        y = pick(self._emit, kind, a, b, dtype.startswith("float"), nan)
         return self._cast(y, result)
 
     def _extremes(self, kind: str, x, dim, keepdim):
