@@ -45,6 +45,9 @@ def test_matmul_tiling_fills_the_grid_and_divides_the_shape():
     assert matmul_tiling(128, 256, 64) == (8, 4, 8)       # few blocks: the smallest wide tile
     assert matmul_tiling(16, 96, 12) == (4, 4, 4)         # only 16-thread blocks divide
     assert matmul_tiling(10, 96, 32) is None              # nothing divides: the recipe's tile
+    # a dividing 32-tile is narrower than the recipe's own 128 (predicated edges): the latter
+    assert matmul_tiling(4000, 4000, 4000) is None
+    assert matmul_tiling(4096, 4096, 4096) == (16, 8, 8)
     assert matmul_tiling(64, 64, 30) is None
     assert [row_threads(n) for n in (1, 32, 33, 256, 768, 5000)] == [32, 32, 64, 256, 512, 512]
 

@@ -84,11 +84,15 @@ def test_tune_model_tunes_the_slowest_kernel_and_recompiles_with_the_records(tmp
                             trials=2, repeat=1, strategy="random", cost_model=False,
                             repeats=1, runner=runner)
     table = result.table()
-    assert list(table["tuned"]).count(True) == 1
     (node,) = result.tuned
-    assert result.tuned[node].best is not None
+    best = result.tuned[node].best
+    assert best is not None
+    # the default schedule was measured beside the candidates; the faster one is compiled
+    assert [r.space for r in result.tuned[node].records].count("default") == 1
+    assert list(table["tuned"]) == [k == node and best.space != "default"
+                                    for k in table["kernel"]]
     kernel = next(k for k in result.compiled.kernels if k.node == node)
-    assert kernel.trace_json == result.tuned[node].best.trace
+    assert kernel.trace_json == best.trace
     np.testing.assert_allclose(np.asarray(result.compiled(x)), model(x).detach().numpy(),
                                rtol=1e-5, atol=1e-5)
 
@@ -104,5 +108,49 @@ def test_tune_model_without_any_record_recompiles_with_the_defaults(tmp_path):
     result = tune_model(model, (x,), target="cpu", db=str(tmp_path / "none.jsonl"),
                         time_budget_s=0, repeat=1)
     assert result.tuned == {} and not (tmp_path / "none.jsonl").exists()
+    np.testing.assert_allclose(np.asarray(result.compiled(x)), model(x).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+
+
+class _FixedTimes:
+    """A runner that measures nothing: the default schedule takes ``default_s``, every
+    tuned candidate ``tuned_s`` (which one wins is then known, not timed)."""
+
+    def __init__(self, default_s, tuned_s):
+        self.default_s, self.tuned_s = default_s, tuned_s
+
+    def run(self, task, candidates, events=None):
+        from workbench.tune.runner import Outcome
+
+        return [Outcome(times_s=[self.default_s if "schedule" in c.config else self.tuned_s],
+                        build_s=0.0) for c in candidates]
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("default_s, tuned_s", [(2e-3, 1e-3), (1e-3, 2e-3)])
+def test_tune_model_keeps_the_default_where_no_candidate_beats_it(tmp_path, default_s,
+                                                                  tuned_s):
+    """On an H100 every tuned candidate of the block's matmuls was slower than the default
+    and was used; the default is now a measured record, and the faster one is compiled."""
+    torch = pytest.importorskip("torch")
+    from workbench.graph.tune_model import tune_model
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(5, 12)
+    result = tune_model(model, (x,), target="cpu", db=str(tmp_path / "r.jsonl"),
+                        time_budget_s=60, top=1, trials=2, repeat=1, strategy="random",
+                        cost_model=False, runner=_FixedTimes(default_s, tuned_s))
+    (node,) = result.tuned
+    records = result.tuned[node].records
+    assert sorted(r.space == "default" for r in records) == [False, False, True]
+    default_won = default_s < tuned_s
+    assert (result.tuned[node].best.space == "default") == default_won
+    assert list(result.table()["tuned"]) == [k == node and not default_won
+                                             for k in result.table()["kernel"]]
+    kernel = next(k for k in result.compiled.kernels if k.node == node)
+    assert kernel.trace_json == result.tuned[node].best.trace
     np.testing.assert_allclose(np.asarray(result.compiled(x)), model(x).detach().numpy(),
                                rtol=1e-5, atol=1e-5)
