@@ -22,8 +22,9 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    ``register_blocked`` recipe's default, built with ``wb.build``, checked against float64,
    timed with CUDA events against ``torch.mm`` (TF32 off).
    ``linear``: GPT-2's projections (M 1024) and the block's (M 2048) as one-layer models
-   through ``wb.compile(target="cuda")``: the default against ``SPLIT_K_EPILOGUE`` (K
-   split, the epilogue in the kernel that sums the slices) and torch eager.
+   through ``wb.compile(target="cuda")`` under each matmul policy
+   (``graph_cuda_ops.MATMUL_POLICIES``: the tile and K split of a matmul with an epilogue)
+   and torch eager; ``policy``: GPT-2 b8 and the block d 256 b16 whole under each policy.
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
    against ``torch.softmax`` / ``F.layer_norm``.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
@@ -76,6 +77,7 @@ SIZES = {
                    (1024, 3072, 768, False), (2048, 256, 768, False), (2048, 1024, 256, False)],
         "rows": [(8192, 8192), (4096, 3000), (30000, 768)],
         "models": ["resnet18 b16", "gpt2-small b8", "block d768 b1"],
+        "policy": ["gpt2-small b8", "block d256 b16"],
         "launch": (256, 4, 1, 16),
         "tune": (256, 4, 16, 128),
     },
@@ -84,6 +86,7 @@ SIZES = {
         "linear": [(10, 64, 36, True)],
         "rows": [(5, 40), (3, 7)],
         "models": ["block d16 b1"],
+        "policy": ["block d16 b1"],
         "launch": (16, 2, 1, 5),
         "tune": (16, 2, 1, 5),
     },
@@ -160,7 +163,9 @@ class Context:
 
         self.args, self.plan, self.torch = args, plan, torch
         self.dry = args.dry_run
-        self.sizes = SIZES["dry" if self.dry else "gpu"]
+        self.sizes = dict(SIZES["dry" if self.dry else "gpu"])
+        if getattr(args, "models", ""):
+            self.sizes["models"] = args.models.split(",")
         self.device = "cpu" if self.dry else "cuda"
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -403,13 +408,11 @@ def part_sgemm(ctx: Context, entry: dict) -> None:
 
 def part_linear(ctx: Context, entry: dict) -> None:
     """``nn.Linear`` (+ tanh GELU) of the models' shapes as one-layer models through
-    ``wb.compile(target="cuda")``, called with torch CUDA tensors (graph replay): the
-    graph's default (the epilogue in the register tile's write-back, K whole) against
-    ``graph_cuda_ops.SPLIT_K_EPILOGUE`` (K split where the grid is small, the epilogue in
-    the kernel that sums the slices), beside torch eager (cuBLAS, TF32 off)."""
+    ``wb.compile(target="cuda")``, called with torch CUDA tensors (graph replay), under each
+    of ``graph_cuda_ops.MATMUL_POLICIES`` (the tile and the K split of a matmul with an
+    epilogue), beside torch eager (cuBLAS, TF32 off)."""
     import copy
 
-    import workbench as wb
     from workbench.recipes import graph_cuda_ops
 
     torch = ctx.torch
@@ -429,23 +432,72 @@ def part_linear(ctx: Context, entry: dict) -> None:
             with torch.no_grad():
                 want = device_model(xd).clone()
                 row["torch eager"] = ctx.measure(lambda: device_model(xd))  # noqa: B023
-                for label, split in (("workbench default", False), ("workbench split-K", True)):
-                    graph_cuda_ops.SPLIT_K_EPILOGUE = split
-                    compiled = wb.compile(model, (x,), target="cuda", progress=False)
-                    got = compiled(xd)
-                    ctx.sync()
-                    result = ctx.measure(lambda: compiled(xd), len(compiled.kernels))  # noqa: B023
-                    result.update(rel_err=rel_err(torch, got, want),
-                                  launches=sum(len(getattr(c.kernel, "launches", ()) or ())
-                                               for c in compiled.kernels))
+                for policy in graph_cuda_ops.MATMUL_POLICIES:
+                    row[f"workbench {policy}"] = result = {
+                        "plan": graph_cuda_ops.matmul_plan(m, n, k, True, policy)}
+                    result.update(_compiled_row(ctx, model, x, xd, want, policy))
                     result["vs_eager"] = row["torch eager"]["device_ms"] / result["device_ms"]
-                    row[label] = result
                     ctx.save()
         except Exception as err:  # noqa: BLE001
             row.update(_error(err, 800))
-        finally:
-            graph_cuda_ops.SPLIT_K_EPILOGUE = False
         ctx.save()
+
+
+def _compiled_row(ctx: Context, model, x, xd, want, policy: str) -> dict:
+    """``wb.compile(model)`` for cuda under matmul ``policy``, called on the device input,
+    timed (graph replay) and checked against ``want``."""
+    import workbench as wb
+    from workbench.recipes import graph_cuda_ops
+
+    torch = ctx.torch
+    saved = graph_cuda_ops.MATMUL_POLICY
+    graph_cuda_ops.MATMUL_POLICY = policy
+    try:
+        start = time.perf_counter()
+        compiled = wb.compile(model, (x,), target="cuda", progress=False)
+        compile_s = round(time.perf_counter() - start, 1)
+    finally:
+        graph_cuda_ops.MATMUL_POLICY = saved
+    with torch.no_grad():
+        got = _first(compiled(xd))
+        ctx.sync()
+        result = ctx.measure(lambda: compiled(xd), len(compiled.kernels))
+    result.update(rel_err=rel_err(torch, got, want), compile_s=compile_s,
+                  launches=sum(len(getattr(c.kernel, "launches", ()) or ())
+                               for c in compiled.kernels))
+    return result
+
+
+def part_policy(ctx: Context, entry: dict) -> None:
+    """Whole models (``ctx.sizes["policy"]``) compiled under each matmul policy of
+    ``graph_cuda_ops.MATMUL_POLICIES``, beside torch eager of the same run: which policy
+    becomes the default."""
+    import copy
+
+    from workbench.recipes import graph_cuda_ops
+
+    torch = ctx.torch
+    rows = entry.setdefault("rows", {})
+    for name in ctx.sizes["policy"]:
+        rows[name] = row = {}
+        model, x = make_model(name)
+        device_model = copy.deepcopy(model).to(ctx.device)
+        xd = x.to(ctx.device)
+        with torch.no_grad():
+            want = _first(device_model(xd)).clone()
+            row["torch eager"] = ctx.measure(lambda: device_model(xd))  # noqa: B023
+        ctx.save()
+        for policy in graph_cuda_ops.MATMUL_POLICIES:
+            if ctx.left() < 40 and not ctx.dry:
+                row[policy] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
+                continue
+            try:
+                row[policy] = _compiled_row(ctx, model, x, xd, want, policy)
+                row[policy]["vs_eager"] = (row["torch eager"]["device_ms"]
+                                           / row[policy]["device_ms"])
+            except Exception as err:  # noqa: BLE001
+                row[policy] = _error(err, 800)
+            ctx.save()
 
 
 def part_rows(ctx: Context, entry: dict) -> None:
@@ -658,6 +710,7 @@ PARTS = [
     Part("conv2", part_conv2, 60),
     Part("sgemm", part_sgemm, 40),
     Part("linear", part_linear, 40),
+    Part("policy", part_policy, 60),
     Part("rows", part_rows, 30),
     Part("models", part_models, 90),
     Part("launch", part_launch, 30),
@@ -685,6 +738,8 @@ def parse_args(argv=None):
     parser.add_argument("--trials", type=int, default=8, help="candidates per tuned kernel")
     parser.add_argument("--script-s", type=float, default=150.0,
                         help="the most seconds each bench script (attn, conv2) may take")
+    parser.add_argument("--models", default="",
+                        help="comma-separated models of part models (default: all of SIZES)")
     args = parser.parse_args(argv)
     unknown = set(filter(None, args.only.split(","))) - {p.name for p in PARTS}
     if unknown:

@@ -184,7 +184,7 @@ class _Residual(nn.Module):
 ], ids=["gelu", "odd-residual"])
 def test_split_k_puts_the_epilogue_in_the_kernel_that_sums_the_slices(model, inputs,
                                                                       monkeypatch):
-    """``SPLIT_K_EPILOGUE``: K split in 2 (a grid of 1-2 blocks), the partial sums added by
+    """Policy ``"split"``: K split in 2 (a grid of 1-2 blocks), the partial sums added by
     the second kernel, which computes the bias, GELU or residual there (the sum a register);
     off by default, where the epilogue is in the register tile's write-back."""
     from workbench.recipes import graph_cuda_ops
@@ -196,7 +196,7 @@ def test_split_k_puts_the_epilogue_in_the_kernel_that_sums_the_slices(model, inp
     default = wb.compile(model, inputs, target="cuda")
     (kernel,) = default.kernels
     assert len(kernel.kernel.launches) == 1 and "C_rf" not in kernel.schedule.mod.script()
-    monkeypatch.setattr(graph_cuda_ops, "SPLIT_K_EPILOGUE", True)
+    monkeypatch.setattr(graph_cuda_ops, "MATMUL_POLICY", "split")
     split = wb.compile(model, inputs, target="cuda")
     (kernel,) = split.kernels
     script = kernel.schedule.mod.script()
@@ -209,6 +209,30 @@ def test_split_k_puts_the_epilogue_in_the_kernel_that_sums_the_slices(model, inp
     assert "cuda.local.array((1, 1)" in sums and "out[" in sums  # epilogue after the sum
     np.testing.assert_allclose(split(*inputs), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(default(*inputs), want, rtol=1e-4, atol=1e-5)
+
+
+def test_the_wide_policy_splits_k_under_a_128_tile_with_predicated_edges(monkeypatch):
+    """Policy ``"wide"`` (M, N >= 256): the 128 x 128 tile over 257 x 260 (predicated edge
+    blocks), K 64 in 2 slices, the bias and GELU after the slices' sum, against PyTorch."""
+    from workbench.recipes import graph_cuda_ops
+
+    assert graph_cuda_ops.matmul_plan(257, 260, 64, True, "wide") == (16, 8, 8, 2)
+    monkeypatch.setattr(graph_cuda_ops, "MATMUL_POLICY", "wide")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 260), nn.GELU(approximate="tanh")).eval()
+    x = torch.randn(257, 64)
+    compiled = wb.compile(model, (x,), target="cuda")
+    (kernel,) = compiled.kernels
+    first, second = kernel.kernel.launches
+    assert first.grid == (3, 3, 2) and first.block == (16, 16, 1)
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_an_unknown_matmul_policy_is_refused():
+    from workbench.recipes.graph_cuda_ops import matmul_plan
+
+    with pytest.raises(ValueError, match="matmul policy must be one of"):
+        matmul_plan(64, 64, 64, True, "fastest")
 
 
 def test_a_matmul_alone_keeps_the_recipes_own_split():

@@ -155,3 +155,14 @@ def test_compiled_cnn_gets_register_tiled_convolutions_with_epilogues():
         assert "pad_temp_local" in script  # register_tiled, not the older tiled
         assert 'with T.block("out")' not in script  # the epilogue in the write-back
     np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_small_images_fold_the_batch_into_the_block_by_default(rng):
+    """``fold_images``: 7 x 7 outputs (one thread a row) take several images a block; an
+    odd batch of 5 leaves a guarded last block of images."""
+    func = ops.conv2d_nchw(5, 4, 7, 7, 8, 3, 3, padding=1)
+    tiling = register_tiling(8, 4, 7, 7, 5)
+    assert tiling.n_threads == 4 and tiling.threads <= MAX_BLOCK_THREADS
+    kernel, (data, weight), out = _run(func, register_tiled(func), rng)
+    np.testing.assert_allclose(out, F.conv2d(data, weight, padding=1).numpy(),
+                               rtol=1e-4, atol=1e-4)

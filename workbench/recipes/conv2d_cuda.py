@@ -300,8 +300,8 @@ def register_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
     ConvTiling(k_threads=8, per_k=8, y_threads=4, x_threads=7, per_x=8, c_tile=8, n_threads=1)
     >>> register_tiling(64, 3, 112, 112, N=16)
     ConvTiling(k_threads=8, per_k=8, y_threads=2, x_threads=14, per_x=8, c_tile=3, n_threads=1)
-    >>> register_tiling(512, 512, 7, 7, N=16)
-    ConvTiling(k_threads=32, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8, n_threads=1)
+    >>> register_tiling(512, 512, 7, 7, N=16)  # the images folded (``fold_images``)
+    ConvTiling(k_threads=8, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8, n_threads=4)
     """
     per_k = 8 if K >= 64 else 4 if K >= 4 else 1
     k_threads = 1 << (min(8, -(-K // per_k)) - 1).bit_length()
@@ -322,7 +322,32 @@ def register_tiling(K: int, C: int, P: int, Q: int, N: int = 1) -> ConvTiling:
         if 2 * k_threads * y_threads * x_threads <= MAX_BLOCK_THREADS:
             k_threads *= 2
         per_k //= 2
-    return ConvTiling(k_threads, per_k, y_threads, x_threads, per_x, c_tile)
+    return fold_images(ConvTiling(k_threads, per_k, y_threads, x_threads, per_x, c_tile), N)
+
+
+FOLD_PIXEL_THREADS = 7
+"""``fold_images`` folds the batch into a block whose pixel threads are this few or fewer
+(a 7 x 7 image: one thread a row)."""
+
+
+def fold_images(t: ConvTiling, N: int) -> ConvTiling:
+    """Where a block has ``FOLD_PIXEL_THREADS`` pixel threads or fewer (small images), the
+    images of the batch folded into the block up to 28 pixel threads, fewer channel threads
+    keeping the block within ``MAX_BLOCK_THREADS``. On an H100, resnet18's layer4 3x3
+    (512 channels, 7 x 7, batch 16): 0.775 ms folded (4 images, 8 x 4 x 7 threads) against
+    0.935 ms (32 x 7); at 14 x 14 (14 pixel threads) folding changed nothing (0.495 / 0.493).
+
+    >>> fold_images(ConvTiling(32, 2, 7, 1, 7, 8), 16)
+    ConvTiling(k_threads=8, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8, n_threads=4)
+    """
+    pixels = t.y_threads * t.x_threads
+    if pixels > FOLD_PIXEL_THREADS or N == 1:
+        return t
+    images = max(1, min(N, 28 // pixels))
+    k_threads = t.k_threads
+    while k_threads > 1 and k_threads * images * pixels > MAX_BLOCK_THREADS:
+        k_threads //= 2
+    return replace(t, k_threads=k_threads, n_threads=images)
 
 
 def conv_window(func: PrimFunc, block: str = "conv2d_nchw") -> tuple[int, int, int, int]:

@@ -6,9 +6,10 @@ blocks (``workbench.graph.lower_ops`` builds them from the library) and gets the
 baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
 
 - ``ops.matmul`` plus an elementwise epilogue (``linear``: ``x @ W + b``, ``gelu(...)``,
-  a residual ``+ x``): the register-blocked SGEMM (``recipes.matmul_cuda``), its tile chosen
-  from M and N (``matmul_tiling``: the largest tile whose grid fills the GPU), the epilogue
-  inlined into the register tile's write-back, so the result is written once;
+  a residual ``+ x``): the register-blocked SGEMM (``recipes.matmul_cuda``), its tile and
+  K split from the shape (``matmul_plan`` under ``MATMUL_POLICY``: the least predicted time
+  of whole waves of blocks), the epilogue inlined into the register tile's write-back (K
+  whole) or computed by the kernel that sums the K slices, so the result is written once;
 - ``ops.softmax`` / ``ops.layernorm`` (no epilogue): one block per row with warp-shuffle
   reductions (``recipes.rows_cuda.block_per_row``), threads per row from the row length;
 - ``ops.batch_matmul`` plus an epilogue (``torch.bmm``, a batched ``@``): the same SGEMM
@@ -117,13 +118,101 @@ def _any_shape(recipe) -> bool:
     return inspect.signature(register_blocked).parameters["threads"].default is None
 
 
-SPLIT_K_EPILOGUE = False
-"""Whether ``matmul_tiled`` splits K when the matmul has an epilogue (``linear``'s bias, a
-GELU, a residual): the factor of ``matmul_cuda.split_k_factor`` (when the grid of tiles
-is under 4 blocks per multiprocessor), the slices' partial sums added by a second kernel
-that then computes the epilogue (``_epilogue_after_split``). GPT-2's projections at batch
-8 x 128 tokens (M 1024, N 768..3072) are grids of 144-192 blocks. Off by default: not yet
-timed on a GPU (``bench/gpu/gpu_plan.py`` part ``linear`` times both)."""
+MATMUL_POLICIES = ("fill", "split", "wide", "waves")
+"""How ``matmul_tiled`` chooses the tile and the K split of a matmul with an epilogue
+(``linear``'s bias, a GELU, a residual; a matmul alone keeps the recipe's own split):
+
+- ``"fill"``: ``matmul_tiling``'s tile (the largest whose grid fills the GPU), K whole,
+  the epilogue in the register tile's write-back;
+- ``"split"``: that tile, K split by ``matmul_cuda.split_k_factor`` where the grid is under
+  4 blocks per multiprocessor, the slices' partial sums added by a second kernel that then
+  computes the epilogue (``_epilogue_after_split``);
+- ``"wide"``: the 128 x 128 tile (8 x 8 registers a thread, predicated edges) for M and N of
+  256 or more, K split into up to ``WIDE_SPLITS`` slices until the grid has 4 blocks per
+  multiprocessor, the epilogue after the sum as in ``"split"``;
+- ``"waves"``: the tile (``"fill"``'s or 128) and split whose predicted time is least
+  (``predicted_matmul_s``: whole waves of blocks over the multiprocessors, K per slice,
+  the partial sums' traffic).
+
+On an H100 (bench/RESULTS.md, 2026-12-05) GPT-2's projections at batch 8 x 128 tokens
+(M 1024, grids of 48-192 blocks of 64) ran at 0.53-0.74x cuBLAS with ``"fill"``; ``"split"``
+gained on 4 of 6 shapes and lost on 2."""
+
+MATMUL_POLICY = "waves"
+"""The default of ``MATMUL_POLICIES``. On an H100 (bench/RESULTS.md, 2026-12-05, part
+``policy`` of ``bench/gpu/gpu_plan.py``, one run): GPT-2 small at batch 8 x 128 tokens
+9.54 ms with ``"fill"``, 8.31 ``"split"``, 7.16 ``"wide"``, 7.30 ``"waves"``; the d 256
+block at batch 16 0.156, 0.148, 0.199, 0.135 ms: ``"waves"`` is within 2% of the best on
+both (``"wide"`` loses 47% on the block's short-K projection)."""
+
+WIDE_SPLITS = (1, 2, 3, 4, 6, 8)
+"""The K splits the ``"wide"`` policy may take (the first reaching the grid it asks for)."""
+
+
+WAVE_SLOTS = {128: 2 * 132, 64: 4 * 132, 32: 8 * 132, 16: 16 * 132}
+"""Blocks of each tile side running at once on an H100/H200 (132 multiprocessors; a block
+of the 128 tile holds 256 threads of up to 128 registers: 2 a multiprocessor)."""
+
+WAVE_US_PER_K = {128: 0.247, 64: 0.104, 32: 0.05, 16: 0.03}
+"""Microseconds one wave of blocks of each tile side takes per unit of K (H100, the
+projections of bench/RESULTS.md 2026-12-05: 1024 x 2304 x 768 in 188 us with the 128
+tile, 1024 x 768 x 768 in 80 us with the 64 tile, one wave each)."""
+
+SUM_BYTES_PER_S = 2.5e12
+"""Memory bandwidth the kernel summing the K slices reaches (bytes a second)."""
+
+
+def predicted_matmul_s(m: int, n: int, k: int, tile: int, split: int) -> float:
+    """The ``"waves"`` policy's estimate of a matmul's time: whole waves of ``tile``-sized
+    blocks (``WAVE_SLOTS`` at once) each taking ``WAVE_US_PER_K`` per unit of its K slice,
+    plus, when split, the partial sums read and the result written (``SUM_BYTES_PER_S``)
+    and a second launch.
+
+    >>> [round(predicted_matmul_s(1024, 2304, 768, 128, s) * 1e6) for s in (1, 4)]
+    [190, 164]
+    """
+    blocks = -(-m // tile) * -(-n // tile) * split
+    waves = -(-blocks // WAVE_SLOTS[tile])
+    compute = waves * (k / split) * WAVE_US_PER_K[tile] * 1e-6
+    if split == 1:
+        return compute
+    return compute + m * n * 4 * (split + 1) / SUM_BYTES_PER_S + 3e-6
+
+
+def matmul_plan(m: int, n: int, k: int, epilogue: bool,
+                policy: str | None = None) -> tuple[int | None, int | None, int, int]:
+    """``(threads, per_thread, k_tile, split_k)`` of ``register_blocked`` for an
+    ``m x n x k`` matmul under ``policy`` (``None``: ``MATMUL_POLICY``); ``threads``
+    ``None``: the recipe's own tile, predicated edges. Without an epilogue the split is
+    the recipe's own (``split_k_factor``) under every policy.
+
+    >>> matmul_plan(1024, 768, 3072, True, "fill"), matmul_plan(1024, 768, 3072, True, "wide")
+    ((16, 4, 8, 1), (16, 8, 8, 8))
+    >>> matmul_plan(2048, 256, 1024, True, "split"), matmul_plan(2048, 256, 1024, True, "wide")
+    ((16, 4, 8, 4), (16, 8, 8, 8))
+    """
+    from workbench.recipes.matmul_cuda import MIN_BLOCKS as GPU_BLOCKS
+    from workbench.recipes.matmul_cuda import block_tile, split_k_factor
+
+    policy = MATMUL_POLICY if policy is None else policy
+    if policy not in MATMUL_POLICIES:
+        raise ValueError(f"matmul policy must be one of {MATMUL_POLICIES}, got {policy!r}")
+    tiling = matmul_tiling(m, n, k)
+    if policy == "waves" and epilogue:
+        return _least_waves(m, n, k, tiling)
+    if policy == "wide" and epilogue and m >= 256 and n >= 256:
+        k_tile = 8 if k % 8 == 0 else 4 if k % 4 == 0 else 8
+        blocks = -(-m // 128) * -(-n // 128)
+        fitting = [s for s in WIDE_SPLITS if k % s == 0 and (k // s) % k_tile == 0
+                   and k // s >= 4 * k_tile]
+        split = next((s for s in fitting if blocks * s >= 4 * GPU_BLOCKS), max(fitting))
+        return 16, 8, k_tile, split
+    threads, per_thread, k_tile = tiling if tiling is not None else (None, None, 8)
+    t, p = (threads, per_thread) if threads is not None else block_tile(m, n)
+    split = split_k_factor(m, n, k, t * p)  # the recipe's own choice for a matmul alone
+    if epilogue and policy == "fill":
+        split = 1
+    return threads, per_thread, k_tile, split
 
 
 def _epilogue_after_split(sch: Schedule) -> bool:
@@ -141,15 +230,34 @@ def _epilogue_after_split(sch: Schedule) -> bool:
     return True
 
 
-def matmul_tiled(func, split_k: bool | None = None) -> Schedule | None:
-    """``ops.matmul`` (block ``C``, three loops) plus an epilogue: ``register_blocked`` with
-    ``matmul_tiling``'s tile (the recipe's own tile and predicated edges where no tile
-    divides M and N), the epilogue inlined into the register tile's write-back
-    (``C_local``), whose 128-bit stores then write the epilogue's result. ``split_k``
-    (``None``: ``SPLIT_K_EPILOGUE``) splits K where the grid is small, the epilogue then
-    in the kernel that sums the slices."""
+def _least_waves(m: int, n: int, k: int, tiling) -> tuple[int | None, int | None, int, int]:
+    """``"waves"``: of ``tiling``'s tile (the recipe's own where None) and the 128 tile
+    (M and N of 256 or more), each with the splits of ``WIDE_SPLITS`` that fit K, the
+    least ``predicted_matmul_s``."""
+    from workbench.recipes.matmul_cuda import block_tile
+
+    threads, per_thread, k_tile = tiling if tiling is not None else (None, None, 8)
+    own = (threads, per_thread) if threads is not None else block_tile(m, n)
+    tiles = [(threads, per_thread, math.prod(own))]
+    if m >= 256 and n >= 256 and math.prod(own) != 128:
+        tiles.append((16, 8, 128))
+    k_tile = 8 if k % 8 == 0 else 4 if k % 4 == 0 else 8
+    plans = [(predicted_matmul_s(m, n, k, side, s), t, p, s) for t, p, side in tiles
+             for s in WIDE_SPLITS
+             if s == 1 or (k % s == 0 and (k // s) % k_tile == 0 and k // s >= 4 * k_tile)]
+    _, t, p, split = min(plans, key=lambda plan: plan[0])
+    return t, p, k_tile if t is not None else 8, split
+
+
+def matmul_tiled(func, split_k: bool | None = None,
+                 policy: str | None = None) -> Schedule | None:
+    """``ops.matmul`` (block ``C``, three loops) plus an epilogue: ``register_blocked``
+    with ``matmul_plan``'s tile and K split under ``policy`` (``None``: ``MATMUL_POLICY``),
+    the epilogue inlined into the register tile's write-back (``C_local``), whose 128-bit
+    stores then write the epilogue's result, or, where K is split, computed in the kernel
+    that sums the slices. ``split_k`` ``True`` / ``False`` is the ``"split"`` / ``"fill"``
+    policy."""
     from workbench import recipes
-    from workbench.recipes.matmul_cuda import block_tile, split_k_factor
 
     head = next((b for b in _blocks(func) if b.name == "C"), None)
     if head is None or len(head.iter_vars) != 3 or len(_blocks(func)) > 2:
@@ -158,17 +266,13 @@ def matmul_tiled(func, split_k: bool | None = None) -> Schedule | None:
                                                 IterKind.REDUCE]:
         return None
     recipe = recipes.get("matmul", "register_blocked", "cuda")
-    tiling = matmul_tiling(*_extents(head))
-    if tiling is None:
-        if not _any_shape(recipe):
-            return None
-        tiling = (None, None, 8)  # the recipe's own tile, predicated edges
-    threads, per_thread, k_tile = tiling
     m, n, k = _extents(head)
-    t, p = (threads, per_thread) if threads is not None else block_tile(m, n)
-    split = split_k_factor(m, n, k, t * p)  # the recipe's own choice for a matmul alone
-    if len(_blocks(func)) == 2 and not (SPLIT_K_EPILOGUE if split_k is None else split_k):
-        split = 1
+    if split_k is not None:
+        policy = "split" if split_k else "fill"
+    threads, per_thread, k_tile, split = matmul_plan(m, n, k, len(_blocks(func)) == 2,
+                                                     policy)
+    if threads is None and not _any_shape(recipe):
+        return None
     # double buffering needs two k steps (with one, the recipe's prefetch indexes past the
     # shared tile: IndexError under the simulator, at K == k_tile)
     steps = k // split // k_tile
@@ -411,4 +515,4 @@ def recipe_schedule(func) -> Schedule | None:
 __all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS",
            "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
            "conv2d_tiled", "elementwise_v4",
-           "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
+           "matmul_plan", "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
