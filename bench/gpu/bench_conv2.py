@@ -75,19 +75,12 @@ def variants():
 
 def folded_tiling(func):
     """``register_tiling``'s tile with images folded into the block up to 28 pixel threads
-    (channels a block fewer, so the block stays within ``MAX_BLOCK_THREADS``)."""
-    from dataclasses import replace
-
-    from workbench.recipes.conv2d_cuda import MAX_BLOCK_THREADS, register_tiling
+    whatever the image size (``conv2d_cuda.fold_images`` with no pixel limit)."""
+    from workbench.recipes.conv2d_cuda import fold_images, register_tiling
 
     N, K, P, Q = func.params[-1].shape
     t = register_tiling(K, func.params[0].shape[1], P, Q, N)
-    pixels = t.y_threads * t.x_threads
-    images = max(1, min(N, 28 // pixels))
-    k_threads = t.k_threads
-    while k_threads > 1 and k_threads * images * pixels > MAX_BLOCK_THREADS:
-        k_threads //= 2
-    return replace(t, k_threads=k_threads, n_threads=images)
+    return fold_images(t, N, most_pixels=28)
 
 
 def rel_err(got, want) -> float:

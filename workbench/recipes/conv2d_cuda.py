@@ -330,10 +330,11 @@ FOLD_PIXEL_THREADS = 7
 (a 7 x 7 image: one thread a row)."""
 
 
-def fold_images(t: ConvTiling, N: int) -> ConvTiling:
+def fold_images(t: ConvTiling, N: int, most_pixels: int = FOLD_PIXEL_THREADS) -> ConvTiling:
     """Where a block has ``FOLD_PIXEL_THREADS`` pixel threads or fewer (small images), the
     images of the batch folded into the block up to 28 pixel threads, fewer channel threads
-    keeping the block within ``MAX_BLOCK_THREADS``. On an H100, resnet18's layer4 3x3
+    keeping the block within ``MAX_BLOCK_THREADS`` (``most_pixels``: the pixel threads up
+    to which a block folds). On an H100, resnet18's layer4 3x3
     (512 channels, 7 x 7, batch 16): 0.775 ms folded (4 images, 8 x 4 x 7 threads) against
     0.935 ms (32 x 7); at 14 x 14 (14 pixel threads) folding changed nothing (0.495 / 0.493).
 
@@ -341,7 +342,7 @@ def fold_images(t: ConvTiling, N: int) -> ConvTiling:
     ConvTiling(k_threads=8, per_k=2, y_threads=7, x_threads=1, per_x=7, c_tile=8, n_threads=4)
     """
     pixels = t.y_threads * t.x_threads
-    if pixels > FOLD_PIXEL_THREADS or N == 1:
+    if pixels > most_pixels or N == 1:
         return t
     images = max(1, min(N, 28 // pixels))
     k_threads = t.k_threads
