@@ -24,7 +24,9 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    ``linear``: GPT-2's projections (M 1024) and the block's (M 2048) as one-layer models
    through ``wb.compile(target="cuda")`` under each matmul policy
    (``graph_cuda_ops.MATMUL_POLICIES``: the tile and K split of a matmul with an epilogue)
-   and torch eager; ``policy``: GPT-2 b8 and the block d 256 b16 whole under each policy.
+   and torch eager; ``policy``: GPT-2 b8 and the block d 256 b16 whole under each policy;
+   ``sweep``: every tile (64, 128) and K split of the models' linears, beside the
+   ``"waves"`` policy's prediction (its calibration).
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
    against ``torch.softmax`` / ``F.layer_norm``.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
@@ -78,6 +80,10 @@ SIZES = {
         "rows": [(8192, 8192), (4096, 3000), (30000, 768)],
         "models": ["resnet18 b16", "gpt2-small b8", "block d768 b1"],
         "policy": ["gpt2-small b8", "block d256 b16"],
+        # GPT-2 b8, the block d 256 b16, BERT-base b16 x 128 (M 2048, d 768), 1000 x 3000 x 2000
+        "sweep": [(1024, 768, 2304), (1024, 768, 768), (1024, 768, 3072), (1024, 3072, 768),
+                  (2048, 256, 768), (2048, 1024, 256), (2048, 768, 3072), (2048, 3072, 768),
+                  (1000, 2000, 3000)],
         "launch": (256, 4, 1, 16),
         "tune": (256, 4, 16, 128),
     },
@@ -87,6 +93,7 @@ SIZES = {
         "rows": [(5, 40), (3, 7)],
         "models": ["block d16 b1"],
         "policy": ["block d16 b1"],
+        "sweep": [(10, 64, 36)],
         "launch": (16, 2, 1, 5),
         "tune": (16, 2, 1, 5),
     },
@@ -468,6 +475,47 @@ def _compiled_row(ctx: Context, model, x, xd, want, policy: str) -> dict:
     return result
 
 
+def part_sweep(ctx: Context, entry: dict) -> None:
+    """Calibration of the ``"waves"`` policy: each linear of ``ctx.sizes["sweep"]`` (M, K, N,
+    with bias) through ``wb.compile`` with every tile (64, 128) and K split of
+    ``graph_cuda_ops.WIDE_SPLITS`` that fits, forced by replacing ``matmul_plan`` for the
+    compile; each row beside ``predicted_matmul_s`` (the model the policy minimises) and eager."""
+    import copy
+
+    from workbench.recipes import graph_cuda_ops as g
+
+    torch = ctx.torch
+    rows = entry.setdefault("rows", {})
+    chosen = g.matmul_plan
+    for m, k, n in ctx.sizes["sweep"]:
+        name = f"{m}x{k}->{n}"
+        torch.manual_seed(0)
+        model = torch.nn.Linear(k, n).eval()
+        x = torch.randn(m, k)
+        xd, device_model = x.to(ctx.device), copy.deepcopy(model).to(ctx.device)
+        with torch.no_grad():
+            want = device_model(xd).clone()
+            rows[name] = row = {"torch eager": ctx.measure(lambda: device_model(xd)),  # noqa: B023
+                                "default plan": chosen(m, n, k, True)}
+        for side, (threads, per) in ((64, (16, 4)), (128, (16, 8))):
+            for split in g.WIDE_SPLITS:
+                if k % split or (k // split) % 8 or k // split < 32:
+                    continue
+                label = f"tile {side} split {split}"
+                if ctx.left() < 20:
+                    row[label] = {"skipped": "deadline"}
+                    continue
+                g.matmul_plan = (lambda *a, t=threads, p=per, s=split, **kw: (t, p, 8, s))
+                try:
+                    row[label] = _compiled_row(ctx, model, x, xd, want, g.MATMUL_POLICY)
+                    row[label]["predicted_ms"] = g.predicted_matmul_s(m, n, k, side, split) * 1e3
+                except Exception as err:  # noqa: BLE001
+                    row[label] = _error(err, 400)
+                finally:
+                    g.matmul_plan = chosen
+                ctx.save()
+
+
 def part_policy(ctx: Context, entry: dict) -> None:
     """Whole models (``ctx.sizes["policy"]``) compiled under each matmul policy of
     ``graph_cuda_ops.MATMUL_POLICIES``, beside torch eager of the same run: which policy
@@ -711,6 +759,7 @@ PARTS = [
     Part("sgemm", part_sgemm, 40),
     Part("linear", part_linear, 40),
     Part("policy", part_policy, 60),
+    Part("sweep", part_sweep, 60),
     Part("rows", part_rows, 30),
     Part("models", part_models, 90),
     Part("launch", part_launch, 30),

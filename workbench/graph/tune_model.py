@@ -123,8 +123,9 @@ def tune_model(model, example_inputs=(), target: str = "cpu", db: str = "records
         share = left / (len(slowest) - done)
         tune_options.setdefault("progress", False)
         func = compiled.func(node)
-        baseline = tune(func, target=target, trials=1, db=db,
-                        **{**tune_options, "space": default_space(target), "strategy": "grid"})
+        own = {k: v for k, v in tune_options.items() if k not in ("pin", "space", "strategy")}
+        baseline = tune(func, target=target, trials=1, db=db, space=default_space(target),
+                        strategy="grid", **own)
         result = tune(func, target=target, trials=trials, db=db, time_budget_s=share,
                       **tune_options)
         result.records = baseline.records + result.records  # best: the faster of all
