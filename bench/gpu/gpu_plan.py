@@ -26,7 +26,8 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    (``graph_cuda_ops.MATMUL_POLICIES``: the tile and K split of a matmul with an epilogue)
    and torch eager; ``policy``: GPT-2 b8 and the block d 256 b16 whole under each policy;
    ``sweep``: every tile (64, 128) and K split of the models' linears, beside the
-   ``"waves"`` policy's prediction (its calibration).
+   ``"waves"`` policy's prediction (its calibration); ``convgemm``: resnet18 at batch 16
+   and 1 with the conv recipes and with ``CONV_AS_GEMM`` (``im2col`` + matmul).
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
    against ``torch.softmax`` / ``F.layer_norm``.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
@@ -80,6 +81,7 @@ SIZES = {
         "rows": [(8192, 8192), (4096, 3000), (30000, 768)],
         "models": ["resnet18 b16", "gpt2-small b8", "block d768 b1"],
         "policy": ["gpt2-small b8", "block d256 b16"],
+        "convgemm": ["resnet18 b16", "resnet18 b1"],
         # GPT-2 b8, the block d 256 b16, BERT-base b16 x 128 (M 2048, d 768), 1000 x 3000 x 2000
         "sweep": [(1024, 768, 2304), (1024, 768, 768), (1024, 768, 3072), (1024, 3072, 768),
                   (2048, 256, 768), (2048, 1024, 256), (2048, 768, 3072), (2048, 3072, 768),
@@ -93,6 +95,7 @@ SIZES = {
         "rows": [(5, 40), (3, 7)],
         "models": ["block d16 b1"],
         "policy": ["block d16 b1"],
+        "convgemm": ["convnet b2"],
         "sweep": [(10, 64, 36)],
         "launch": (16, 2, 1, 5),
         "tune": (16, 2, 1, 5),
@@ -450,15 +453,17 @@ def part_linear(ctx: Context, entry: dict) -> None:
         ctx.save()
 
 
-def _compiled_row(ctx: Context, model, x, xd, want, policy: str) -> dict:
-    """``wb.compile(model)`` for cuda under matmul ``policy``, called on the device input,
-    timed (graph replay) and checked against ``want``."""
+def _compiled_row(ctx: Context, model, x, xd, want, policy: str | None,
+                  report: bool = False) -> dict:
+    """``wb.compile(model)`` for cuda under matmul ``policy`` (None: the default), called on
+    the device input, timed (graph replay) and checked against ``want``; ``report``: with
+    the five slowest kernels (``latency_report``)."""
     import workbench as wb
     from workbench.recipes import graph_cuda_ops
 
     torch = ctx.torch
     saved = graph_cuda_ops.MATMUL_POLICY
-    graph_cuda_ops.MATMUL_POLICY = policy
+    graph_cuda_ops.MATMUL_POLICY = policy or saved
     try:
         start = time.perf_counter()
         compiled = wb.compile(model, (x,), target="cuda", progress=False)
@@ -472,7 +477,54 @@ def _compiled_row(ctx: Context, model, x, xd, want, policy: str) -> dict:
     result.update(rel_err=rel_err(torch, got, want), compile_s=compile_s,
                   launches=sum(len(getattr(c.kernel, "launches", ()) or ())
                                for c in compiled.kernels))
+    if report:
+        frame = compiled.latency_report(xd, repeat=1 if ctx.dry else 5)
+        slow = frame.sort_values("median_us", ascending=False)[:5]
+        result["slowest_kernels"] = [{"kernel": k, "pattern": p, "median_us": float(u)}
+                                     for k, p, u in zip(slow["kernel"], slow["pattern"],
+                                                        slow["median_us"], strict=True)]
     return result
+
+
+def _eager_row(ctx: Context, name: str, row: dict):
+    """``make_model(name)``, its input on the device, eager's output (the reference) and
+    eager's time in ``row``: ``(model, x, x on the device, want)``."""
+    import copy
+
+    model, x = make_model(name)
+    device_model = copy.deepcopy(model).to(ctx.device)
+    xd = x.to(ctx.device)
+    with ctx.torch.no_grad():
+        want = _first(device_model(xd)).clone()
+        row["torch eager"] = ctx.measure(lambda: device_model(xd))
+    ctx.save()
+    return model, x, xd, want
+
+
+def part_convgemm(ctx: Context, entry: dict) -> None:
+    """The models of ``ctx.sizes["convgemm"]`` compiled with the convolution recipes and
+    with ``passes.conv_gemm.CONV_AS_GEMM`` (``im2col`` + the matmul recipe), beside eager of
+    the same run, with each build's five slowest kernels."""
+    from workbench.graph.passes import conv_gemm
+
+    rows = entry.setdefault("rows", {})
+    for name in ctx.sizes["convgemm"]:
+        rows[name] = row = {}
+        model, x, xd, want = _eager_row(ctx, name, row)
+        for label, on in (("conv recipes", False), ("im2col + matmul", True)):
+            if ctx.left() < 60 and not ctx.dry:
+                row[label] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
+                continue
+            conv_gemm.CONV_AS_GEMM = on
+            try:
+                row[label] = _compiled_row(ctx, model, x, xd, want, None, report=True)
+                row[label]["vs_eager"] = (row["torch eager"]["device_ms"]
+                                          / row[label]["device_ms"])
+            except Exception as err:  # noqa: BLE001
+                row[label] = _error(err, 800)
+            finally:
+                conv_gemm.CONV_AS_GEMM = False
+            ctx.save()
 
 
 def part_sweep(ctx: Context, entry: dict) -> None:
@@ -520,21 +572,12 @@ def part_policy(ctx: Context, entry: dict) -> None:
     """Whole models (``ctx.sizes["policy"]``) compiled under each matmul policy of
     ``graph_cuda_ops.MATMUL_POLICIES``, beside torch eager of the same run: which policy
     becomes the default."""
-    import copy
-
     from workbench.recipes import graph_cuda_ops
 
-    torch = ctx.torch
     rows = entry.setdefault("rows", {})
     for name in ctx.sizes["policy"]:
         rows[name] = row = {}
-        model, x = make_model(name)
-        device_model = copy.deepcopy(model).to(ctx.device)
-        xd = x.to(ctx.device)
-        with torch.no_grad():
-            want = _first(device_model(xd)).clone()
-            row["torch eager"] = ctx.measure(lambda: device_model(xd))  # noqa: B023
-        ctx.save()
+        model, x, xd, want = _eager_row(ctx, name, row)
         for policy in graph_cuda_ops.MATMUL_POLICIES:
             if ctx.left() < 40 and not ctx.dry:
                 row[policy] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
@@ -599,6 +642,11 @@ def make_model(name: str):
         dim, batch = (int(s) for s in re.findall(r"\d+", name)[:2])
         tokens = 128 if dim >= 256 else 7
         return Block(dim, max(2, dim // 64)).eval(), torch.randn(batch, tokens, dim)
+    if name.startswith("convnet"):  # the dry run's: conv, folded BN, residual, stride 2
+        nn = torch.nn
+        body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
+                             nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2, padding=1))
+        return body.eval(), torch.randn(int(name.rsplit("b", 1)[1]), 3, 7, 9)
     if name.startswith("resnet18"):
         import torchvision
 
@@ -760,6 +808,7 @@ PARTS = [
     Part("linear", part_linear, 40),
     Part("policy", part_policy, 60),
     Part("sweep", part_sweep, 60),
+    Part("convgemm", part_convgemm, 90),
     Part("rows", part_rows, 30),
     Part("models", part_models, 90),
     Part("launch", part_launch, 30),

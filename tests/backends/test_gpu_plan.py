@@ -92,7 +92,7 @@ def test_arguments(plan_module):
         plan_module.parse_args(["--only", "sgem"])
     with pytest.raises(SystemExit):
         plan_module.parse_args(["--deadline", "0"])
-    assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "linear", "policy", "sweep",
+    assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "linear", "policy", "sweep", "convgemm",
                                                    "rows", "models", "launch", "tune", "fold"]
     assert set(plan_module.SIZES["gpu"]) == set(plan_module.SIZES["dry"])
     command = plan_module.tests_command(args)

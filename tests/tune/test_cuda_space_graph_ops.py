@@ -39,7 +39,7 @@ def _cpu_only() -> set[str]:
     from workbench.graph.lower_packed import PACKED_COMPOSED_HEADS, PACKED_HEADS
 
     return set(PACKED_HEADS) | set(PACKED_COMPOSED_HEADS)
-BY_HAND = ("conv2d_nhwc", "embedding")
+BY_HAND = ("conv2d_nhwc", "embedding", "im2col")
 """Ops the torch frontend does not emit (``nn.Embedding`` becomes a ``take``): one-node
 graphs built with ``GraphBuilder``."""
 
@@ -170,7 +170,11 @@ def _by_hand(op):
 
     rng = np.random.default_rng(0)
     b = GraphBuilder()
-    if op == "conv2d_nhwc":
+    if op == "im2col":  # passes.conv_gemm's window matrix, CNHW data
+        x = b.input("x", TensorType((3, 2, 7, 5)))
+        out = b.node(op, [x], dict(kernel=[3, 2], stride=[2, 1], padding=[1, 1],
+                                   dilation=[1, 1], layout="CNHW"))
+    elif op == "conv2d_nhwc":
         x = b.input("x", TensorType((1, 7, 5, 3)))
         w = b.constant("w", rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
         out = b.node(op, [x, w], dict(stride=[1, 1], padding=[1, 1], dilation=[1, 1]))

@@ -456,6 +456,7 @@ def _broadcast_to(fb, node, ins, out):
 
 
 # the heads of the frontend's wider opset (they use the helpers above)
+from workbench.graph.lower_im2col import IM2COL_COMPOSED_HEADS  # noqa: E402
 from workbench.graph.lower_more import MORE_COMPOSED_HEADS  # noqa: E402
 from workbench.graph.lower_packed import PACKED_COMPOSED_HEADS, PACKED_HEADS  # noqa: E402
 
@@ -465,7 +466,7 @@ COMPOSED_HEADS = {
     "matmul": _matmul_composed, "softmax": _softmax_composed,
     "layer_norm": _layer_norm_composed, "mean": _mean_composed, "transpose": _transpose,
     "select": _select, "broadcast_to": _broadcast_to,
-    **MORE_COMPOSED_HEADS, **PACKED_COMPOSED_HEADS,
+    **MORE_COMPOSED_HEADS, **PACKED_COMPOSED_HEADS, **IM2COL_COMPOSED_HEADS,
 }
 
 

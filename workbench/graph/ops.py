@@ -479,3 +479,9 @@ def infer_type(op: str, types: list[TensorType], attrs: dict) -> TensorType:
 from workbench.graph.ops_packed import PACKED_OPS  # noqa: E402
 
 OPS.update(PACKED_OPS)
+
+# convolutions as matrix products on the GPU (workbench.graph.passes.conv_gemm)
+from workbench.graph.ops_im2col import IM2COL_OPS, im2col_type  # noqa: E402
+
+OPS.update(IM2COL_OPS)
+TYPE_RULES["im2col"] = im2col_type

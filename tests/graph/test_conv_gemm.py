@@ -1,0 +1,77 @@
+"""Convolutions as matrix products on the GPU (``passes.conv_gemm``, ``CONV_AS_GEMM``):
+the graph's ``im2col`` against ``torch.nn.functional.unfold``, and a residual conv model
+compiled for cuda (the simulator) against PyTorch, its activations kept CNHW between the
+convolutions (no transpose kernel but the last)."""
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.graph.ir import TensorType
+from workbench.graph.ops import evaluate, infer_type
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation, layout", [
+    ((3, 3), (1, 1), (1, 1), (1, 1), "NCHW"),
+    ((3, 2), (2, 1), (1, 0), (1, 2), "NCHW"),
+    ((7, 7), (2, 2), (3, 3), (1, 1), "CNHW"),
+    ((1, 1), (2, 2), (0, 0), (1, 1), "CNHW"),
+])
+def test_im2col_is_unfold_with_the_images_side_by_side(rng, kernel, stride, padding,
+                                                       dilation, layout):
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    attrs = {"kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation,
+             "layout": layout}
+    data = x.transpose(1, 0, 2, 3).copy() if layout == "CNHW" else x
+    got = evaluate("im2col", [data], attrs)
+    unfolded = nn.functional.unfold(torch.from_numpy(x), kernel, dilation=dilation,
+                                    padding=padding, stride=stride)
+    want = unfolded.permute(1, 0, 2).reshape(unfolded.shape[1], -1).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert infer_type("im2col", [TensorType(data.shape)], attrs).shape == want.shape
+
+
+class _Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(8)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.c3 = nn.Conv2d(8, 12, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        y = torch.relu(self.c2(y) + y)
+        return nn.functional.max_pool2d(self.c3(y), 2)
+
+
+@pytest.mark.cuda
+def test_a_residual_model_runs_its_convolutions_as_matmuls(monkeypatch):
+    from workbench.graph.passes import conv_gemm
+
+    torch.manual_seed(0)
+    model = _Residual().eval()
+    with torch.no_grad():
+        model.b1.running_mean.uniform_(-1, 1)
+        model.b1.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(2, 3, 7, 9)
+    monkeypatch.setattr(conv_gemm, "CONV_AS_GEMM", True)
+    compiled = wb.compile(model, (x,), target="cuda")
+    patterns = [k.pattern for k in compiled.kernels]
+    assert patterns.count("im2col") == 3 and "conv2d" not in " ".join(patterns)
+    # bias (the folded batch norm), the residual and the relu in the matmul's epilogue;
+    # the pool on the CNHW value; one transpose, at the end
+    assert "matmul+add+add+relu" in patterns and patterns.count("transpose") == 1
+    assert patterns[-1] == "transpose"
+    layouts = [k.func.params[0].shape for k in compiled.kernels if k.pattern == "im2col"]
+    assert layouts[1] == (8, 2, 7, 9)  # the second conv reads the first's output as CNHW
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_rewrite_is_off_by_default():
+    from workbench.graph.passes import conv_gemm
+
+    assert conv_gemm.CONV_AS_GEMM is False

@@ -1,0 +1,183 @@
+"""Convolutions as matrix products, for the GPU (``CONV_AS_GEMM``, the cuda target's
+``graph_layout`` hook ``cuda_layout``).
+
+Each ``conv2d`` (groups 1, constant weight) becomes ``im2col`` (its windows as the matrix
+``(C * R * S, N * P * Q)``), a ``matmul`` of the weights viewed ``(K, C * R * S)`` with it
+(plus the bias, a ``(K, 1)`` constant, as its epilogue), the product viewed
+``(K, N, P, Q)`` and transposed to NCHW: the convolution runs on the SGEMM recipe and the
+matmul's tile / K-split policy (``graph_cuda_ops.matmul_plan``) instead of the implicit-GEMM
+conv recipe, at the cost of writing and reading the window matrix once.
+
+Between convolutions the activations then stay in the product's ``(C, N, H, W)`` layout
+(``_sink_swaps``): each transpose moves below the elementwise ops that read it (a residual
+operand transposed too, where two transposes meet ``simplify`` removes both, a constant
+transposed at compile time), an ``im2col`` reading a transposed value reads its source
+(``layout="CNHW"``), pools (one ``(n, c)`` plane at a time) run on the CNHW value, and
+``sink_reshapes`` moves the ``(K, N, P, Q)`` view below the elementwise ops so that the
+bias, a residual and a relu join the matmul's epilogue. A transpose is left where a value
+leaves the convolutions (a flatten, the model's output). cuDNN chooses between such
+algorithms (``CUDNN_CONVOLUTION_FWD_ALGO_GEMM`` against ``IMPLICIT_PRECOMP_GEMM``) per shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.graph.ir import Graph, Node, TensorType
+from workbench.graph.ops import VIEW_ATTRS, kind
+from workbench.graph.passes.dce import eliminate_dead_code
+from workbench.graph.passes.epilogues import _AXIS_OPS, sink_reshapes
+from workbench.graph.passes.simplify import simplify
+
+SWAP = [1, 0, 2, 3]
+"""NCHW <-> CNHW (its own inverse)."""
+
+CONV_AS_GEMM = False
+"""Whether the cuda target rewrites convolutions as ``im2col`` + ``matmul``. Off until
+timed on a GPU (``bench/gpu/gpu_plan.py`` part ``convgemm`` times resnet18 both ways)."""
+
+
+def _pair(value) -> list[int]:
+    return [int(v) for v in value] if isinstance(value, list | tuple) else [int(value)] * 2
+
+
+def convs_as_gemm(graph: Graph) -> Graph:
+    """Every ``conv2d`` of groups 1 with a constant weight rewritten as ``im2col`` +
+    ``matmul`` (module docstring); the conv's value keeps its name (its consumers read the
+    transpose)."""
+    constants = dict(graph.constants)
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        if node.op != "conv2d" or node.attrs.get("groups", 1) != 1 or \
+                node.inputs[1] not in constants or any(k in node.attrs for k in VIEW_ATTRS):
+            nodes.append(node)
+            continue
+        x, weight = node.inputs[:2]
+        dtype = node.type.dtype
+        N, C, _, _ = graph.type_of(x).shape
+        K, _, R, S = constants[weight].shape
+        _, _, P, Q = node.type.shape
+        attrs = {"kernel": [R, S], **{key: _pair(node.attrs.get(key, 1 if key != "padding"
+                                                                   else 0))
+                                      for key in ("stride", "padding", "dilation")}}
+        col = Node(f"{node.name}_col", "im2col", (x,), attrs,
+                   TensorType((C * R * S, N * P * Q), dtype), node.source)
+        gemm_weight = f"{weight}_gemm"
+        constants[gemm_weight] = constants[weight].reshape(K, C * R * S)
+        product = TensorType((K, N * P * Q), dtype)
+        last = Node(f"{node.name}_gemm", "matmul", (gemm_weight, col.name), {}, product,
+                    node.source)
+        added = [col, last]
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+        if bias is not None:
+            if bias in constants:
+                column = f"{bias}_column"
+                constants[column] = constants[bias].reshape(K, 1)
+            else:
+                column = f"{node.name}_bias_column"
+                added.append(Node(column, "reshape", (bias,), {"shape": [K, 1]},
+                                  TensorType((K, 1), dtype), node.source))
+            last = Node(f"{node.name}_biased", "add", (last.name, column), {}, product,
+                        node.source)
+            added.append(last)
+        shaped = Node(f"{node.name}_knpq", "reshape", (last.name,), {"shape": [K, N, P, Q]},
+                      TensorType((K, N, P, Q), dtype), node.source)
+        back = Node(node.name, "transpose", (shaped.name,), {"perm": [1, 0, 2, 3]}, node.type,
+                    node.source)
+        nodes += added + [shaped, back]
+    graph = graph.replace(nodes=tuple(nodes), constants=constants)
+    graph = _read_cnhw(simplify(_sink_swaps(graph)))
+    return simplify(sink_reshapes(eliminate_dead_code(graph)))
+
+
+def _swap_source(graph: Graph, name: str) -> str | None:
+    """The value ``name`` transposes by ``SWAP``, or None."""
+    node = graph.producer(name)
+    if node is None or node.op != "transpose" or list(node.attrs["perm"]) != SWAP:
+        return None
+    return node.inputs[0]
+
+
+def _swapped(t: TensorType) -> TensorType:
+    return TensorType(tuple(t.shape[i] for i in SWAP), t.dtype)
+
+
+POOLS = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
+"""Ops on each ``(n, c)`` plane alone: they commute with ``SWAP``."""
+
+
+def _sink_one(graph: Graph, node: Node, users: dict, constants: dict) -> list[Node] | None:
+    """``op(swap(a), b)`` as ``swap(op(a, swap(b)))``, or None where it does not apply."""
+    movable = (kind(node.op) == "elementwise" and node.op not in _AXIS_OPS) or \
+        (node.op in POOLS and len(node.inputs) == 1)
+    if not movable or len(node.type.shape) != 4 or \
+            any(key in node.attrs for key in VIEW_ATTRS):
+        return None
+    if not any(_swap_source(graph, name) is not None and len(users.get(name, ())) == 1
+               for name in node.inputs):
+        return None
+    inputs, extra = [], []
+    for position, name in enumerate(node.inputs):
+        source = _swap_source(graph, name)
+        if source is not None:
+            inputs.append(source)
+        elif name in constants and constants[name].size == 1:
+            inputs.append(name)
+        elif name in constants:
+            array = constants[name]
+            if array.ndim > 4:
+                return None
+            swapped = f"{name}_cnhw"
+            constants[swapped] = np.ascontiguousarray(
+                array.reshape((1,) * (4 - array.ndim) + array.shape).transpose(SWAP))
+            inputs.append(swapped)
+        else:
+            operand = graph.type_of(name)
+            if len(operand.shape) != 4:
+                return None
+            extra.append(Node(f"{node.name}_in{position}_cnhw", "transpose", (name,),
+                              {"perm": SWAP}, _swapped(operand), node.source))
+            inputs.append(extra[-1].name)
+    inner = node.replace(name=f"{node.name}_cnhw", inputs=tuple(inputs),
+                         type=_swapped(node.type))
+    return extra + [inner, Node(node.name, "transpose", (inner.name,), {"perm": SWAP},
+                                node.type, node.source)]
+
+
+def _sink_swaps(graph: Graph) -> Graph:
+    """Move every ``SWAP`` transpose below the elementwise ops that read it (one at a time,
+    until none moves; ``simplify`` removes the transposes that meet)."""
+    changed = True
+    while changed:
+        changed = False
+        users = graph.consumers()
+        constants = dict(graph.constants)
+        nodes: list[Node] = []
+        for node in graph.nodes:
+            rewritten = None if changed else _sink_one(graph, node, users, constants)
+            nodes.extend(rewritten or [node])
+            changed = changed or rewritten is not None
+        graph = simplify(graph.replace(nodes=tuple(nodes), constants=constants))
+    return graph
+
+
+def _read_cnhw(graph: Graph) -> Graph:
+    """An ``im2col`` of a ``SWAP``-transposed value reads the value itself (CNHW)."""
+    nodes = []
+    for node in graph.nodes:
+        source = _swap_source(graph, node.inputs[0]) if node.op == "im2col" else None
+        if source is not None and node.attrs.get("layout", "NCHW") == "NCHW":
+            node = node.replace(inputs=(source,), attrs={**node.attrs, "layout": "CNHW"})
+        nodes.append(node)
+    return eliminate_dead_code(graph.replace(nodes=tuple(nodes)))
+
+
+def cuda_layout(graph: Graph, target="cuda") -> Graph:
+    """The cuda target's ``graph_layout`` hook: ``convs_as_gemm`` where ``CONV_AS_GEMM``,
+    then ``fold_views`` (``views_layout``)."""
+    from workbench.graph.passes.fold_views import views_layout
+
+    return views_layout(convs_as_gemm(graph) if CONV_AS_GEMM else graph, target)
+
+
+__all__ = ["CONV_AS_GEMM", "convs_as_gemm", "cuda_layout"]
