@@ -501,6 +501,20 @@ def _eager_row(ctx: Context, name: str, row: dict):
     return model, x, xd, want
 
 
+def _variant(ctx: Context, row: dict, label: str, least_s: float, build) -> None:
+    """``row[label]``: ``build()``'s timed row with its speed against ``row``'s eager, an
+    error row if it raised, skipped with fewer than ``least_s`` seconds left; saved."""
+    if ctx.left() < least_s and not ctx.dry:
+        row[label] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
+        return
+    try:
+        row[label] = build()
+        row[label]["vs_eager"] = row["torch eager"]["device_ms"] / row[label]["device_ms"]
+    except Exception as err:  # noqa: BLE001
+        row[label] = _error(err, 800)
+    ctx.save()
+
+
 def part_convgemm(ctx: Context, entry: dict) -> None:
     """The models of ``ctx.sizes["convgemm"]`` compiled with the convolution recipes and
     with ``passes.conv_gemm.CONV_AS_GEMM`` (``im2col`` + the matmul recipe), beside eager of
@@ -512,19 +526,14 @@ def part_convgemm(ctx: Context, entry: dict) -> None:
         rows[name] = row = {}
         model, x, xd, want = _eager_row(ctx, name, row)
         for label, on in (("conv recipes", False), ("im2col + matmul", True)):
-            if ctx.left() < 60 and not ctx.dry:
-                row[label] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
-                continue
-            conv_gemm.CONV_AS_GEMM = on
-            try:
-                row[label] = _compiled_row(ctx, model, x, xd, want, None, report=True)
-                row[label]["vs_eager"] = (row["torch eager"]["device_ms"]
-                                          / row[label]["device_ms"])
-            except Exception as err:  # noqa: BLE001
-                row[label] = _error(err, 800)
-            finally:
-                conv_gemm.CONV_AS_GEMM = False
-            ctx.save()
+            def build(on=on):
+                conv_gemm.CONV_AS_GEMM = on
+                try:
+                    return _compiled_row(ctx, model, x, xd, want, None, report=True)  # noqa: B023 - called at once
+                finally:
+                    conv_gemm.CONV_AS_GEMM = False
+
+            _variant(ctx, row, label, 60, build)
 
 
 def part_sweep(ctx: Context, entry: dict) -> None:
@@ -579,16 +588,8 @@ def part_policy(ctx: Context, entry: dict) -> None:
         rows[name] = row = {}
         model, x, xd, want = _eager_row(ctx, name, row)
         for policy in graph_cuda_ops.MATMUL_POLICIES:
-            if ctx.left() < 40 and not ctx.dry:
-                row[policy] = {"skipped": f"deadline ({ctx.left():.0f} s left)"}
-                continue
-            try:
-                row[policy] = _compiled_row(ctx, model, x, xd, want, policy)
-                row[policy]["vs_eager"] = (row["torch eager"]["device_ms"]
-                                           / row[policy]["device_ms"])
-            except Exception as err:  # noqa: BLE001
-                row[policy] = _error(err, 800)
-            ctx.save()
+            _variant(ctx, row, policy, 40,  # the lambda is called at once
+                     lambda policy=policy: _compiled_row(ctx, model, x, xd, want, policy))  # noqa: B023
 
 
 def part_rows(ctx: Context, entry: dict) -> None:

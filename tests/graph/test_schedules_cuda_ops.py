@@ -217,6 +217,8 @@ def test_the_wide_policy_splits_k_under_a_128_tile_with_predicated_edges(monkeyp
     from workbench.recipes import graph_cuda_ops
 
     assert graph_cuda_ops.matmul_plan(257, 260, 64, True, "wide") == (16, 8, 8, 2)
+    # a K too short to split keeps it whole (the split list was empty: ValueError from max)
+    assert graph_cuda_ops.matmul_plan(300, 300, 12, True, "wide") == (16, 8, 4, 1)
     monkeypatch.setattr(graph_cuda_ops, "MATMUL_POLICY", "wide")
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 260), nn.GELU(approximate="tanh")).eval()

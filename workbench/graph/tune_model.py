@@ -103,6 +103,7 @@ def tune_model(model, example_inputs=(), target: str = "cpu", db: str = "records
     """
     from workbench.graph.compiler import compile as compile_model
     from workbench.tune.api import check_count, check_db, check_seconds, tune
+    from workbench.tune.runner import LocalRunner
 
     # checked before the model is compiled and timed (wb.tune checks its own again)
     for name, value in (("top", top), ("trials", trials), ("repeat", repeat)):
@@ -116,20 +117,27 @@ def tune_model(model, example_inputs=(), target: str = "cpu", db: str = "records
     slowest = list(before.sort_values("median_us", ascending=False)["kernel"][:top])
     tuned = {}
     tune_start = time.perf_counter()
-    for done, node in enumerate(slowest):
-        left = time_budget_s - (time.perf_counter() - tune_start)
-        if left <= 0:
-            break
-        share = left / (len(slowest) - done)
-        tune_options.setdefault("progress", False)
-        func = compiled.func(node)
-        own = {k: v for k, v in tune_options.items() if k not in ("pin", "space", "strategy")}
-        baseline = tune(func, target=target, trials=1, db=db, space=default_space(target),
-                        strategy="grid", **own)
-        result = tune(func, target=target, trials=trials, db=db, time_budget_s=share,
-                      **tune_options)
-        result.records = baseline.records + result.records  # best: the faster of all
-        tuned[node] = result
+    tune_options.setdefault("progress", False)
+    given = runner = tune_options.pop("runner", None)
+    try:
+        for done, node in enumerate(slowest):
+            left = time_budget_s - (time.perf_counter() - tune_start)
+            if left <= 0:
+                break
+            share = left / (len(slowest) - done)
+            runner = runner or LocalRunner()  # one set of workers for every tuning run
+            func = compiled.func(node)
+            own = {k: v for k, v in tune_options.items()
+                   if k not in ("pin", "space", "strategy")}
+            baseline = tune(func, target=target, trials=1, db=db, runner=runner,
+                            space=default_space(target), strategy="grid", **own)
+            result = tune(func, target=target, trials=trials, db=db, time_budget_s=share,
+                          runner=runner, **tune_options)
+            result.records = baseline.records + result.records  # best: the faster of all
+            tuned[node] = result
+    finally:
+        if given is None and runner is not None:
+            runner.close()
     # no record at all (a budget spent before the first measurement): the defaults again
     schedules = db if os.path.exists(db) else "default"
     again = compile_model(model, example_inputs, target=target, schedules=schedules)

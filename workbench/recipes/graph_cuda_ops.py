@@ -179,6 +179,18 @@ def predicted_matmul_s(m: int, n: int, k: int, tile: int, split: int) -> float:
     return compute + m * n * 4 * (split + 1) / SUM_BYTES_PER_S + 3e-6
 
 
+def _k_tile(k: int) -> int:
+    """The k tile of a planned matmul: 8, or 4 where K is a multiple of 4 but not 8."""
+    return 4 if k % 8 and k % 4 == 0 else 8
+
+
+def _splits(k: int, k_tile: int) -> list[int]:
+    """The K splits of ``WIDE_SPLITS`` a plan may take: 1, and those whose slices are
+    whole ``k_tile`` steps, at least 4 of them."""
+    return [s for s in WIDE_SPLITS
+            if s == 1 or (k % s == 0 and (k // s) % k_tile == 0 and k // s >= 4 * k_tile)]
+
+
 def matmul_plan(m: int, n: int, k: int, epilogue: bool,
                 policy: str | None = None) -> tuple[int | None, int | None, int, int]:
     """``(threads, per_thread, k_tile, split_k)`` of ``register_blocked`` for an
@@ -201,10 +213,9 @@ def matmul_plan(m: int, n: int, k: int, epilogue: bool,
     if policy == "waves" and epilogue:
         return _least_waves(m, n, k, tiling)
     if policy == "wide" and epilogue and m >= 256 and n >= 256:
-        k_tile = 8 if k % 8 == 0 else 4 if k % 4 == 0 else 8
+        k_tile = _k_tile(k)
         blocks = -(-m // 128) * -(-n // 128)
-        fitting = [s for s in WIDE_SPLITS if k % s == 0 and (k // s) % k_tile == 0
-                   and k // s >= 4 * k_tile]
+        fitting = _splits(k, k_tile)
         split = next((s for s in fitting if blocks * s >= 4 * GPU_BLOCKS), max(fitting))
         return 16, 8, k_tile, split
     threads, per_thread, k_tile = tiling if tiling is not None else (None, None, 8)
@@ -236,15 +247,14 @@ def _least_waves(m: int, n: int, k: int, tiling) -> tuple[int | None, int | None
     least ``predicted_matmul_s``."""
     from workbench.recipes.matmul_cuda import block_tile
 
-    threads, per_thread, k_tile = tiling if tiling is not None else (None, None, 8)
+    threads, per_thread, _ = tiling if tiling is not None else (None, None, 8)
     own = (threads, per_thread) if threads is not None else block_tile(m, n)
     tiles = [(threads, per_thread, math.prod(own))]
     if m >= 256 and n >= 256 and math.prod(own) != 128:
         tiles.append((16, 8, 128))
-    k_tile = 8 if k % 8 == 0 else 4 if k % 4 == 0 else 8
+    k_tile = _k_tile(k)
     plans = [(predicted_matmul_s(m, n, k, side, s), t, p, s) for t, p, side in tiles
-             for s in WIDE_SPLITS
-             if s == 1 or (k % s == 0 and (k // s) % k_tile == 0 and k // s >= 4 * k_tile)]
+             for s in _splits(k, k_tile)]
     _, t, p, split = min(plans, key=lambda plan: plan[0])
     return t, p, k_tile if t is not None else 8, split
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.graph.ir import Graph, Node, TensorType
+from workbench.graph.lower_ops import _pairs
 from workbench.graph.ops import VIEW_ATTRS, kind
 from workbench.graph.passes.dce import eliminate_dead_code
 from workbench.graph.passes.epilogues import _AXIS_OPS, sink_reshapes
@@ -35,10 +36,6 @@ SWAP = [1, 0, 2, 3]
 CONV_AS_GEMM = False
 """Whether the cuda target rewrites convolutions as ``im2col`` + ``matmul``. Off until
 timed on a GPU (``bench/gpu/gpu_plan.py`` part ``convgemm`` times resnet18 both ways)."""
-
-
-def _pair(value) -> list[int]:
-    return [int(v) for v in value] if isinstance(value, list | tuple) else [int(value)] * 2
 
 
 def convs_as_gemm(graph: Graph) -> Graph:
@@ -57,9 +54,11 @@ def convs_as_gemm(graph: Graph) -> Graph:
         N, C, _, _ = graph.type_of(x).shape
         K, _, R, S = constants[weight].shape
         _, _, P, Q = node.type.shape
-        attrs = {"kernel": [R, S], **{key: _pair(node.attrs.get(key, 1 if key != "padding"
-                                                                   else 0))
-                                      for key in ("stride", "padding", "dilation")}}
+        windows = _pairs({"stride": 1, "padding": 0, "dilation": 1, **node.attrs},
+                         "stride", "padding", "dilation")
+        attrs = {"kernel": [R, S], **{key: [int(v) for v in pair] for key, pair in
+                                      zip(("stride", "padding", "dilation"), windows,
+                                          strict=True)}}
         col = Node(f"{node.name}_col", "im2col", (x,), attrs,
                    TensorType((C * R * S, N * P * Q), dtype), node.source)
         gemm_weight = f"{weight}_gemm"
@@ -82,12 +81,11 @@ def convs_as_gemm(graph: Graph) -> Graph:
             added.append(last)
         shaped = Node(f"{node.name}_knpq", "reshape", (last.name,), {"shape": [K, N, P, Q]},
                       TensorType((K, N, P, Q), dtype), node.source)
-        back = Node(node.name, "transpose", (shaped.name,), {"perm": [1, 0, 2, 3]}, node.type,
+        back = Node(node.name, "transpose", (shaped.name,), {"perm": SWAP}, node.type,
                     node.source)
         nodes += added + [shaped, back]
     graph = graph.replace(nodes=tuple(nodes), constants=constants)
-    graph = _read_cnhw(simplify(_sink_swaps(graph)))
-    return simplify(sink_reshapes(eliminate_dead_code(graph)))
+    return simplify(sink_reshapes(_read_cnhw(_sink_swaps(graph))))
 
 
 def _swap_source(graph: Graph, name: str) -> str | None:
