@@ -34,7 +34,7 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    weights), the pre-norm block of ``tests/graph/graph_models.py`` at d 768 b1 (128 tokens):
    ``wb.compile(target="cuda")`` called with torch CUDA tensors (graph replay) against
    torch eager and ``torch.compile(mode="reduce-overhead")``; device ms and host us per
-   call, host us per kernel, the five slowest kernels.
+   call, host us per kernel, every kernel's time and shapes.
 7. ``launch``: host time per kernel of a compiled block (d 256, b1, 16 tokens) in each
    launch mode of ``graph.compiled_cuda`` (``kernels``, ``lean``, ``graph``).
 8. ``tune``: ``tune_model`` on the block d 256 b16 (the three slowest kernels, within
@@ -176,6 +176,9 @@ class Context:
         self.sizes = dict(SIZES["dry" if self.dry else "gpu"])
         if getattr(args, "models", ""):
             self.sizes["models"] = args.models.split(",")
+        if getattr(args, "sweep", ""):
+            self.sizes["sweep"] = [tuple(int(v) for v in shape.split(","))
+                                   for shape in args.sweep.split(";")]
         self.device = "cpu" if self.dry else "cuda"
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -457,7 +460,7 @@ def _compiled_row(ctx: Context, model, x, xd, want, policy: str | None,
                   report: bool = False) -> dict:
     """``wb.compile(model)`` for cuda under matmul ``policy`` (None: the default), called on
     the device input, timed (graph replay) and checked against ``want``; ``report``: with
-    the five slowest kernels (``latency_report``)."""
+    every kernel's time and operand shapes, slowest first (``latency_report``)."""
     import workbench as wb
     from workbench.recipes import graph_cuda_ops
 
@@ -478,12 +481,19 @@ def _compiled_row(ctx: Context, model, x, xd, want, policy: str | None,
                   launches=sum(len(getattr(c.kernel, "launches", ()) or ())
                                for c in compiled.kernels))
     if report:
-        frame = compiled.latency_report(xd, repeat=1 if ctx.dry else 5)
-        slow = frame.sort_values("median_us", ascending=False)[:5]
-        result["slowest_kernels"] = [{"kernel": k, "pattern": p, "median_us": float(u)}
-                                     for k, p, u in zip(slow["kernel"], slow["pattern"],
-                                                        slow["median_us"], strict=True)]
+        result["kernels_by_time"] = _kernel_table(ctx, compiled, xd)
     return result
+
+
+def _kernel_table(ctx: Context, compiled, xd) -> list[dict]:
+    """Every kernel of ``compiled`` with its device time (``latency_report``) and operand
+    shapes, slowest first."""
+    frame = compiled.latency_report(xd, repeat=1 if ctx.dry else 5)
+    shapes = {k.node: [list(s) for s in k.shapes] for k in compiled.kernels}
+    slow = frame.sort_values("median_us", ascending=False)
+    return [{"kernel": k, "pattern": p, "median_us": round(float(u), 2), "shapes": shapes[k]}
+            for k, p, u in zip(slow["kernel"], slow["pattern"], slow["median_us"],
+                               strict=True)]
 
 
 def _eager_row(ctx: Context, name: str, row: dict):
@@ -518,7 +528,7 @@ def _variant(ctx: Context, row: dict, label: str, least_s: float, build) -> None
 def part_convgemm(ctx: Context, entry: dict) -> None:
     """The models of ``ctx.sizes["convgemm"]`` compiled with the convolution recipes and
     with ``passes.conv_gemm.CONV_AS_GEMM`` (``im2col`` + the matmul recipe), beside eager of
-    the same run, with each build's five slowest kernels."""
+    the same run, with each build's kernels by time."""
     from workbench.graph.passes import conv_gemm
 
     rows = entry.setdefault("rows", {})
@@ -527,11 +537,11 @@ def part_convgemm(ctx: Context, entry: dict) -> None:
         model, x, xd, want = _eager_row(ctx, name, row)
         for label, on in (("conv recipes", False), ("im2col + matmul", True)):
             def build(on=on):
-                conv_gemm.CONV_AS_GEMM = on
+                saved, conv_gemm.CONV_AS_GEMM = conv_gemm.CONV_AS_GEMM, on
                 try:
                     return _compiled_row(ctx, model, x, xd, want, None, report=True)  # noqa: B023 - called at once
                 finally:
-                    conv_gemm.CONV_AS_GEMM = False
+                    conv_gemm.CONV_AS_GEMM = saved
 
             _variant(ctx, row, label, 60, build)
 
@@ -558,8 +568,10 @@ def part_sweep(ctx: Context, entry: dict) -> None:
             want = device_model(xd).clone()
             rows[name] = row = {"torch eager": ctx.measure(lambda: device_model(xd)),  # noqa: B023
                                 "default plan": chosen(m, n, k, True)}
-        for side, (threads, per) in ((64, (16, 4)), (128, (16, 8))):
-            for split in g.WIDE_SPLITS:
+        for side, (threads, per) in ((32, (8, 4)), (64, (16, 4)), (128, (16, 8))):
+            if side not in ctx.args.sweep_tiles:
+                continue
+            for split in ctx.args.sweep_splits:
                 if k % split or (k // split) % 8 or k // split < 32:
                     continue
                 label = f"tile {side} split {split}"
@@ -693,11 +705,7 @@ def run_model(ctx: Context, name: str, row: dict, layout: bool = True) -> dict:
         wb_row["rel_err"] = rel_err(torch, got, want)
         row["workbench"] = wb_row
         ctx.save()
-        frame = compiled.latency_report(xd, repeat=1 if ctx.dry else 5)
-        slow = frame.sort_values("median_us", ascending=False)[:5]
-        row["slowest_kernels"] = [{"kernel": k, "pattern": p, "median_us": float(u)}
-                                  for k, p, u in zip(slow["kernel"], slow["pattern"],
-                                                     slow["median_us"], strict=True)]
+        row["kernels_by_time"] = _kernel_table(ctx, compiled, xd)
         ctx.save()
         label = "torch.compile reduce-overhead"
         if ctx.dry or not layout:
@@ -839,7 +847,22 @@ def parse_args(argv=None):
                         help="the most seconds each bench script (attn, conv2) may take")
     parser.add_argument("--models", default="",
                         help="comma-separated models of part models (default: all of SIZES)")
+    parser.add_argument("--sweep", default="",
+                        help="part sweep's linears 'M,K,N;M,K,N' (default: all of SIZES)")
+    parser.add_argument("--sweep-tiles", default="64,128",
+                        help="part sweep's tile sides, of 32, 64, 128")
+    parser.add_argument("--sweep-splits", default=",".join(map(str, (1, 2, 3, 4, 6, 8))),
+                        help="part sweep's K splits")
     args = parser.parse_args(argv)
+    try:
+        args.sweep_tiles = tuple(int(v) for v in args.sweep_tiles.split(","))
+        args.sweep_splits = tuple(int(v) for v in args.sweep_splits.split(","))
+        if args.sweep:
+            _ = [tuple(int(v) for v in shape.split(",")) for shape in args.sweep.split(";")]
+    except ValueError as err:
+        parser.error(f"--sweep, --sweep-tiles, --sweep-splits take integers: {err}")
+    if not set(args.sweep_tiles) <= {32, 64, 128}:
+        parser.error(f"--sweep-tiles: sides of 32, 64, 128, got {args.sweep_tiles}")
     unknown = set(filter(None, args.only.split(","))) - {p.name for p in PARTS}
     if unknown:
         parser.error(f"--only: no part {sorted(unknown)}; parts: "

@@ -71,7 +71,45 @@ def test_a_residual_model_runs_its_convolutions_as_matmuls(monkeypatch):
     np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
-def test_the_rewrite_is_off_by_default():
+def test_the_rewrite_is_on_by_default_below_the_window_cap(monkeypatch):
     from workbench.graph.passes import conv_gemm
 
-    assert conv_gemm.CONV_AS_GEMM is False
+    assert conv_gemm.CONV_AS_GEMM is True
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 5, 1)).eval()
+    x = torch.randn(2, 3, 6, 5)
+    patterns = [k.pattern for k in wb.compile(model, (x,), target="cuda").kernels]
+    assert patterns.count("im2col") == 2 and "conv2d" not in " ".join(patterns)
+    # the first window matrix: 27 x 60 floats (6480 bytes), the second 4 x 60 (960)
+    monkeypatch.setattr(conv_gemm, "MAX_WINDOW_BYTES", 1000)
+    compiled = wb.compile(model, (x,), target="cuda")
+    patterns = [k.pattern for k in compiled.kernels]
+    assert patterns.count("im2col") == 1 and patterns[0] == "conv2d+relu"
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+class _Excite(nn.Module):
+    """A squeeze-excitation block (efficientnet's): the conv's output scaled by a per-channel
+    value computed from it, an operand of the scale that is not transposed."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.squeeze = nn.Conv2d(6, 6, 1, groups=6)  # depthwise: stays a conv
+
+    def forward(self, x):
+        y = nn.functional.silu(self.conv(x))
+        scale = torch.sigmoid(self.squeeze(nn.functional.adaptive_avg_pool2d(y, 1)))
+        return y * scale
+
+
+@pytest.mark.cuda
+def test_a_transpose_moved_past_a_scale_does_not_move_back():
+    """``mul(swap(a), s)`` becomes ``swap(mul(a, swap(s)))`` once: the inserted ``swap(s)``
+    does not move ``mul`` back (the rewrite once looped without end on efficientnet)."""
+    torch.manual_seed(0)
+    model = _Excite().eval()
+    x = torch.randn(2, 3, 5, 6)
+    compiled = wb.compile(model, (x,), target="cuda")
+    patterns = [k.pattern for k in compiled.kernels]
+    assert patterns.count("im2col") == 1 and any("matmul" in p for p in patterns)
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -140,13 +140,15 @@ class _TinyCNN(torch.nn.Module):
         return self.down(torch.relu(self.c2(y) + y))
 
 
-def test_compiled_cnn_gets_register_tiled_convolutions_with_epilogues():
+def test_compiled_cnn_gets_register_tiled_convolutions_with_epilogues(monkeypatch):
     import workbench as wb
+    from workbench.graph.passes import conv_gemm
     from workbench.recipes.graph_cuda_ops import RULES
 
     torch.manual_seed(0)
     model = _TinyCNN().eval()
     x = torch.randn(1, 3, 7, 5)
+    monkeypatch.setattr(conv_gemm, "CONV_AS_GEMM", False)  # the conv recipes themselves
     compiled = wb.compile(model, (x,), target="cuda")
     rules = {next(r.__name__ for r in RULES if r(k.func) is not None) for k in compiled.kernels}
     assert rules == {"conv2d_tiled"}

@@ -10,6 +10,8 @@ baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
   K split from the shape (``matmul_plan`` under ``MATMUL_POLICY``: the least predicted time
   of whole waves of blocks), the epilogue inlined into the register tile's write-back (K
   whole) or computed by the kernel that sums the K slices, so the result is written once;
+  with at most ``GEMV_ROWS`` rows of C (a classifier head at batch 1): the ``gemv`` recipe
+  (``recipes.gemv_cuda``), a thread per column with its rows in registers, K split;
 - ``ops.softmax`` / ``ops.layernorm`` (no epilogue): one block per row with warp-shuffle
   reductions (``recipes.rows_cuda.block_per_row``), threads per row from the row length;
 - ``ops.batch_matmul`` plus an epilogue (``torch.bmm``, a batched ``@``): the same SGEMM
@@ -153,10 +155,14 @@ WAVE_SLOTS = {128: 2 * 132, 64: 4 * 132, 32: 8 * 132, 16: 16 * 132}
 """Blocks of each tile side running at once on an H100/H200 (132 multiprocessors; a block
 of the 128 tile holds 256 threads of up to 128 registers: 2 a multiprocessor)."""
 
-WAVE_US_PER_K = {128: 0.247, 64: 0.104, 32: 0.05, 16: 0.03}
-"""Microseconds one wave of blocks of each tile side takes per unit of K (H100, the
-projections of bench/RESULTS.md 2026-12-05: 1024 x 2304 x 768 in 188 us with the 128
-tile, 1024 x 768 x 768 in 80 us with the 64 tile, one wave each)."""
+WAVE_US_PER_K = {128: 0.285, 64: 0.166, 32: 0.091, 16: 0.087}
+"""Microseconds one wave of blocks of each tile side takes per unit of K: on an H100, the
+medians over part ``sweep`` of ``bench/gpu/gpu_plan.py`` (bench/RESULTS.md, 2026-12-05,
+"calibration": resnet18's convolutions as matmuls at batch 16, every tile of 32, 64 and
+128 x K splits 1, 2, 4, 8, 48 kernels); the plans they choose are within 8% of the
+fastest measured on each of the four shapes. They also predict GPT-2's 1024 x 768 x 3072
+(195 us measured, 205 predicted) and 1024 x 3072 x 768 (185, 192). The 16 tile: 512 x 784
+x 4608 in 300 us in 4 K slices, 3 waves."""
 
 SUM_BYTES_PER_S = 2.5e12
 """Memory bandwidth the kernel summing the K slices reaches (bytes a second)."""
@@ -169,7 +175,7 @@ def predicted_matmul_s(m: int, n: int, k: int, tile: int, split: int) -> float:
     and a second launch.
 
     >>> [round(predicted_matmul_s(1024, 2304, 768, 128, s) * 1e6) for s in (1, 4)]
-    [190, 164]
+    [219, 186]
     """
     blocks = -(-m // tile) * -(-n // tile) * split
     waves = -(-blocks // WAVE_SLOTS[tile])
@@ -242,9 +248,17 @@ def _epilogue_after_split(sch: Schedule) -> bool:
 
 
 def _least_waves(m: int, n: int, k: int, tiling) -> tuple[int | None, int | None, int, int]:
-    """``"waves"``: of ``tiling``'s tile (the recipe's own where None) and the 128 tile
-    (M and N of 256 or more), each with the splits of ``WIDE_SPLITS`` that fit K, the
-    least ``predicted_matmul_s``."""
+    """``"waves"``: of ``tiling``'s tile (the recipe's own where None), the 128 tile (M and
+    N of 256 or more), where the own tile is 128 and M or N is shorter, the 64 tile
+    (H100: resnet18's 64-channel convs as matmuls, 64 x 50176 x 576, took 436 us under the
+    128 tile, 8.5 TFLOP/s; 177 us under the 64 tile) and, where the own tile has 16
+    threads (only it divides M and N), the 32 and 64 tiles with predicated edges (512 x 784
+    x 4608: 300 us, 12 TFLOP/s, under the 16 tile), each with the splits of
+    ``WIDE_SPLITS`` that fit K, the least ``predicted_matmul_s``.
+
+    >>> _least_waves(64, 50176, 576, None), _least_waves(1024, 2304, 768, None)
+    ((16, 4, 8, 2), (None, None, 8, 3))
+    """
     from workbench.recipes.matmul_cuda import block_tile
 
     threads, per_thread, _ = tiling if tiling is not None else (None, None, 8)
@@ -252,11 +266,53 @@ def _least_waves(m: int, n: int, k: int, tiling) -> tuple[int | None, int | None
     tiles = [(threads, per_thread, math.prod(own))]
     if m >= 256 and n >= 256 and math.prod(own) != 128:
         tiles.append((16, 8, 128))
+    if min(m, n) < 128 and math.prod(own) == 128:  # half the 128 tile's rows would idle
+        tiles.append((16, 4, 64))
+    if own[0] < 8:  # 16 threads a block: wider blocks with predicated edges
+        tiles += [(8, 4, 32), (16, 4, 64)] if min(m, n) >= 64 else [(8, 4, 32)]
     k_tile = _k_tile(k)
     plans = [(predicted_matmul_s(m, n, k, side, s), t, p, s) for t, p, side in tiles
              for s in _splits(k, k_tile)]
     _, t, p, split = min(plans, key=lambda plan: plan[0])
     return t, p, k_tile if t is not None else 8, split
+
+
+def _matmul_head(func):
+    """The matmul block ``C`` (i, j spatial, k reduced) of a kernel that is a matmul plus at
+    most one elementwise epilogue, else None."""
+    head = next((b for b in _blocks(func) if b.name == "C"), None)
+    if head is None or len(head.iter_vars) != 3 or len(_blocks(func)) > 2:
+        return None
+    if [iv.kind for iv in head.iter_vars] != [IterKind.SPATIAL, IterKind.SPATIAL,
+                                                IterKind.REDUCE]:
+        return None
+    return head
+
+
+def _place_epilogue(sch: Schedule, split: int) -> Schedule | None:
+    """The epilogue of a matmul schedule: in the kernel summing the K slices when split,
+    else inlined into the write-back of the ``local`` accumulator (``C_local``)."""
+    placed = _epilogue_after_split(sch) if split > 1 else _inline_epilogue(sch, "C_local")
+    return sch if placed else None
+
+
+def matmul_gemv(func) -> Schedule | None:
+    """``ops.matmul`` plus an epilogue whose C has at most ``GEMV_ROWS`` rows (a classifier
+    head at batch 1): the ``gemv`` recipe (``recipes.gemv_cuda``: a thread per column, its
+    rows in registers, K split until the grid fills the GPU), the epilogue placed as in
+    ``matmul_tiled``. On an H100 resnet18's head at batch 1 (1 x 512 x 1000) took 223 us
+    under the thread-per-element baseline, which ``register_blocked`` falls back to at M = 1."""
+    from workbench.recipes.gemv_cuda import GEMV_ROWS, gemv, gemv_split
+
+    head = _matmul_head(func)
+    if head is None or _extents(head)[0] > GEMV_ROWS:
+        return None
+    _, n, k = _extents(head)
+    split = gemv_split(n, k)
+    try:
+        return _place_epilogue(gemv(func, split_k=split), split)
+    except _FAILS:
+        return None
 
 
 def matmul_tiled(func, split_k: bool | None = None,
@@ -269,11 +325,8 @@ def matmul_tiled(func, split_k: bool | None = None,
     policy."""
     from workbench import recipes
 
-    head = next((b for b in _blocks(func) if b.name == "C"), None)
-    if head is None or len(head.iter_vars) != 3 or len(_blocks(func)) > 2:
-        return None
-    if [iv.kind for iv in head.iter_vars] != [IterKind.SPATIAL, IterKind.SPATIAL,
-                                                IterKind.REDUCE]:
+    head = _matmul_head(func)
+    if head is None:
         return None
     recipe = recipes.get("matmul", "register_blocked", "cuda")
     m, n, k = _extents(head)
@@ -291,9 +344,7 @@ def matmul_tiled(func, split_k: bool | None = None,
                      double_buffer=steps >= 2, split_k=split)
     except _FAILS:
         return None
-    placed = (_epilogue_after_split(sch) if split > 1
-              else _inline_epilogue(sch, "C_local"))
-    return sch if placed else None
+    return _place_epilogue(sch, split)
 
 
 def bmm_tiling(batch: int, m: int, n: int, k: int) -> tuple[int | None, int | None, int]:
@@ -508,7 +559,7 @@ def elementwise_v4(func) -> Schedule | None:
         return None
 
 
-RULES = (matmul_tiled, bmm_tiled, conv2d_tiled, attention_tiled, attention_rows, rows,
+RULES = (matmul_gemv, matmul_tiled, bmm_tiled, conv2d_tiled, attention_tiled, attention_rows, rows,
          elementwise_v4)
 """Tried in order; the first that returns a schedule wins."""
 
@@ -525,4 +576,5 @@ def recipe_schedule(func) -> Schedule | None:
 __all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS",
            "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
            "conv2d_tiled", "elementwise_v4",
-           "matmul_plan", "matmul_tiled", "matmul_tiling", "recipe_schedule", "row_threads", "rows"]
+           "matmul_gemv", "matmul_plan", "matmul_tiled", "matmul_tiling", "recipe_schedule",
+           "row_threads", "rows"]
