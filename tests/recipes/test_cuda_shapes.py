@@ -4,6 +4,7 @@ sizes that are not multiples of their tiles, against numpy; the interior/edge pa
 
 import numpy as np
 import pytest
+from cuda_checks import checked_matmul
 
 from workbench import ops, recipes
 from workbench.backends import build
@@ -15,14 +16,7 @@ pytestmark = pytest.mark.cuda
 
 
 def _matmul(rng, m, n, k, **options):
-    sch = recipes.get("matmul", "register_blocked", "cuda")(ops.matmul(m, n, k), **options)
-    kernel = build(sch, target="cuda")
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((k, n), dtype=np.float32)
-    c = np.full((m, n), np.nan, np.float32)
-    kernel(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
-    return kernel.source
+    return checked_matmul(rng, "register_blocked", m, n, k, **options).source
 
 
 def test_interior_blocks_keep_wide_loads_edges_are_guarded(rng):

@@ -2,25 +2,17 @@
 ``blockIdx.z`` (``rfactor``) writing partial C, a second kernel summing them; chosen from
 the shape when C is too small to fill the GPU. Under the simulator against numpy."""
 
-import numpy as np
 import pytest
+from cuda_checks import checked_matmul
 
 from workbench import ops, recipes
-from workbench.backends import build
 from workbench.recipes.matmul_cuda import split_k_factor
 
 pytestmark = pytest.mark.cuda
 
 
 def _matmul(rng, m, n, k, **options):
-    sch = recipes.get("matmul", "register_blocked", "cuda")(ops.matmul(m, n, k), **options)
-    kernel = build(sch, target="cuda")
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((k, n), dtype=np.float32)
-    c = np.full((m, n), np.nan, np.float32)
-    kernel(a, b, c)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
-    return kernel
+    return checked_matmul(rng, "register_blocked", m, n, k, **options)
 
 
 def test_explicit_split_at_odd_sizes(rng):

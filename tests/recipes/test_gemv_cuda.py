@@ -5,23 +5,16 @@ numpy and PyTorch, at sizes that are not multiples of the block."""
 
 import numpy as np
 import pytest
+from cuda_checks import checked_matmul
 
 from workbench import ops, recipes
-from workbench.backends import build
 from workbench.recipes.gemv_cuda import GEMV_ROWS, gemv_split
 
 pytestmark = pytest.mark.cuda
 
 
 def _gemv(rng, m, n, k, **options):
-    sch = recipes.get("matmul", "gemv", "cuda")(ops.matmul(m, n, k), **options)
-    kernel = build(sch, target="cuda")
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((k, n), dtype=np.float32)
-    c = np.full((m, n), np.nan, np.float32)
-    kernel(a, b, c)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
-    return kernel
+    return checked_matmul(rng, "gemv", m, n, k, **options)
 
 
 @pytest.mark.parametrize("m, n, k", [(1, 1000, 512), (3, 130, 48), (GEMV_ROWS, 77, 40),
