@@ -25,9 +25,10 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    through ``wb.compile(target="cuda")`` under each matmul policy
    (``graph_cuda_ops.MATMUL_POLICIES``: the tile and K split of a matmul with an epilogue)
    and torch eager; ``policy``: GPT-2 b8 and the block d 256 b16 whole under each policy;
-   ``sweep``: every tile (64, 128) and K split of the models' linears, beside the
+   ``sweep``: every tile (``--sweep-tiles``) and K split of the models' linears, beside the
    ``"waves"`` policy's prediction (its calibration); ``convgemm``: resnet18 at batch 16
-   and 1 with the conv recipes and with ``CONV_AS_GEMM`` (``im2col`` + matmul).
+   and 1 built once per ``--conv-variants`` (the conv recipes; ``im2col`` + matmul with the
+   ``v4`` or the ``planes`` schedule of ``im2col``).
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
    against ``torch.softmax`` / ``F.layer_norm``.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
@@ -525,23 +526,35 @@ def _variant(ctx: Context, row: dict, label: str, least_s: float, build) -> None
     ctx.save()
 
 
+CONV_VARIANTS = {
+    "conv recipes": ("workbench.graph.passes.conv_gemm", "CONV_AS_GEMM", False),
+    "im2col v4": ("workbench.recipes.graph_cuda_ops", "IM2COL_SCHEDULE", "v4"),
+    "im2col planes": ("workbench.recipes.graph_cuda_ops", "IM2COL_SCHEDULE", "planes"),
+}
+"""Part ``convgemm``'s builds: the module flag each sets for its compile."""
+
+
 def part_convgemm(ctx: Context, entry: dict) -> None:
-    """The models of ``ctx.sizes["convgemm"]`` compiled with the convolution recipes and
-    with ``passes.conv_gemm.CONV_AS_GEMM`` (``im2col`` + the matmul recipe), beside eager of
-    the same run, with each build's kernels by time."""
-    from workbench.graph.passes import conv_gemm
+    """The models of ``ctx.sizes["convgemm"]`` compiled once per ``--conv-variants``
+    (``CONV_VARIANTS``: the convolution recipes, ``im2col`` + matmul with each ``im2col``
+    schedule), beside eager of the same run, with each build's kernels by time."""
+    import importlib
 
     rows = entry.setdefault("rows", {})
     for name in ctx.sizes["convgemm"]:
         rows[name] = row = {}
         model, x, xd, want = _eager_row(ctx, name, row)
-        for label, on in (("conv recipes", False), ("im2col + matmul", True)):
-            def build(on=on):
-                saved, conv_gemm.CONV_AS_GEMM = conv_gemm.CONV_AS_GEMM, on
+        for label in ctx.args.conv_variants:
+            module_name, flag, value = CONV_VARIANTS[label]
+            module = importlib.import_module(module_name)
+
+            def build(module=module, flag=flag, value=value):
+                saved = getattr(module, flag)
+                setattr(module, flag, value)
                 try:
                     return _compiled_row(ctx, model, x, xd, want, None, report=True)  # noqa: B023 - called at once
                 finally:
-                    conv_gemm.CONV_AS_GEMM = saved
+                    setattr(module, flag, saved)
 
             _variant(ctx, row, label, 60, build)
 
@@ -853,14 +866,22 @@ def parse_args(argv=None):
                         help="part sweep's tile sides, of 32, 64, 128")
     parser.add_argument("--sweep-splits", default=",".join(map(str, (1, 2, 3, 4, 6, 8))),
                         help="part sweep's K splits")
+    parser.add_argument("--conv-variants", default="im2col v4,im2col planes",
+                        help=f"part convgemm's builds, of {', '.join(CONV_VARIANTS)}")
     args = parser.parse_args(argv)
+    args.conv_variants = [v.strip() for v in args.conv_variants.split(",") if v.strip()]
+    if not set(args.conv_variants) <= set(CONV_VARIANTS):
+        parser.error(f"--conv-variants: of {', '.join(CONV_VARIANTS)}, got "
+                     f"{args.conv_variants}")
     try:
         args.sweep_tiles = tuple(int(v) for v in args.sweep_tiles.split(","))
         args.sweep_splits = tuple(int(v) for v in args.sweep_splits.split(","))
-        if args.sweep:
-            _ = [tuple(int(v) for v in shape.split(",")) for shape in args.sweep.split(";")]
+        shapes = [tuple(int(v) for v in shape.split(",")) for shape in args.sweep.split(";")
+                  if args.sweep]
     except ValueError as err:
         parser.error(f"--sweep, --sweep-tiles, --sweep-splits take integers: {err}")
+    if any(len(shape) != 3 for shape in shapes):
+        parser.error(f"--sweep: shapes of three integers 'M,K,N;...', got {args.sweep!r}")
     if not set(args.sweep_tiles) <= {32, 64, 128}:
         parser.error(f"--sweep-tiles: sides of 32, 64, 128, got {args.sweep_tiles}")
     unknown = set(filter(None, args.only.split(","))) - {p.name for p in PARTS}

@@ -92,6 +92,15 @@ def test_arguments(plan_module):
         plan_module.parse_args(["--only", "sgem"])
     with pytest.raises(SystemExit):
         plan_module.parse_args(["--deadline", "0"])
+    assert args.conv_variants == ["im2col v4", "im2col planes"]
+    assert (args.sweep_tiles, args.sweep_splits) == ((64, 128), (1, 2, 3, 4, 6, 8))
+    chosen = plan_module.parse_args(["--conv-variants", "conv recipes", "--sweep",
+                                     "64,576,50176;8,16,24", "--sweep-tiles", "32"])
+    assert chosen.conv_variants == ["conv recipes"] and chosen.sweep_tiles == (32,)
+    for bad in (["--conv-variants", "im2col v5"], ["--sweep-tiles", "48"],
+                ["--sweep-splits", "two"], ["--sweep", "64,576"]):
+        with pytest.raises(SystemExit):
+            plan_module.parse_args(bad)
     assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "linear", "policy", "sweep", "convgemm",
                                                    "rows", "models", "launch", "tune", "fold"]
     assert set(plan_module.SIZES["gpu"]) == set(plan_module.SIZES["dry"])

@@ -113,3 +113,43 @@ def test_a_transpose_moved_past_a_scale_does_not_move_back():
     patterns = [k.pattern for k in compiled.kernels]
     assert patterns.count("im2col") == 1 and any("matmul" in p for p in patterns)
     np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_the_planes_schedule_of_im2col_has_no_division_and_equals_torch(monkeypatch):
+    """``IM2COL_SCHEDULE = "planes"``: every ``im2col`` kernel (NCHW and CNHW data, strides,
+    padding, dilation, 7 x 7 and 1 x 1 windows) split by its annotated ``(C, R, S, N, P, Q)``
+    so the generated index math has no ``//`` or ``%``; the model still equals torch, and the
+    annotation survives printing and parsing."""
+    from workbench.recipes import graph_cuda_ops
+    from workbench.recipes.graph_cuda_ops import RULES
+
+    monkeypatch.setattr(graph_cuda_ops, "IM2COL_SCHEDULE", "planes")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 7, stride=2, padding=3), nn.ReLU(),
+                          nn.Conv2d(4, 6, 3, padding=2, dilation=2), nn.ReLU(),
+                          nn.Conv2d(6, 5, 1, stride=2), nn.ReLU(),
+                          nn.Conv2d(5, 4, 3, padding=1)).eval()
+    x = torch.randn(2, 3, 13, 11)
+    compiled = wb.compile(model, (x,), target="cuda")
+    columns = [k for k in compiled.kernels if k.pattern == "im2col"]
+    assert len(columns) == 4
+    for kernel in columns:
+        assert next(r.__name__ for r in RULES if r(kernel.func) is not None) == "im2col_planes"
+        body = kernel.source[kernel.source.index("# block T_im2col"):]
+        body = body[:body.index("# launch")]
+        assert "//" not in body and "%" not in body
+        assert wb.from_source(kernel.func.script()).script() == kernel.func.script()
+    assert columns[0].func.script().count('T.block_attr({"im2col_dims": (3, 7, 7, 2, 7, 6)})') == 1
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_im2col_keeps_v4_by_default():
+    from workbench.recipes import graph_cuda_ops
+
+    assert graph_cuda_ops.IM2COL_SCHEDULE == "v4"
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1)).eval()
+    compiled = wb.compile(model, (torch.randn(2, 3, 8, 16),), target="cuda")
+    (second,) = [k for k in compiled.kernels if k.pattern == "im2col"][1:]
+    assert graph_cuda_ops.im2col_planes(second.func) is None
+    assert graph_cuda_ops.elementwise_v4(second.func) is not None

@@ -12,6 +12,11 @@ from workbench.graph.ops import conv_output_size
 from workbench.ir.expr import GE, LT, And, IntImm, Select
 from workbench.ops.compose import const
 
+DIMS = "im2col_dims"
+"""The block annotation of ``T_im2col``: ``(C, R, S, N, P, Q)``, its rows ``C * R * S`` and
+columns ``N * P * Q`` taken apart (``recipes.graph_cuda_ops.im2col_planes`` splits the loops
+by them, so the index math simplifies to the loop variables)."""
+
 
 def _im2col(fb, node, ins, out):
     (x,) = ins
@@ -38,10 +43,12 @@ def _im2col(fb, node, ins, out):
                      And(GE(z, IntImm(0)), LT(z, IntImm(W))))
         return Select(inside, load, const(0.0))
 
-    fb.spatial("T_im2col", out, value)
+    C = x.shape[0] if cnhw else x.shape[1]
+    N = x.shape[1] if cnhw else x.shape[0]
+    fb.spatial("T_im2col", out, value, annotations=((DIMS, (C, R, S, N, P, Q)),))
 
 
 IM2COL_COMPOSED_HEADS = {"im2col": _im2col}
 """op -> ``FuncBuilder`` kernel (merged into ``lower_ops.COMPOSED_HEADS``)."""
 
-__all__ = ["IM2COL_COMPOSED_HEADS"]
+__all__ = ["DIMS", "IM2COL_COMPOSED_HEADS"]

@@ -69,12 +69,14 @@ def const(value: float, dtype: str = "float32") -> FloatImm:
 
 
 def loop_nest(name: str, prefix: str, extents: Sequence[int], kinds: str,
-              body_of: Callable[[list[Var]], tuple[Stmt, Stmt | None]]) -> Stmt:
+              body_of: Callable[[list[Var]], tuple[Stmt, Stmt | None]],
+              annotations: tuple[tuple[str, object], ...] = ()) -> Stmt:
     """``for ... in T.grid(*extents): with T.block(name): ...`` as IR.
 
     ``body_of(vs)`` gets the block's iteration variables and returns ``(body, init)``;
-    ``kinds`` has one ``S`` (spatial) or ``R`` (reduce) per extent. A zero-rank nest gets
-    one loop of extent 1 (the DSL has no loop-free block).
+    ``kinds`` has one ``S`` (spatial) or ``R`` (reduce) per extent; ``annotations`` are
+    the block's (``T.block_attr``). A zero-rank nest gets one loop of extent 1 (the DSL
+    has no loop-free block).
     """
     if not extents:
         extents, kinds = [1], "S"
@@ -86,7 +88,8 @@ def loop_nest(name: str, prefix: str, extents: Sequence[int], kinds: str,
         IterVar(v, Range.from_extent(int(e)), IterKind.REDUCE if k == "R" else IterKind.SPATIAL)
         for v, e, k in zip(vs, extents, kinds, strict=True))
     stmt: Stmt = BlockRealize(tuple(loops), TRUE,
-                              Block(name, iter_vars, reads, writes, body, init))
+                              Block(name, iter_vars, reads, writes, body, init,
+                                    annotations=tuple(annotations)))
     for loop, extent in zip(reversed(loops), reversed(list(extents)), strict=True):
         stmt = For(loop, IntImm(0), IntImm(int(extent)), ForKind.SERIAL, stmt)
     return stmt
@@ -121,15 +124,17 @@ class FuncBuilder:
     def _prefix(self) -> str:
         return f"i{len(self.stmts)}"
 
-    def spatial(self, name: str, out: Tensor, value: Callable[[Index], PrimExpr]) -> None:
-        """``out[v] = value(v)`` over the whole of ``out``."""
+    def spatial(self, name: str, out: Tensor, value: Callable[[Index], PrimExpr],
+                annotations: tuple[tuple[str, object], ...] = ()) -> None:
+        """``out[v] = value(v)`` over the whole of ``out`` (``annotations``: the block's)."""
         shape = out.shape
 
         def body(vs):
             index = vs if shape else [IntImm(0)]
             return BufferStore(out.buffer, value(vs), tuple(index[:len(out.shape)])), None
 
-        self.stmts.append(loop_nest(name, self._prefix(), shape, "S" * len(shape), body))
+        self.stmts.append(loop_nest(name, self._prefix(), shape, "S" * len(shape), body,
+                                    annotations))
 
     def reduce(self, name: str, out: Tensor, extents: Sequence[int], kinds: str,
                out_index: Callable[[Index], Index], init: PrimExpr,

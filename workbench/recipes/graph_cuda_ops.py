@@ -41,15 +41,20 @@ import math
 
 from workbench.ir.analysis import find_blocks
 from workbench.ir.stmt import IterKind
+from workbench.recipes import matmul_cuda
 from workbench.schedule import Schedule, ScheduleError
 
 MIN_BLOCKS = 128
-"""Blocks a matmul tiling asks for at least (about one per multiprocessor of an H200: a
-smaller grid leaves multiprocessors idle)."""
+"""Blocks a graph matmul's dividing tiling asks for at least (``matmul_tiling``,
+``bmm_tiling``). Not the SGEMM recipe's ``matmul_cuda.MIN_BLOCKS`` (132, the H100/H200's
+multiprocessors): a power-of-two grid of exactly 128 blocks keeps the wider tile here (the
+block d 256 at batch 16: its 2048 x 256 projections, 128 blocks of 64, timed at 1.69x eager
+on the H100 with them; 132 would give them the 32 tile, untimed)."""
 
-TILINGS = ((16, 8), (16, 4), (8, 4), (4, 4))
-"""``(threads, per_thread)`` per side of a matmul block, largest tile first: 128 x 128 (256
-threads, 8 x 8 registers each), 64, 32, 16 (16 threads: the simulator's size)."""
+TILINGS = (*matmul_cuda.TILINGS, (4, 4))
+"""``(threads, per_thread)`` per side of a matmul block, largest tile first: the SGEMM
+recipe's own (``matmul_cuda.TILINGS``: 128, 64, 32) and 16 (16 threads), which a graph
+kernel takes only where nothing wider divides M and N (the simulator's sizes)."""
 
 ROW_THREADS = 256
 """Threads per block of the attention rows and of the elementwise kernels."""
@@ -151,9 +156,11 @@ WIDE_SPLITS = (1, 2, 3, 4, 6, 8)
 """The K splits the ``"wide"`` policy may take (the first reaching the grid it asks for)."""
 
 
-WAVE_SLOTS = {128: 2 * 132, 64: 4 * 132, 32: 8 * 132, 16: 16 * 132}
-"""Blocks of each tile side running at once on an H100/H200 (132 multiprocessors; a block
-of the 128 tile holds 256 threads of up to 128 registers: 2 a multiprocessor)."""
+WAVE_SLOTS = {side: per_sm * matmul_cuda.MIN_BLOCKS
+              for side, per_sm in ((128, 2), (64, 4), (32, 8), (16, 16))}
+"""Blocks of each tile side running at once on an H100/H200 (``matmul_cuda.MIN_BLOCKS``:
+its 132 multiprocessors; a block of the 128 tile holds 256 threads of up to 128 registers: 2 a
+multiprocessor)."""
 
 WAVE_US_PER_K = {128: 0.285, 64: 0.166, 32: 0.091, 16: 0.087}
 """Microseconds one wave of blocks of each tile side takes per unit of K: on an H100, the
@@ -209,7 +216,6 @@ def matmul_plan(m: int, n: int, k: int, epilogue: bool,
     >>> matmul_plan(2048, 256, 1024, True, "split"), matmul_plan(2048, 256, 1024, True, "wide")
     ((16, 4, 8, 4), (16, 8, 8, 8))
     """
-    from workbench.recipes.matmul_cuda import MIN_BLOCKS as GPU_BLOCKS
     from workbench.recipes.matmul_cuda import block_tile, split_k_factor
 
     policy = MATMUL_POLICY if policy is None else policy
@@ -222,7 +228,7 @@ def matmul_plan(m: int, n: int, k: int, epilogue: bool,
         k_tile = _k_tile(k)
         blocks = -(-m // 128) * -(-n // 128)
         fitting = _splits(k, k_tile)
-        split = next((s for s in fitting if blocks * s >= 4 * GPU_BLOCKS), max(fitting))
+        split = next((s for s in fitting if blocks * s >= 4 * matmul_cuda.MIN_BLOCKS), max(fitting))
         return 16, 8, k_tile, split
     threads, per_thread, k_tile = tiling if tiling is not None else (None, None, 8)
     t, p = (threads, per_thread) if threads is not None else block_tile(m, n)
@@ -536,6 +542,52 @@ GRID_Y = 65535
 """The most blocks along ``blockIdx.y``."""
 
 
+IM2COL_SCHEDULE = "v4"
+"""The schedule of the graph's ``im2col`` kernels: ``"v4"`` (``elementwise_v4``, timed: on
+an H100 resnet18's window matrices at batch 16 took 2.35 ms, ~0.47 TB/s of writes) or
+``"planes"`` (``im2col_planes``, built and tested, not yet timed on a GPU)."""
+
+IM2COL_THREADS = 256
+"""The most threads per block of ``im2col_planes``."""
+
+
+def im2col_planes(func) -> Schedule | None:
+    """The graph's ``im2col`` (block ``T_im2col`` annotated with its ``(C, R, S, N, P, Q)``)
+    where ``IM2COL_SCHEDULE`` is ``"planes"``: its rows split into ``c, r, s`` and its
+    columns into ``n, p, q`` so that the index math simplifies to the loop variables (no
+    division or modulo per value; ``v4`` computes about a dozen), one block per channel,
+    image and slice of output rows (``blockIdx.y``, ``z``, ``x``), the threads over
+    ``p_1, q`` (the most output rows whose pixels fit ``IM2COL_THREADS``): each thread
+    writes its pixel of the ``R * S`` rows of its channel, each a contiguous run of the
+    block's pixels."""
+    from workbench.graph.lower_im2col import DIMS
+
+    if IM2COL_SCHEDULE != "planes":
+        return None
+    blocks = _blocks(func)
+    dims = dict(blocks[-1].annotations).get(DIMS) if len(blocks) == 1 else None
+    if dims is None:
+        return None
+    C, R, S, N, P, Q = (int(d) for d in dims)
+    if Q > IM2COL_THREADS or C > GRID_Y or N > GRID_Y:
+        return None
+    tall = max(d for d in range(1, P + 1) if P % d == 0 and d * Q <= IM2COL_THREADS)
+    try:
+        sch = Schedule(func)
+        block = sch.get_block("T_im2col")
+        row, col = sch.get_loops(block)
+        c, r, s = sch.split(row, factors=[C, R, S])
+        n, p, q = sch.split(col, factors=[N, P, Q])
+        p_0, p_1 = sch.split(p, factors=[P // tall, tall])
+        sch.reorder(c, n, p_0, p_1, q, r, s)
+        for loop, axis in ((c, "blockIdx.y"), (n, "blockIdx.z"), (p_0, "blockIdx.x"),
+                           (p_1, "threadIdx.y"), (q, "threadIdx.x")):
+            sch.bind(loop, axis)
+        return sch
+    except _FAILS:
+        return None
+
+
 def elementwise_v4(func) -> Schedule | None:
     """A kernel of purely spatial blocks (a transpose, a select, a standalone epilogue) whose
     last extent ``n`` is a multiple of 128: the ``v4`` recipe (every producer inlined, 4
@@ -560,7 +612,7 @@ def elementwise_v4(func) -> Schedule | None:
 
 
 RULES = (matmul_gemv, matmul_tiled, bmm_tiled, conv2d_tiled, attention_tiled, attention_rows, rows,
-         elementwise_v4)
+         im2col_planes, elementwise_v4)
 """Tried in order; the first that returns a schedule wins."""
 
 
@@ -575,6 +627,6 @@ def recipe_schedule(func) -> Schedule | None:
 
 __all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS",
            "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
-           "conv2d_tiled", "elementwise_v4",
+           "IM2COL_SCHEDULE", "conv2d_tiled", "elementwise_v4", "im2col_planes",
            "matmul_gemv", "matmul_plan", "matmul_tiled", "matmul_tiling", "recipe_schedule",
            "row_threads", "rows"]
