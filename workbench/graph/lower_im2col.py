@@ -11,11 +11,7 @@ from workbench.graph.lower_more import _clamp
 from workbench.graph.ops import conv_output_size
 from workbench.ir.expr import GE, LT, And, IntImm, Select
 from workbench.ops.compose import const
-
-DIMS = "im2col_dims"
-"""The block annotation of ``T_im2col``: ``(C, R, S, N, P, Q)``, its rows ``C * R * S`` and
-columns ``N * P * Q`` taken apart (``recipes.graph_cuda_ops.im2col_planes`` splits the loops
-by them, so the index math simplifies to the loop variables)."""
+from workbench.ops.conv import IM2COL_DIMS
 
 
 def _im2col(fb, node, ins, out):
@@ -45,10 +41,10 @@ def _im2col(fb, node, ins, out):
 
     C = x.shape[0] if cnhw else x.shape[1]
     N = x.shape[1] if cnhw else x.shape[0]
-    fb.spatial("T_im2col", out, value, annotations=((DIMS, (C, R, S, N, P, Q)),))
+    fb.spatial("T_im2col", out, value, annotations=((IM2COL_DIMS, (C, R, S, N, P, Q)),))
 
 
 IM2COL_COMPOSED_HEADS = {"im2col": _im2col}
 """op -> ``FuncBuilder`` kernel (merged into ``lower_ops.COMPOSED_HEADS``)."""
 
-__all__ = ["DIMS", "IM2COL_COMPOSED_HEADS"]
+__all__ = ["IM2COL_COMPOSED_HEADS"]

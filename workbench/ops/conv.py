@@ -19,6 +19,12 @@ from workbench.ops.compose import chain
 Pair = int | tuple[int, int]
 """An option given once for both spatial axes, or as (height, width)."""
 
+IM2COL_DIMS = "im2col_dims"
+"""The block annotation of the graph's ``im2col`` kernel (block ``T_im2col``, lowered by
+``graph.lower_im2col``): ``(C, R, S, N, P, Q)``, its rows ``C * R * S`` and columns
+``N * P * Q`` taken apart (``recipes.graph_cuda_ops.im2col_planes`` splits the loops by them,
+so the index math simplifies to the loop variables)."""
+
 
 def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0,
                      dilation: int = 1) -> int:

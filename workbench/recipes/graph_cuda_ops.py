@@ -560,12 +560,12 @@ def im2col_planes(func) -> Schedule | None:
     ``p_1, q`` (the most output rows whose pixels fit ``IM2COL_THREADS``): each thread
     writes its pixel of the ``R * S`` rows of its channel, each a contiguous run of the
     block's pixels."""
-    from workbench.graph.lower_im2col import DIMS
+    from workbench.ops.conv import IM2COL_DIMS
 
     if IM2COL_SCHEDULE != "planes":
         return None
     blocks = _blocks(func)
-    dims = dict(blocks[-1].annotations).get(DIMS) if len(blocks) == 1 else None
+    dims = dict(blocks[-1].annotations).get(IM2COL_DIMS) if len(blocks) == 1 else None
     if dims is None:
         return None
     C, R, S, N, P, Q = (int(d) for d in dims)
