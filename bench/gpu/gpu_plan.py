@@ -175,8 +175,9 @@ class Context:
         self.args, self.plan, self.torch = args, plan, torch
         self.dry = args.dry_run
         self.sizes = dict(SIZES["dry" if self.dry else "gpu"])
-        if getattr(args, "models", ""):
-            self.sizes["models"] = args.models.split(",")
+        for part in ("models", "convgemm"):
+            if getattr(args, part, ""):
+                self.sizes[part] = getattr(args, part).split(",")
         if getattr(args, "sweep", ""):
             self.sizes["sweep"] = [tuple(int(v) for v in shape.split(","))
                                    for shape in args.sweep.split(";")]
@@ -866,6 +867,8 @@ def parse_args(argv=None):
                         help="part sweep's tile sides, of 32, 64, 128")
     parser.add_argument("--sweep-splits", default=",".join(map(str, (1, 2, 3, 4, 6, 8))),
                         help="part sweep's K splits")
+    parser.add_argument("--convgemm", default="",
+                        help="comma-separated models of part convgemm (default: all of SIZES)")
     parser.add_argument("--conv-variants", default="im2col v4,im2col planes",
                         help=f"part convgemm's builds, of {', '.join(CONV_VARIANTS)}")
     args = parser.parse_args(argv)

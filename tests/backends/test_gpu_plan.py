@@ -95,8 +95,12 @@ def test_arguments(plan_module):
     assert args.conv_variants == ["im2col v4", "im2col planes"]
     assert (args.sweep_tiles, args.sweep_splits) == ((64, 128), (1, 2, 3, 4, 6, 8))
     chosen = plan_module.parse_args(["--conv-variants", "conv recipes", "--sweep",
-                                     "64,576,50176;8,16,24", "--sweep-tiles", "32"])
+                                     "64,576,50176;8,16,24", "--sweep-tiles", "32",
+                                     "--convgemm", "resnet18 b16", "--models", "a b1,c b2"])
     assert chosen.conv_variants == ["conv recipes"] and chosen.sweep_tiles == (32,)
+    sizes = plan_module.Context(chosen, plan_module.Plan("unused.json", 1.0)).sizes
+    assert sizes["convgemm"] == ["resnet18 b16"] and sizes["models"] == ["a b1", "c b2"]
+    assert sizes["sweep"] == [(64, 576, 50176), (8, 16, 24)]
     for bad in (["--conv-variants", "im2col v5"], ["--sweep-tiles", "48"],
                 ["--sweep-splits", "two"], ["--sweep", "64,576"]):
         with pytest.raises(SystemExit):
