@@ -178,9 +178,8 @@ class Context:
         for part in ("models", "convgemm"):
             if getattr(args, part, ""):
                 self.sizes[part] = getattr(args, part).split(",")
-        if getattr(args, "sweep", ""):
-            self.sizes["sweep"] = [tuple(int(v) for v in shape.split(","))
-                                   for shape in args.sweep.split(";")]
+        if getattr(args, "sweep", None):  # parsed and checked by parse_args
+            self.sizes["sweep"] = list(args.sweep)
         self.device = "cpu" if self.dry else "cuda"
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -885,6 +884,7 @@ def parse_args(argv=None):
         parser.error(f"--sweep, --sweep-tiles, --sweep-splits take integers: {err}")
     if any(len(shape) != 3 for shape in shapes):
         parser.error(f"--sweep: shapes of three integers 'M,K,N;...', got {args.sweep!r}")
+    args.sweep = shapes
     if not set(args.sweep_tiles) <= {32, 64, 128}:
         parser.error(f"--sweep-tiles: sides of 32, 64, 128, got {args.sweep_tiles}")
     unknown = set(filter(None, args.only.split(","))) - {p.name for p in PARTS}

@@ -16,8 +16,8 @@ from workbench.ops.conv import IM2COL_DIMS
 
 def _im2col(fb, node, ins, out):
     (x,) = ins
-    _, _, H, W = x.shape
     cnhw = node.attrs.get("layout", "NCHW") == "CNHW"
+    C, N, H, W = x.shape if cnhw else (x.shape[1], x.shape[0], *x.shape[2:])
     (R, S), (sh, sw), (ph, pw), (dh, dw) = (tuple(node.attrs.get(key, default)) for key, default in
                                             (("kernel", (1, 1)), ("stride", (1, 1)),
                                              ("padding", (0, 0)), ("dilation", (1, 1))))
@@ -39,8 +39,6 @@ def _im2col(fb, node, ins, out):
                      And(GE(z, IntImm(0)), LT(z, IntImm(W))))
         return Select(inside, load, const(0.0))
 
-    C = x.shape[0] if cnhw else x.shape[1]
-    N = x.shape[1] if cnhw else x.shape[0]
     fb.spatial("T_im2col", out, value, annotations=((IM2COL_DIMS, (C, R, S, N, P, Q)),))
 
 

@@ -99,9 +99,7 @@ def matmul_tiling(m: int, n: int, k: int) -> tuple[int, int, int] | None:
                   None)
     if chosen is None:
         chosen = ([f for f in fits if f[0] >= 8] or fits)[-1]
-    from workbench.recipes.matmul_cuda import block_tile
-
-    own = math.prod(block_tile(m, n))
+    own = math.prod(matmul_cuda.block_tile(m, n))
     if own >= 64 and own > math.prod(chosen):
         return None
     return (*chosen, k_tile)
@@ -120,9 +118,7 @@ def _inline_epilogue(sch: Schedule, writer: str) -> bool:
 
 def _any_shape(recipe) -> bool:
     """Whether ``register_blocked`` takes any shape (chooses its tile, predicates edges)."""
-    from workbench.recipes.matmul_cuda import register_blocked
-
-    return inspect.signature(register_blocked).parameters["threads"].default is None
+    return inspect.signature(matmul_cuda.register_blocked).parameters["threads"].default is None
 
 
 MATMUL_POLICIES = ("fill", "split", "wide", "waves")
@@ -216,8 +212,6 @@ def matmul_plan(m: int, n: int, k: int, epilogue: bool,
     >>> matmul_plan(2048, 256, 1024, True, "split"), matmul_plan(2048, 256, 1024, True, "wide")
     ((16, 4, 8, 4), (16, 8, 8, 8))
     """
-    from workbench.recipes.matmul_cuda import block_tile, split_k_factor
-
     policy = MATMUL_POLICY if policy is None else policy
     if policy not in MATMUL_POLICIES:
         raise ValueError(f"matmul policy must be one of {MATMUL_POLICIES}, got {policy!r}")
@@ -231,8 +225,8 @@ def matmul_plan(m: int, n: int, k: int, epilogue: bool,
         split = next((s for s in fitting if blocks * s >= 4 * matmul_cuda.MIN_BLOCKS), max(fitting))
         return 16, 8, k_tile, split
     threads, per_thread, k_tile = tiling if tiling is not None else (None, None, 8)
-    t, p = (threads, per_thread) if threads is not None else block_tile(m, n)
-    split = split_k_factor(m, n, k, t * p)  # the recipe's own choice for a matmul alone
+    t, p = (threads, per_thread) if threads is not None else matmul_cuda.block_tile(m, n)
+    split = matmul_cuda.split_k_factor(m, n, k, t * p)  # the recipe's own choice for a matmul alone
     if epilogue and policy == "fill":
         split = 1
     return threads, per_thread, k_tile, split
@@ -265,10 +259,8 @@ def _least_waves(m: int, n: int, k: int, tiling) -> tuple[int | None, int | None
     >>> _least_waves(64, 50176, 576, None), _least_waves(1024, 2304, 768, None)
     ((16, 4, 8, 2), (None, None, 8, 3))
     """
-    from workbench.recipes.matmul_cuda import block_tile
-
     threads, per_thread, _ = tiling if tiling is not None else (None, None, 8)
-    own = (threads, per_thread) if threads is not None else block_tile(m, n)
+    own = (threads, per_thread) if threads is not None else matmul_cuda.block_tile(m, n)
     tiles = [(threads, per_thread, math.prod(own))]
     if m >= 256 and n >= 256 and math.prod(own) != 128:
         tiles.append((16, 8, 128))
