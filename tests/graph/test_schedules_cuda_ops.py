@@ -164,11 +164,40 @@ def test_elementwise_gets_v4_and_odd_rows_fall_back_to_the_baseline():
     _check(AddMul(), x, y, rules={"baseline"})
 
 
+class _Pools(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.max = nn.MaxPool2d(3, 2, 1)
+        self.avg = nn.AvgPool2d(3, 2, 1)
+
+    def forward(self, x):
+        return self.max(x), torch.relu(self.avg(x)) * 2
+
+
+def test_pooling_is_one_launch_its_padding_inlined_the_window_in_a_register():
+    """Max and average pooling (padding 1, odd sizes, a ReLU and a scale after the average):
+    ``pool_threads``, one launch each, no ``pad_temp`` scratch, the window reduced in a
+    ``local`` register and the division and the epilogue in its write-back."""
+    torch.manual_seed(0)
+    model = _Pools().eval()
+    x = torch.randn(2, 5, 15, 17)
+    compiled = wb.compile(model, (x,), target="cuda")
+    assert set(_rule_of(compiled).values()) == {"pool_threads"}
+    for kernel in compiled.kernels:
+        assert kernel.source.count("@cuda.jit") == 1 and "pad_temp" not in kernel.source
+        assert "cuda.local.array((1, 1, 1, 1), numba.float32)" in kernel.source
+    got, want = compiled(x), model(x)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+    average = next(k for k in compiled.kernels if "avg" in k.pattern)
+    assert "/ np.float32(9.0), np.float32(0.0)) * np.float32(2.0)" in average.source
+
+
 def test_a_kernel_no_rule_takes_keeps_the_baseline():
     from workbench import ops
 
     assert recipe_schedule(ops.conv2d_nchw(1, 2, 5, 5, 3, 3)) is not None  # conv2d_tiled
-    assert recipe_schedule(ops.max_pool2d(1, 2, 5, 5, 3, 1, 1)) is None
+    assert recipe_schedule(ops.reduce_sum(6, 10)) is None
     assert recipe_schedule(ops.softmax(4, 6)) is not None
 
 

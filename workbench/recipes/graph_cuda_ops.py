@@ -27,6 +27,8 @@ baseline of ``workbench.recipes.graph_cuda`` (one thread per output element):
   (``recipes.conv2d_cuda``; ``tiled`` where it fails), the epilogue inlined into the
   register tile's write-back;
   ``ops.depthwise_conv2d_nchw``: its ``tiled`` recipe (the channel's window in shared);
+- ``ops.max_pool2d`` / ``ops.avg_pool2d`` plus an epilogue: a thread per output, the padding
+  inlined, the window reduced in a register (``pool_threads``);
 - a purely elementwise kernel whose last extent is a multiple of 4: the ``v4`` recipe
   (``recipes.elementwise_cuda``: 4 consecutive elements per thread, 128-bit accesses).
 
@@ -530,6 +532,41 @@ def conv2d_tiled(func) -> Schedule | None:
     return None
 
 
+POOL_TAILS = {"pool_max": ([], ["out"]), "pool_sum": (["pool_avg"], ["pool_avg", "out"])}
+"""The pooling reductions ``pool_threads`` takes and the blocks that may follow each."""
+
+
+def pool_threads(func) -> Schedule | None:
+    """``ops.max_pool2d`` / ``ops.avg_pool2d`` (blocks ``pad_temp``, ``pool_max`` or
+    ``pool_sum`` + ``pool_avg``) plus an epilogue: one thread per output element, the
+    padding inlined into the window's reads (the baseline wrote the padded input to a
+    scratch buffer in a launch of its own), the window's max or sum in a register
+    (``cache_write`` to ``local``; the baseline read and wrote the output in global memory
+    at every tap) and ``pool_avg``'s division and the epilogue in its write-back."""
+    names = _names(func)
+    if len(names) < 2 or names[0] != "pad_temp" or names[2:] not in POOL_TAILS.get(names[1], ()):
+        return None
+    reducer = names[1]
+    try:
+        sch = Schedule(func)
+        sch.compute_inline(sch.get_block("pad_temp"))
+        block = sch.get_block(reducer)
+        written = sch.cache_write(block, 0, "local")  # before the guard of the split
+        fused = sch.fuse(*sch.get_loops(block)[:4])
+        total = int(sch.get(fused).extent.value)
+        threads = min(ROW_THREADS, total)
+        outer, thread = sch.split(fused, factors=[math.ceil(total / threads), threads])
+        sch.bind(outer, "blockIdx.x")
+        sch.bind(thread, "threadIdx.x")
+        sch.reverse_compute_at(written, thread)
+        sch.decompose_reduction(block, sch.get_loops(block)[2])
+        for name in names[2:]:
+            sch.reverse_compute_inline(sch.get_block(name))
+    except _FAILS:
+        return None
+    return sch
+
+
 GRID_Y = 65535
 """The most blocks along ``blockIdx.y``."""
 
@@ -604,7 +641,7 @@ def elementwise_v4(func) -> Schedule | None:
 
 
 RULES = (matmul_gemv, matmul_tiled, bmm_tiled, conv2d_tiled, attention_tiled, attention_rows, rows,
-         im2col_planes, elementwise_v4)
+         pool_threads, im2col_planes, elementwise_v4)
 """Tried in order; the first that returns a schedule wins."""
 
 
@@ -619,6 +656,6 @@ def recipe_schedule(func) -> Schedule | None:
 
 __all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS",
            "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
-           "IM2COL_SCHEDULE", "conv2d_tiled", "elementwise_v4", "im2col_planes",
+           "IM2COL_SCHEDULE", "POOL_TAILS", "conv2d_tiled", "elementwise_v4", "im2col_planes",
            "matmul_gemv", "matmul_plan", "matmul_tiled", "matmul_tiling", "recipe_schedule",
-           "row_threads", "rows"]
+           "pool_threads", "row_threads", "rows"]
