@@ -105,6 +105,30 @@ def test_register_prefetch_moves_the_loads_before_the_compute(rng):
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("m, n", [(64, 64), (52, 68)], ids=["guarded-lanes", "edges"])
+def test_register_prefetch_keeps_the_guard_of_a_tile_with_fewer_vectors_than_threads(rng, m, n):
+    """The 64 tile (16 x 16 threads, 4 x 4 each): a tile of A or B is 128 vectors of 4 for
+    256 threads, so its copy runs under ``if ... < 128``; the loads still move to the top
+    of ``k_0`` and the stores after the compute, each half under that guard (52 x 68: one
+    block past both edges, A's copy guarded by its 104 vectors)."""
+    from workbench import recipes
+
+    sch = recipes.get("matmul", "register_blocked", "cuda")(
+        ops.matmul(m, n, 24), threads=16, per_thread=4, k_tile=8, unroll_k=False, split_k=1
+    )
+    kernel = build(sch, target="cuda")
+    body = kernel.source.split("for k_0 in range(3):")[1]
+    head, tail = body.split("for k_1 in range(8):")
+    assert "load4(A, (" in head and "min(k_0, 1) * 8" in head and "A_shared[" not in head
+    assert head.count("if ") == 2 and head.count("< 128:") == (2 if m == 64 else 1)
+    assert "if k_0 + 1 < 3:" in tail and "store4(B_shared, ((k_0 + 1) % 2" in tail
+    a = rng.standard_normal((m, 24), dtype=np.float32)
+    b = rng.standard_normal((24, n), dtype=np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
 def test_explicit_unroll_of_k_1(rng):
     """``pragma_unroll_explicit`` on k_1: eight copies of its body in the source."""
     from workbench import recipes

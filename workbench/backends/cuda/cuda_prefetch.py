@@ -16,8 +16,10 @@ stores after the compute, still under the ``if``: the load latency is hidden beh
 tile's compute (TVM's software pipelining does the same with a register stage).
 
 Applied only where the copy holds nothing but thread-index assignments, extent-1 loops,
-wide loads and stores of lane registers (so each lane register is loaded once per
-iteration); any other copy is left as ``double_buffer_pass`` wrote it.
+guards without ``else`` (the threads past a tile of fewer vectors than threads, a
+predicated edge: kept around both halves, so a lane register is stored only where the
+same guard loaded it), wide loads and stores of lane registers (so each lane register is
+loaded once per iteration); any other copy is left as ``double_buffer_pass`` wrote it.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def _prefetchable(copy: Stmt) -> bool:
                 return False
         elif isinstance(node, WideStore):
             if not all(isinstance(v, Var) for v in node.values):
+                return False
+        elif isinstance(node, IfThenElse):
+            if node.else_case is not None:
                 return False
         elif not isinstance(node, (SeqStmt, Block, BlockRealize, WideLoad, CodeComment)):
             return False
