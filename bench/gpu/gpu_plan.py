@@ -27,8 +27,10 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    and torch eager; ``policy``: GPT-2 b8 and the block d 256 b16 whole under each policy;
    ``sweep``: every tile (``--sweep-tiles``) and K split of the models' linears, beside the
    ``"waves"`` policy's prediction (its calibration); ``convgemm``: resnet18 at batch 16
-   and 1 built once per ``--conv-variants`` (the conv recipes; ``im2col`` + matmul with the
-   ``v4`` or the ``planes`` schedule of ``im2col``).
+   and 1 (or any model of part ``models``, ``--convgemm``) built once per
+   ``--conv-variants`` (``CONV_VARIANTS``: the conv recipes; ``im2col`` + matmul with the
+   ``v4`` or the ``planes`` schedule of ``im2col``; the swizzled B tile of the SGEMM,
+   ``matmul_cuda.SWIZZLE_B``; planes and the swizzle together).
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
    against ``torch.softmax`` / ``F.layer_norm``.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
@@ -526,12 +528,16 @@ def _variant(ctx: Context, row: dict, label: str, least_s: float, build) -> None
     ctx.save()
 
 
+_OPS = "workbench.recipes.graph_cuda_ops"
 CONV_VARIANTS = {
-    "conv recipes": ("workbench.graph.passes.conv_gemm", "CONV_AS_GEMM", False),
-    "im2col v4": ("workbench.recipes.graph_cuda_ops", "IM2COL_SCHEDULE", "v4"),
-    "im2col planes": ("workbench.recipes.graph_cuda_ops", "IM2COL_SCHEDULE", "planes"),
+    "conv recipes": (("workbench.graph.passes.conv_gemm", "CONV_AS_GEMM", False),),
+    "im2col v4": ((_OPS, "IM2COL_SCHEDULE", "v4"),),
+    "im2col planes": ((_OPS, "IM2COL_SCHEDULE", "planes"),),
+    "swizzle B": (("workbench.recipes.matmul_cuda", "SWIZZLE_B", True),),
+    "planes + swizzle B": ((_OPS, "IM2COL_SCHEDULE", "planes"),
+                           ("workbench.recipes.matmul_cuda", "SWIZZLE_B", True)),
 }
-"""Part ``convgemm``'s builds: the module flag each sets for its compile."""
+"""Part ``convgemm``'s builds: the module flags each sets for its compile (restored after)."""
 
 
 def part_convgemm(ctx: Context, entry: dict) -> None:
@@ -545,16 +551,18 @@ def part_convgemm(ctx: Context, entry: dict) -> None:
         rows[name] = row = {}
         model, x, xd, want = _eager_row(ctx, name, row)
         for label in ctx.args.conv_variants:
-            module_name, flag, value = CONV_VARIANTS[label]
-            module = importlib.import_module(module_name)
+            flags = [(importlib.import_module(module_name), flag, value)
+                     for module_name, flag, value in CONV_VARIANTS[label]]
 
-            def build(module=module, flag=flag, value=value):
-                saved = getattr(module, flag)
-                setattr(module, flag, value)
+            def build(flags=flags):
+                saved = [(module, flag, getattr(module, flag)) for module, flag, _ in flags]
+                for module, flag, value in flags:
+                    setattr(module, flag, value)
                 try:
                     return _compiled_row(ctx, model, x, xd, want, None, report=True)  # noqa: B023 - called at once
                 finally:
-                    setattr(module, flag, saved)
+                    for module, flag, value in saved:
+                        setattr(module, flag, value)
 
             _variant(ctx, row, label, 60, build)
 

@@ -96,7 +96,7 @@ def register_blocked(
     # the block's tiles of A[b] (transposed: [b, k, i]) and B[b] in shared memory per
     # k_0 step, the thread's column and row in registers per k_1 step
     stage_register_tiles(sch, c, ko, ki, threads, lambda q, r, s: (q, s, r),
-                         double_buffer, unroll_k)
+                         double_buffer, unroll_k, per_thread)
     return sch
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from workbench.ir import PrimFunc
 from workbench.recipes.registry import register
-from workbench.schedule import Schedule
+from workbench.schedule import Schedule, ScheduleError
 
 
 def _cooperative_fetch(sch: Schedule, stage, threads: tuple[int, int], vector: bool) -> None:
@@ -117,18 +117,57 @@ def _split_k(sch: Schedule, c, split_k: int):
     return partial
 
 
+SWIZZLE_B = False
+"""Whether ``register_blocked`` (and the batched recipe) store the block's tile of B in
+shared memory swizzled (``swizzle_b``) where the tile allows. Off: built and tested on the
+simulator, not yet timed on a GPU."""
+
+
+def swizzle_b(sch: Schedule, b_shared, threads: int, per_thread: int) -> bool:
+    """The shared tile of B laid out so that a thread's row of ``per_thread`` values is
+    ``per_thread / 4`` groups of 4, each group of the block's threads side by side
+    (``B_shared[k, j]`` at ``[k, j // T, j % p // 4, j % T // p, j % 4]``, ``T`` the tile
+    width ``threads * per_thread``): a quarter-warp's ``ld.shared.v4`` of 8 threads then
+    reads 128 consecutive bytes, where the plain layout spaced them ``4 * per_thread`` bytes
+    apart (two threads per bank at ``per_thread`` 8: a 2-way conflict). False (the layout
+    unchanged) for ``per_thread`` 4 (already consecutive) or an N that is not a multiple of
+    the tile (the layout must be a bijection of the whole buffer)."""
+    tile = threads * per_thread
+    if per_thread <= 4:
+        return False
+
+    def swizzled(j):
+        return j // tile, j % per_thread // 4, j % tile // per_thread, j % 4
+
+    def index_map(k, j):
+        return (k, *swizzled(j))
+
+    def batched_map(b, k, j):
+        return (b, k, *swizzled(j))
+
+    batched = len(sch.get(b_shared).writes[0].buffer.shape) == 3
+    try:
+        sch.transform_layout(b_shared, ("write", 0), batched_map if batched else index_map)
+    except ScheduleError:
+        return False
+    return True
+
+
 def stage_register_tiles(sch: Schedule, c, ko, ki, threads: int, transpose_a,
-                         double_buffer: bool, unroll_k: bool) -> None:
+                         double_buffer: bool, unroll_k: bool, per_thread: int = 4) -> None:
     """The register-blocked SGEMM's staging, shared by the batched recipe (``bmm_cuda``):
     per ``k_0`` step the block's tiles of A (``transpose_a``: its shared layout, k first) and
-    B in shared memory, fetched cooperatively with 128-bit global loads (double-buffered if
-    asked); per ``k_1`` step the thread's column of A and row of B in registers
-    (``ld.shared.v4``); ``k_1`` unrolled; the reduction's init decomposed at ``k_0``."""
+    B (``swizzle_b`` where ``SWIZZLE_B``) in shared memory, fetched cooperatively with
+    128-bit global loads (double-buffered if asked); per ``k_1`` step the thread's column of
+    A and row of B in registers (``ld.shared.v4``); ``k_1`` unrolled; the reduction's init
+    decomposed at ``k_0``."""
     a_shared = sch.cache_read(c, 1, "shared")
     b_shared = sch.cache_read(c, 2, "shared")
     sch.compute_at(a_shared, ko)
     sch.compute_at(b_shared, ko)
     sch.transform_layout(a_shared, ("write", 0), transpose_a)
+    if SWIZZLE_B:
+        swizzle_b(sch, b_shared, threads, per_thread)
     _cooperative_fetch(sch, a_shared, (threads, threads), vector=True)
     _cooperative_fetch(sch, b_shared, (threads, threads), vector=True)
     if double_buffer:
@@ -278,7 +317,7 @@ def register_blocked(
 
     # block tiles in shared memory, fetched cooperatively with 128-bit global loads
     stage_register_tiles(sch, c, ko, ki, threads, lambda r, s: (s, r),  # A_shared[k, i]
-                         double_buffer, unroll_k)
+                         double_buffer, unroll_k, per_thread)
     return sch
 
 
