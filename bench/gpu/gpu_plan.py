@@ -20,7 +20,9 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
 4. ``sgemm``: ``ops.matmul`` at 4000^3, 1000x3000x2000, 511x257x129, the graph's default
    cuda schedule (``recipes.graph_cuda.graph_schedule``, what ``wb.compile`` uses) and the
    ``register_blocked`` recipe's default, built with ``wb.build``, checked against float64,
-   timed with CUDA events against ``torch.mm`` (TF32 off).
+   timed with CUDA events against ``torch.mm`` (TF32 off); the graph default also under
+   each ``--sgemm-variants`` (``CONV_VARIANTS``' matmul flags: the swizzled B tile, the
+   prefetch stored on the last iteration, two blocks per multiprocessor).
    ``linear``: GPT-2's projections (M 1024) and the block's (M 2048) as one-layer models
    through ``wb.compile(target="cuda")`` under each matmul policy
    (``graph_cuda_ops.MATMUL_POLICIES``: the tile and K split of a matmul with an epilogue)
@@ -409,12 +411,16 @@ def part_sgemm(ctx: Context, entry: dict) -> None:
             ctx.save()
             continue
         func = ops.matmul(m, n, k)
-        for label, make in (("graph default", graph_schedule),
-                            ("register_blocked default",
-                             recipes.get("matmul", "register_blocked", "cuda"))):
+        builds = [("graph default", graph_schedule, None),
+                  ("register_blocked default", recipes.get("matmul", "register_blocked", "cuda"),
+                   None)]
+        builds += [(f"graph default, {v}", graph_schedule, v) for v in ctx.args.sgemm_variants]
+        for label, make, variant in builds:
             try:
                 c = torch.empty(m, n, device=ctx.device)
-                row = _run_kernel(ctx, make(func), (a, b, c), c, ref)
+                with _flags(variant) if variant else contextlib.nullcontext():
+                    sch = make(func)
+                row = _run_kernel(ctx, sch, (a, b, c), c, ref)
                 row["TFLOP/s"] = 2 * m * n * k / row["ms"] / 1e9
             except Exception as err:  # noqa: BLE001
                 row = _error(err)
@@ -529,40 +535,54 @@ def _variant(ctx: Context, row: dict, label: str, least_s: float, build) -> None
 
 
 _OPS = "workbench.recipes.graph_cuda_ops"
+_MM = "workbench.recipes.matmul_cuda"
+_ON_LAST = ((_MM, "PREFETCH_STORE_ON_LAST", True), (_MM, "BLOCKS_PER_SM", 2))
 CONV_VARIANTS = {
     "conv recipes": (("workbench.graph.passes.conv_gemm", "CONV_AS_GEMM", False),),
     "im2col v4": ((_OPS, "IM2COL_SCHEDULE", "v4"),),
     "im2col planes": ((_OPS, "IM2COL_SCHEDULE", "planes"),),
-    "swizzle B": (("workbench.recipes.matmul_cuda", "SWIZZLE_B", True),),
-    "planes + swizzle B": ((_OPS, "IM2COL_SCHEDULE", "planes"),
-                           ("workbench.recipes.matmul_cuda", "SWIZZLE_B", True)),
+    "swizzle B": ((_MM, "SWIZZLE_B", True),),
+    "planes + swizzle B": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True)),
+    "prefetch on last": ((_MM, "PREFETCH_STORE_ON_LAST", True),),
+    "prefetch on last + 2 blocks": _ON_LAST,
+    "planes + all matmul": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True),
+                            *_ON_LAST),
 }
-"""Part ``convgemm``'s builds: the module flags each sets for its compile (restored after)."""
+"""Builds under module flags (restored after): part ``convgemm``'s (``--conv-variants``)
+and part ``sgemm``'s (``--sgemm-variants``, beside the defaults)."""
+
+
+@contextlib.contextmanager
+def _flags(label: str):
+    """The module flags of ``CONV_VARIANTS[label]`` set for the ``with`` body."""
+    import importlib
+
+    flags = [(importlib.import_module(module_name), flag, value)
+             for module_name, flag, value in CONV_VARIANTS[label]]
+    saved = [(module, flag, getattr(module, flag)) for module, flag, _ in flags]
+    for module, flag, value in flags:
+        setattr(module, flag, value)
+    try:
+        yield
+    finally:
+        for module, flag, value in saved:
+            setattr(module, flag, value)
 
 
 def part_convgemm(ctx: Context, entry: dict) -> None:
     """The models of ``ctx.sizes["convgemm"]`` compiled once per ``--conv-variants``
     (``CONV_VARIANTS``: the convolution recipes, ``im2col`` + matmul with each ``im2col``
     schedule), beside eager of the same run, with each build's kernels by time."""
-    import importlib
 
     rows = entry.setdefault("rows", {})
     for name in ctx.sizes["convgemm"]:
         rows[name] = row = {}
         model, x, xd, want = _eager_row(ctx, name, row)
         for label in ctx.args.conv_variants:
-            flags = [(importlib.import_module(module_name), flag, value)
-                     for module_name, flag, value in CONV_VARIANTS[label]]
 
-            def build(flags=flags):
-                saved = [(module, flag, getattr(module, flag)) for module, flag, _ in flags]
-                for module, flag, value in flags:
-                    setattr(module, flag, value)
-                try:
+            def build(label=label):
+                with _flags(label):
                     return _compiled_row(ctx, model, x, xd, want, None, report=True)  # noqa: B023 - called at once
-                finally:
-                    for module, flag, value in saved:
-                        setattr(module, flag, value)
 
             _variant(ctx, row, label, 60, build)
 
@@ -878,11 +898,16 @@ def parse_args(argv=None):
                         help="comma-separated models of part convgemm (default: all of SIZES)")
     parser.add_argument("--conv-variants", default="im2col v4,im2col planes",
                         help=f"part convgemm's builds, of {', '.join(CONV_VARIANTS)}")
+    parser.add_argument("--sgemm-variants", default="",
+                        help="part sgemm's graph default also built under these "
+                             "(of --conv-variants' names)")
     args = parser.parse_args(argv)
-    args.conv_variants = [v.strip() for v in args.conv_variants.split(",") if v.strip()]
-    if not set(args.conv_variants) <= set(CONV_VARIANTS):
-        parser.error(f"--conv-variants: of {', '.join(CONV_VARIANTS)}, got "
-                     f"{args.conv_variants}")
+    for option in ("conv_variants", "sgemm_variants"):
+        chosen = [v.strip() for v in getattr(args, option).split(",") if v.strip()]
+        if not set(chosen) <= set(CONV_VARIANTS):
+            parser.error(f"--{option.replace('_', '-')}: of {', '.join(CONV_VARIANTS)}, got "
+                         f"{chosen}")
+        setattr(args, option, chosen)
     try:
         args.sweep_tiles = tuple(int(v) for v in args.sweep_tiles.split(","))
         args.sweep_splits = tuple(int(v) for v in args.sweep_splits.split(","))

@@ -8,11 +8,14 @@ toolkit's ``libnvvm``, ``libdevice`` and ``ptxas`` (here ``/usr/local/cuda-13.0`
 
     CUDA_HOME=/usr/local/cuda-13.0 PYTHONPATH=$PWD python bench/gpu/ptxas_registers.py
     ... python bench/gpu/ptxas_registers.py --conv   # the conv2d default at resnet18's convs
+    ... python bench/gpu/ptxas_registers.py --matmul PREFETCH_STORE_ON_LAST=1,BLOCKS_PER_SM=2
+                                            # the SGEMM cases under ``matmul_cuda`` flags
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -45,10 +48,17 @@ def ptxas_report(sch, nargs: int) -> list[tuple[str, str]]:
     spec = importlib.util.spec_from_file_location("generated", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    sig = tuple(types.Array(types.float32, len(p.shape), "C") for p in sch.mod.params)
+    # a kernel's arguments: the parameters and the global intermediates (a split-K
+    # kernel's partial sums ``C_rf``), by name
+    ndim = {b.name: len(b.shape) for b in (*func.params, *func.root_block.alloc_buffers)}
     out = []
     for name in sorted(n for n in dir(module) if "_kernel" in n and not n.endswith("_launch")):
-        ptx, _ = cuda.compile_ptx(getattr(module, name).py_func, sig, cc=(9, 0), fastmath=False)
+        kernel = getattr(module, name)
+        py_func = kernel.py_func
+        sig = tuple(types.Array(types.float32, ndim[arg], "C")
+                    for arg in inspect.signature(py_func).parameters)
+        ptx, _ = cuda.compile_ptx(py_func, sig, cc=(9, 0), fastmath=False,
+                                  launch_bounds=kernel.targetoptions.get("launch_bounds"))
         ptx_path = os.path.join(folder, name + ".ptx")
         with open(ptx_path, "w") as handle:
             handle.write(ptx)
@@ -99,5 +109,19 @@ def conv_main(batches=(1, 16)):
                 print(f"{label:34s} {name:22s} {report}", flush=True)
 
 
+def set_matmul_flags(text: str) -> None:
+    """``NAME=int,...``: set those ``recipes.matmul_cuda`` flags (``SWIZZLE_B``,
+    ``PREFETCH_STORE_ON_LAST``, ``BLOCKS_PER_SM``) before the kernels are built."""
+    from workbench.recipes import matmul_cuda
+
+    for item in filter(None, text.split(",")):
+        name, value = item.split("=")
+        if not hasattr(matmul_cuda, name):
+            raise SystemExit(f"--matmul: recipes.matmul_cuda has no flag {name!r}")
+        setattr(matmul_cuda, name, type(getattr(matmul_cuda, name))(int(value)))
+
+
 if __name__ == "__main__":
+    if "--matmul" in sys.argv:
+        set_matmul_flags(sys.argv[sys.argv.index("--matmul") + 1])
     conv_main() if "--conv" in sys.argv else main()

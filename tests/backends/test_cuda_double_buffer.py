@@ -144,3 +144,48 @@ def test_explicit_unroll_of_k_1(rng):
     c = np.full((32, 32), np.nan, np.float32)
     kernel(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_stores_on_the_last_iteration_leave_no_guard_and_the_same_result(rng, monkeypatch):
+    """``matmul_cuda.PREFETCH_STORE_ON_LAST``: ``k_0`` carries ``cuda_prefetch.STORE_ON_LAST``
+    and the prefetched registers are stored at every iteration (the last writes the half no
+    one reads again), so no ``if`` keeps the compiler from leaving the loads at the top;
+    the result is unchanged."""
+    from workbench import recipes
+    from workbench.backends.cuda.cuda_prefetch import STORE_ON_LAST
+    from workbench.recipes import matmul_cuda
+
+    monkeypatch.setattr(matmul_cuda, "PREFETCH_STORE_ON_LAST", True)
+    sch = recipes.get("matmul", "register_blocked", "cuda")(
+        ops.matmul(64, 64, 24), threads=8, per_thread=4, k_tile=8, unroll_k=False
+    )
+    assert f'"{STORE_ON_LAST}": 1' in sch.mod.script()
+    kernel = build(sch, target="cuda")
+    body = kernel.source.split("for k_0 in range(3):")[1]
+    head, tail = body.split("for k_1 in range(8):")
+    assert "min(k_0, 1) * 8" in head and "if k_0 + 1 < 3:" not in tail
+    assert "store4(B_shared, ((k_0 + 1) % 2" in tail
+    a = rng.standard_normal((64, 24), dtype=np.float32)
+    b = rng.standard_normal((24, 64), dtype=np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_blocks_per_multiprocessor_reach_the_launch_bounds(monkeypatch):
+    """``matmul_cuda.BLOCKS_PER_SM``: the SGEMM's block loop carries
+    ``cuda.min_blocks_per_sm``, its launch config and ``cuda.jit`` options ask for it
+    (``launch_bounds(256, 2)``); 0 leaves the 256-thread kernel unbounded."""
+    from workbench import recipes
+    from workbench.backends.cuda.numba_cuda_printer import MIN_BLOCKS_ANNOTATION
+    from workbench.recipes import matmul_cuda
+
+    recipe = recipes.get("matmul", "register_blocked", "cuda")
+    plain = build(recipe(ops.matmul(128, 128, 16), threads=16, per_thread=8), target="cuda")
+    assert plain.launches[0].min_blocks == 0 and "launch_bounds" not in plain.source
+    monkeypatch.setattr(matmul_cuda, "BLOCKS_PER_SM", 2)
+    sch = recipe(ops.matmul(128, 128, 16), threads=16, per_thread=8)
+    assert f'"{MIN_BLOCKS_ANNOTATION}": 2' in sch.mod.script()
+    kernel = build(sch, target="cuda")
+    assert kernel.launches[0].min_blocks == 2
+    assert "@cuda.jit(fastmath=False, **launch_bounds(256, 2))" in kernel.source

@@ -140,7 +140,7 @@ def test_the_dry_run_builds_and_checks_kernels(plan_module, tmp_path):
 
 
 class _Args:
-    dry_run, out = True, "."
+    dry_run, out, sgemm_variants = True, ".", ()
 
 
 def _dry_context(plan_module, tmp_path, sizes: dict):

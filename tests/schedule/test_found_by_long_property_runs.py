@@ -524,3 +524,31 @@ def test_inlining_into_a_scope_keeps_the_cache_it_allocates_out_of_its_regions()
     assert "out_global" not in header and "out[" in header
     assert_script_parses_back(sch)
     assert_computes_reference(sch, func)
+
+
+def test_cache_write_of_a_stage_inside_a_parallel_loop_that_would_race():
+    """Found by the long property run of 2026-12-05 (random mixed schedules, ``ops.add``):
+    a ``cache_read`` stage computed at a parallel loop, its rows split by 2 under a
+    ``T.where`` that keeps one row per iteration; ``cache_write`` of it copied back two rows
+    per iteration (the copy's region cannot follow the guard), so iteration ``i`` wrote
+    row ``i + 1`` of the stage that iteration ``i + 1`` writes too. The schedule layer
+    accepted it and the DSL refused the printed ``T.parallel``; now ``cache_write``
+    refuses, naming the loop, and changes nothing."""
+    from workbench.schedule.scope_errors import StageRaceError
+
+    func = ops.add(6, 10)
+    sch = Schedule(func)
+    block = sch.get_block("T_add")
+    i, _ = sch.get_loops(block)
+    sch.parallel(i)
+    sch.split(i, factors=[None, 1])
+    sch.add_unit_loop(block)
+    stage = sch.cache_read(block, 0, "global")
+    sch.parallel(sch.get_loops(stage)[0])
+    sch.compute_at(stage, sch.get_loops(block)[0], preserve_unit_loops=True)
+    sch.split(sch.get_loops(stage)[1], factors=[None, 2])
+    assert_script_parses_back(sch)
+    error = raises_unchanged(sch, StageRaceError, sch.cache_write, stage, 0, "global")
+    assert error.loop == "i_0" and error.buffer == "A_global_global"
+    assert "cannot run in parallel" in str(error)
+    assert_computes_reference(sch, func)

@@ -26,6 +26,8 @@ Example
 
 from __future__ import annotations
 
+from workbench.backends.cuda.cuda_prefetch import STORE_ON_LAST
+from workbench.backends.cuda.numba_cuda_printer import MIN_BLOCKS_ANNOTATION
 from workbench.ir import PrimFunc
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule, ScheduleError
@@ -117,6 +119,17 @@ def _split_k(sch: Schedule, c, split_k: int):
     return partial
 
 
+PREFETCH_STORE_ON_LAST = False
+"""Whether ``stage_register_tiles`` marks its ``k_0`` loop with
+``cuda_prefetch.STORE_ON_LAST`` (the prefetched registers stored at every iteration, so the
+compiler keeps the global loads before the compute). Off: SASS-checked, not yet timed."""
+
+BLOCKS_PER_SM = 0
+"""Blocks of ``register_blocked`` a multiprocessor should hold at once (its launch bounds'
+second value, ``MIN_BLOCKS_ANNOTATION``; 0: no bound). ptxas (sm_90) gives the 128 tile
+123 registers (two blocks of 256 threads fit); with ``PREFETCH_STORE_ON_LAST`` 149
+(one block) unless bounded by 2 (128 registers, 8 bytes spilled). Off: not yet timed."""
+
 SWIZZLE_B = False
 """Whether ``register_blocked`` (and the batched recipe) store the block's tile of B in
 shared memory swizzled (``swizzle_b``) where the tile allows. Off: built and tested on the
@@ -168,6 +181,8 @@ def stage_register_tiles(sch: Schedule, c, ko, ki, threads: int, transpose_a,
     sch.transform_layout(a_shared, ("write", 0), transpose_a)
     if SWIZZLE_B:
         swizzle_b(sch, b_shared, threads, per_thread)
+    if PREFETCH_STORE_ON_LAST:
+        sch.annotate(ko, STORE_ON_LAST, 1)
     _cooperative_fetch(sch, a_shared, (threads, threads), vector=True)
     _cooperative_fetch(sch, b_shared, (threads, threads), vector=True)
     if double_buffer:
@@ -308,6 +323,8 @@ def register_blocked(
     bi, tx, ko, ki = _thread_loops(sch, c, threads, per_thread, k_tile)
     if partition_edges:
         sch.annotate(bi, "cuda.partition_edges", 1)
+    if BLOCKS_PER_SM and threads * threads * BLOCKS_PER_SM <= 2048:
+        sch.annotate(bi, MIN_BLOCKS_ANNOTATION, BLOCKS_PER_SM)
 
     # the thread's tile of C in registers, written back with 128-bit stores
     c_local = _local_tile(sch, c, tx)

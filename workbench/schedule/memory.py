@@ -51,6 +51,7 @@ from workbench.schedule.memory_placement import (
     scope_block,
     writes_partially,
 )
+from workbench.schedule.scope import check_new_stages
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import block_names, find_block, fresh_name
 
@@ -196,7 +197,9 @@ def cache_read(
     )
     home = scope_block(ancestors)
     new_func = add_cache(func, first, first, anchor, copy, cache, home, after=False)
-    return redirect_consumers(new_func, redirected, src, cache), name
+    new_func = redirect_consumers(new_func, redirected, src, cache)
+    check_new_stages(primitive, func, new_func)
+    return new_func, name
 
 
 # ---------------------------------------------------------------------------------------
@@ -308,6 +311,7 @@ def cache_write(
     if needs_fill:
         fill_region = region if read_of_dst is None else read_of_dst
         new_func = _fill_cache(new_func, block, fill_region, dst, cache, name, taken)
+    check_new_stages(primitive, func, new_func)
     return new_func, name
 
 

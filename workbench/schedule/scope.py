@@ -11,7 +11,7 @@ Example (the fuller one is ``workbench.ir.dependence.scope``'s)
 
 from __future__ import annotations
 
-from workbench.ir import PrimFunc, dependence
+from workbench.ir import BlockRealize, For, PrimFunc, dependence
 from workbench.ir.dependence import (
     PARALLEL_KINDS,
     BlockScope,
@@ -20,7 +20,8 @@ from workbench.ir.dependence import (
     DepKind,
     describe_conflict,
 )
-from workbench.schedule.tree import find_block, find_loop
+from workbench.schedule.scope_errors import StageRaceError
+from workbench.schedule.tree import block_names, find_block, find_loop, walk
 
 __all__ = [
     "PARALLEL_KINDS",
@@ -29,6 +30,7 @@ __all__ = [
     "DepKind",
     "Dependency",
     "block_scope",
+    "check_new_stages",
     "describe_conflict",
     "loop_conflicts",
     "reduction_binding",
@@ -67,3 +69,22 @@ def reduction_binding(func: PrimFunc, loop: str) -> tuple[str, str] | None:
     (TVM: parallel / vectorized loops may only drive data-parallel block iterators)."""
     find_loop(func, loop, "loop_conflicts")
     return dependence.reduction_binding(func, loop)
+
+
+def check_new_stages(primitive: str, old: PrimFunc, new: PrimFunc) -> None:
+    """``StageRaceError`` where a block of ``new`` that ``old`` did not have (a cache
+    stage's copy or fill) sits inside a parallel or vectorized loop whose iterations then
+    touch one element: the loop was checked when it was marked, the new block was not.
+    The DSL parser would refuse the printed script (its loop-kind check runs the same
+    analysis); TVM's cache primitives do not check, and leave such a race."""
+    before = set(block_names(old))
+    loops: dict[str, For] = {}
+    for node, ancestors in walk(new.root_block.body, ()):
+        if isinstance(node, BlockRealize) and node.block.name not in before:
+            for loop in ancestors:
+                if isinstance(loop, For) and loop.kind in PARALLEL_KINDS:
+                    loops.setdefault(loop.loop_var.name, loop)
+    for name, loop in loops.items():
+        conflicts = dependence.loop_conflicts(new, name)
+        if conflicts:
+            raise StageRaceError(primitive, conflicts[0], new, loop)

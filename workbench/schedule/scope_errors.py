@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from workbench.schedule.errors import ScheduleError
 
-__all__ = ["LoopCarriedDependenceError", "LoopWriteConflictError", "NestedVectorizeError"]
+__all__ = ["LoopCarriedDependenceError", "LoopWriteConflictError", "NestedVectorizeError",
+           "StageRaceError"]
 
 
 class _ConflictError(ScheduleError):
@@ -70,6 +71,23 @@ class LoopCarriedDependenceError(_ConflictError):
     """One iteration reads what another writes (``A[i + 1] = A[i + 1] + A[i]``)."""
 
     message = "loop {loop!r} carries a dependence through {buffer!r}"
+
+
+class StageRaceError(_ConflictError):
+    """A new cache stage inside a parallel or vectorized loop whose iterations it would make
+    touch one element (its copy covers more than one iteration's part: a ``T.where`` the
+    copy's region cannot follow, a window wider than the loop's step)."""
+
+    message = "the new stage would make two iterations of loop {loop!r} touch one element of " \
+        "{buffer!r}"
+    suggestion = (
+        "place the stage outside loop {loop!r} (cache at an outer scope, then compute_at), "
+        "or {primitive} before marking the loop parallel"
+    )
+
+    @property
+    def running(self) -> str:
+        return "in parallel"
 
 
 class NestedVectorizeError(ScheduleError):

@@ -45,6 +45,16 @@ from workbench.ir import (
 )
 from workbench.ir.functor import IRMapper, collect, substitute
 
+STORE_ON_LAST = "cuda.prefetch_store_on_last"
+"""A refill loop's annotation: the stores of the prefetched registers run at every
+iteration, the last one too (it writes the half of the buffer no iteration reads again),
+rather than under ``if k + 1 < K``. Behind the ``if`` the compiler sinks the loads into the
+guarded block, next to the stores, after the compute (SASS of the 4096^3 SGEMM, sm_90:
+both ``LDG.128`` after the 512 ``FFMA`` of the tile): the prefetch is undone. Unguarded,
+ptxas keeps them inside the compute, at the cost of registers (123 -> 149 there: one block
+of 256 threads per multiprocessor instead of two, unless launch bounds ask for two).
+``matmul_cuda.PREFETCH_STORE_ON_LAST`` asks for it (off: SASS-checked, not yet timed)."""
+
 
 def _prefetchable(copy: Stmt) -> bool:
     for node in collect(copy, lambda n: isinstance(n, Stmt)):
@@ -102,7 +112,9 @@ class _Prefetch(IRMapper):
         k = loop.loop_var
         last = IntImm(loop.extent.value - 2, k.dtype)
         loads = substitute(_Keep(loads=True).visit(guard.then_case), {k: Min(k, last)})
-        stores = guard.replace(then_case=_Keep(loads=False).visit(guard.then_case))
+        stores = _Keep(loads=False).visit(guard.then_case)
+        if not any(key == STORE_ON_LAST and value for key, value in loop.annotations):
+            stores = guard.replace(then_case=stores)
         return loop.replace(body=seq(loads, *stmts[1:-1], stores, stmts[-1]))
 
 

@@ -113,14 +113,18 @@ def _make_intrinsics():
     return load4, store4
 
 
-def launch_bounds(threads: int) -> dict:
+def launch_bounds(threads: int, min_blocks: int = 0) -> dict:
     """``cuda.jit`` options of a kernel launched with ``threads`` per block: Numba's
     ``launch_bounds`` (PTX ``.maxntid``), so the compiler keeps the registers per thread
     within what a block of that size may use (65536 / threads: 64 at 1024 threads) and
-    the launch cannot fail with "too many resources requested"; nothing under the
-    simulator, whose ``jit`` takes no such option. The printer asks for it above
-    ``numba_cuda_printer.FULL_REGISTER_THREADS`` threads."""
-    return {} if _simulator() else {"launch_bounds": int(threads)}
+    the launch cannot fail with "too many resources requested"; with ``min_blocks`` also
+    ``.minnctapersm`` (registers within what that many blocks may share); nothing under
+    the simulator, whose ``jit`` takes no such option. The printer asks for it above
+    ``numba_cuda_printer.FULL_REGISTER_THREADS`` threads or where a loop of the kernel
+    carries ``numba_cuda_printer.MIN_BLOCKS_ANNOTATION``."""
+    if _simulator():
+        return {}
+    return {"launch_bounds": (int(threads), int(min_blocks)) if min_blocks else int(threads)}
 
 
 if _simulator():

@@ -47,23 +47,39 @@ from workbench.ir.operators import ATOM, MUL
 _AXES = ("x", "y", "z")
 
 
+MIN_BLOCKS_ANNOTATION = "cuda.min_blocks_per_sm"
+"""A thread-bound loop's annotation asking the compiler to fit that many blocks of the kernel
+on a multiprocessor (the second value of ``launch_bounds``: ptxas caps the registers per
+thread at 65536 / (blocks * threads))."""
+
+
 @dataclasses.dataclass(frozen=True)
 class LaunchConfig:
-    """Grid and block dimensions of one kernel, (x, y, z) each."""
+    """Grid and block dimensions of one kernel, (x, y, z) each; ``min_blocks``: the blocks
+    per multiprocessor its launch bounds ask for (0: none asked)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
+    min_blocks: int = 0
 
     @property
     def threads_per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
 
+    @property
+    def bounded(self) -> bool:
+        """Whether the kernel is compiled with launch bounds."""
+        return self.threads_per_block > FULL_REGISTER_THREADS or self.min_blocks > 0
+
 
 def launch_config(extents: dict) -> LaunchConfig:
-    """From ``binding.thread_extents``' ``{axis: (extent, loop)}`` to grid and block dims."""
+    """From ``binding.thread_extents``' ``{axis: (extent, loop)}`` to grid and block dims
+    (and the ``MIN_BLOCKS_ANNOTATION`` of the bound loops)."""
     grid = tuple(extents.get(f"blockIdx.{a}", (1, None))[0] for a in _AXES)
     block = tuple(extents.get(f"threadIdx.{a}", (1, None))[0] for a in _AXES)
-    return LaunchConfig(grid, block)
+    asked = [int(value) for _, loop in extents.values() if loop is not None
+             for key, value in loop.annotations if key == MIN_BLOCKS_ANNOTATION]
+    return LaunchConfig(grid, block, max(asked, default=0))
 
 
 class CudaExprPrinter(ExprPrinter):
@@ -132,7 +148,10 @@ class CudaPrinter(PythonPrinter):
             if not self.lines:
                 self._emit(1, "pass")
             threads = config.threads_per_block
-            bounds = f", **launch_bounds({threads})" if threads > FULL_REGISTER_THREADS else ""
+            bounds = ""
+            if config.bounded:
+                blocks = f", {config.min_blocks}" if config.min_blocks else ""
+                bounds = f", **launch_bounds({threads}{blocks})"
             head = [
                 f"# kernel {number}: grid {config.grid}, block {config.block} "
                 f"({threads} threads per block)",
@@ -165,7 +184,7 @@ class CudaPrinter(PythonPrinter):
         imports += ["import numba", "import numpy as np", "from numba import cuda"]
         if cuda_vector.uses_wide_accesses(self.func):
             imports.append(cuda_vector.IMPORT_LINE)
-        if any(config.threads_per_block > FULL_REGISTER_THREADS for _, config in self.kernels):
+        if any(config.bounded for _, config in self.kernels):
             imports.append("from workbench.backends.cuda.cuda_vector_ops import launch_bounds")
         return lines + imports + ["", ""]
 
