@@ -125,10 +125,12 @@ PREFETCH_STORE_ON_LAST = False
 compiler keeps the global loads before the compute). Off: SASS-checked, not yet timed."""
 
 BLOCKS_PER_SM = 0
-"""Blocks of ``register_blocked`` a multiprocessor should hold at once (its launch bounds'
-second value, ``MIN_BLOCKS_ANNOTATION``; 0: no bound). ptxas (sm_90) gives the 128 tile
-123 registers (two blocks of 256 threads fit); with ``PREFETCH_STORE_ON_LAST`` 149
-(one block) unless bounded by 2 (128 registers, 8 bytes spilled). Off: not yet timed."""
+"""Blocks of ``register_blocked`` with 8 x 8 register tiles a multiprocessor should hold at
+once (its launch bounds' second value, ``MIN_BLOCKS_ANNOTATION``; 0: no bound). ptxas
+(sm_90) gives the 128 tile 123 registers (two blocks of 256 threads fit); with
+``PREFETCH_STORE_ON_LAST`` 149 (one block) unless bounded by 2 (128 registers, 8 bytes
+spilled). A 4 x 4 tile needs far fewer, and a bound only loosens ptxas there (66 -> 80):
+not asked. Off: not yet timed."""
 
 SWIZZLE_B = False
 """Whether ``register_blocked`` (and the batched recipe) store the block's tile of B in
@@ -323,7 +325,7 @@ def register_blocked(
     bi, tx, ko, ki = _thread_loops(sch, c, threads, per_thread, k_tile)
     if partition_edges:
         sch.annotate(bi, "cuda.partition_edges", 1)
-    if BLOCKS_PER_SM and threads * threads * BLOCKS_PER_SM <= 2048:
+    if BLOCKS_PER_SM and per_thread >= 8 and threads * threads * BLOCKS_PER_SM <= 2048:
         sch.annotate(bi, MIN_BLOCKS_ANNOTATION, BLOCKS_PER_SM)
 
     # the thread's tile of C in registers, written back with 128-bit stores
