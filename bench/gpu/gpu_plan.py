@@ -543,6 +543,7 @@ CONV_VARIANTS = {
     "im2col planes": ((_OPS, "IM2COL_SCHEDULE", "planes"),),
     "swizzle B": ((_MM, "SWIZZLE_B", True),),
     "planes + swizzle B": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True)),
+    "2 blocks": ((_MM, "BLOCKS_PER_SM", 2),),
     "prefetch on last": ((_MM, "PREFETCH_STORE_ON_LAST", True),),
     "prefetch on last + 2 blocks": _ON_LAST,
     "planes + all matmul": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True),
