@@ -117,7 +117,7 @@ def test_a_transpose_moved_past_a_scale_does_not_move_back():
 
 @pytest.mark.cuda
 def test_the_planes_schedule_of_im2col_has_no_division_and_equals_torch(monkeypatch):
-    """``IM2COL_SCHEDULE = "planes"``: every ``im2col`` kernel (NCHW and CNHW data, strides,
+    """``IM2COL_SCHEDULE = "planes"`` (the default): every ``im2col`` kernel (NCHW and CNHW data, strides,
     padding, dilation, 7 x 7 and 1 x 1 windows) split by its annotated ``(C, R, S, N, P, Q)``
     so the generated index math has no ``//`` or ``%``; the model still equals torch, and the
     annotation survives printing and parsing."""
@@ -144,12 +144,24 @@ def test_the_planes_schedule_of_im2col_has_no_division_and_equals_torch(monkeypa
     np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
-def test_im2col_keeps_v4_by_default():
+@pytest.mark.cuda
+def test_im2col_gets_planes_by_default_and_v4_on_request(monkeypatch):
+    """The default ``IM2COL_SCHEDULE`` is ``"planes"``; ``"v4"`` hands the same kernel to
+    ``elementwise_v4`` (the schedule timed before), and both equal torch."""
     from workbench.recipes import graph_cuda_ops
+    from workbench.recipes.graph_cuda_ops import RULES
 
-    assert graph_cuda_ops.IM2COL_SCHEDULE == "v4"
+    assert graph_cuda_ops.IM2COL_SCHEDULE == "planes"
+    torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1)).eval()
-    compiled = wb.compile(model, (torch.randn(2, 3, 8, 16),), target="cuda")
+    x = torch.randn(2, 3, 8, 16)
+    compiled = wb.compile(model, (x,), target="cuda")
     (second,) = [k for k in compiled.kernels if k.pattern == "im2col"][1:]
+    assert next(r.__name__ for r in RULES if r(second.func) is not None) == "im2col_planes"
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+    monkeypatch.setattr(graph_cuda_ops, "IM2COL_SCHEDULE", "v4")
     assert graph_cuda_ops.im2col_planes(second.func) is None
     assert graph_cuda_ops.elementwise_v4(second.func) is not None
+    again = wb.compile(model, (x,), target="cuda")
+    assert "store4(T_im2col" in [k for k in again.kernels if k.pattern == "im2col"][1].source
+    np.testing.assert_allclose(again(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -571,10 +571,14 @@ GRID_Y = 65535
 """The most blocks along ``blockIdx.y``."""
 
 
-IM2COL_SCHEDULE = "v4"
-"""The schedule of the graph's ``im2col`` kernels: ``"v4"`` (``elementwise_v4``, timed: on
-an H100 resnet18's window matrices at batch 16 took 2.35 ms, ~0.47 TB/s of writes) or
-``"planes"`` (``im2col_planes``, built and tested, not yet timed on a GPU)."""
+IM2COL_SCHEDULE = "planes"
+"""The schedule of the graph's ``im2col`` kernels: ``"planes"`` (``im2col_planes``, the
+default since 2026-12-05 on its SASS, not yet timed on a GPU) or ``"v4"``
+(``elementwise_v4``, timed: on an H100 resnet18's window matrices at batch 16 took
+2.35 ms, ~0.47 TB/s of writes). ptxas + nvdisasm (sm_90) at resnet18's 64-channel 3 x 3
+layer: ``v4`` 792 instructions for a thread's 4 values (~200 a value, integer division
+and modulo of the flat index: the kernel is bound by its index math, not by memory),
+``planes`` 392 for a thread's 9 (~44 a value)."""
 
 IM2COL_THREADS = 256
 """The most threads per block of ``im2col_planes``."""
