@@ -22,7 +22,7 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    ``register_blocked`` recipe's default, built with ``wb.build``, checked against float64,
    timed with CUDA events against ``torch.mm`` (TF32 off); the graph default also under
    each ``--sgemm-variants`` (``CONV_VARIANTS``' matmul flags: the swizzled B tile, the
-   prefetch stored on the last iteration, two blocks per multiprocessor).
+   prefetch stored on the last iteration, no launch bounds).
    ``linear``: GPT-2's projections (M 1024) and the block's (M 2048) as one-layer models
    through ``wb.compile(target="cuda")`` under each matmul policy
    (``graph_cuda_ops.MATMUL_POLICIES``: the tile and K split of a matmul with an epilogue)
@@ -543,7 +543,7 @@ CONV_VARIANTS = {
     "im2col planes": ((_OPS, "IM2COL_SCHEDULE", "planes"),),
     "swizzle B": ((_MM, "SWIZZLE_B", True),),
     "planes + swizzle B": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True)),
-    "2 blocks": ((_MM, "BLOCKS_PER_SM", 2),),
+    "unbounded": ((_MM, "BLOCKS_PER_SM", 0),),
     "prefetch on last": ((_MM, "PREFETCH_STORE_ON_LAST", True),),
     "prefetch on last + 2 blocks": _ON_LAST,
     "planes + all matmul": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True),

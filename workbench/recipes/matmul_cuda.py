@@ -124,13 +124,17 @@ PREFETCH_STORE_ON_LAST = False
 ``cuda_prefetch.STORE_ON_LAST`` (the prefetched registers stored at every iteration, so the
 compiler keeps the global loads before the compute). Off: SASS-checked, not yet timed."""
 
-BLOCKS_PER_SM = 0
+BLOCKS_PER_SM = 2
 """Blocks of ``register_blocked`` with 8 x 8 register tiles a multiprocessor should hold at
 once (its launch bounds' second value, ``MIN_BLOCKS_ANNOTATION``; 0: no bound). ptxas
-(sm_90) gives the 128 tile 123 registers (two blocks of 256 threads fit); with
-``PREFETCH_STORE_ON_LAST`` 149 (one block) unless bounded by 2 (128 registers, 8 bytes
-spilled). A 4 x 4 tile needs far fewer, and a bound only loosens ptxas there (66 -> 80):
-not asked. Off: not yet timed."""
+(sm_90) gives the 128 tile 123 registers at 4096^3 (two blocks of 256 threads fit either
+way), but 134 to the partitioned kernel of 1000 x 3000 x 2000 and 165 to a 1000 x 3000
+linear + GELU (predicated edges: two copies of the body): one block per multiprocessor.
+Bounded by 2 they take 120 and 128 registers, no spill. With ``PREFETCH_STORE_ON_LAST``
+the 4096^3 kernel would take 149 unbounded, 128 and 8 bytes spilled bounded. A 4 x 4
+tile needs far fewer, and a bound only loosens ptxas there (66 -> 80): not asked. The
+default since 2026-12-05 on this evidence, not yet timed (``gpu_plan.py`` variant
+``"unbounded"``)."""
 
 SWIZZLE_B = False
 """Whether ``register_blocked`` (and the batched recipe) store the block's tile of B in
