@@ -545,7 +545,8 @@ CONV_VARIANTS = {
     "planes + swizzle B": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True)),
     "unbounded": ((_MM, "BLOCKS_PER_SM", 0),),
     "prefetch on last": ((_MM, "PREFETCH_STORE_ON_LAST", True),),
-    "prefetch on last + 2 blocks": _ON_LAST,
+    "prefetch on last unbounded": ((_MM, "PREFETCH_STORE_ON_LAST", True),
+                                    (_MM, "BLOCKS_PER_SM", 0)),
     "planes + all matmul": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True),
                             *_ON_LAST),
 }
