@@ -549,6 +549,9 @@ CONV_VARIANTS = {
                                     (_MM, "BLOCKS_PER_SM", 0)),
     "planes + all matmul": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True),
                             *_ON_LAST),
+    "64 tile as 8x8": ((_MM, "TILE_64_AS_8X8", True), *_ON_LAST),
+    "64 tile as 8x8 + swizzle B": ((_MM, "TILE_64_AS_8X8", True), (_MM, "SWIZZLE_B", True),
+                                   *_ON_LAST),
 }
 """Builds under module flags (restored after): part ``convgemm``'s (``--conv-variants``)
 and part ``sgemm``'s (``--sgemm-variants``, beside the defaults)."""

@@ -136,6 +136,16 @@ tile needs far fewer, and a bound only loosens ptxas there (66 -> 80): not asked
 default since 2026-12-05 on this evidence, not yet timed (``gpu_plan.py`` variant
 ``"unbounded"``)."""
 
+TILE_64_AS_8X8 = False
+"""Whether ``register_blocked`` computes a 64 x 64 block tile asked as 16 x 16 threads of
+4 x 4 values with 8 x 8 threads of 8 x 8 values instead (same grid, same plans). SASS
+(sm_90, 1024 x 768 x 768): 16 x 16 x (4 x 4) issues 128 FFMAs in a 376-instruction loop
+(34%: two ``ld.shared.v4`` feed 16 FMAs), 8 x 8 x (8 x 8) 512 in 848 (60%), at 123
+registers (156 with ``PREFETCH_STORE_ON_LAST``, which it needs: its copy moves two groups
+of 4 a thread, prefetched only then). Fewer warps a block (2 against 8): a small grid keeps
+fewer warps per multiprocessor. Off: not yet timed (``gpu_plan.py`` variant
+``"64 tile as 8x8"``)."""
+
 SWIZZLE_B = False
 """Whether ``register_blocked`` (and the batched recipe) store the block's tile of B in
 shared memory swizzled (``swizzle_b``) where the tile allows. Off: built and tested on the
@@ -316,6 +326,8 @@ def register_blocked(
         auto = block_tile(m, n)
         threads = auto[0] if threads is None else threads
         per_thread = auto[1] if per_thread is None else per_thread
+    if TILE_64_AS_8X8 and (threads, per_thread) == (16, 4):
+        threads, per_thread = 8, 8
     if split_k is None:  # a matmul alone (an epilogue would read the partial sums)
         alone = len(sch.get_child_blocks(sch.get_block("root"))) == 1
         split_k = split_k_factor(m, n, k_extent, threads * per_thread) if alone else 1

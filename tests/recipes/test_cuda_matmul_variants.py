@@ -1,7 +1,8 @@
-"""``matmul_cuda.SWIZZLE_B`` (opt-in): the shared tile of B laid out so that a quarter-warp's
-``ld.shared.v4`` reads consecutive bytes (``matmul_cuda.swizzle_b``), under the CUDA
-simulator at small sizes against numpy: the SGEMM and the batched recipe, the layout
-kept where it cannot apply (4 values a thread, N not a multiple of the tile)."""
+"""The SGEMM's opt-in variants of ``recipes.matmul_cuda`` under the CUDA simulator at small
+sizes against numpy: ``SWIZZLE_B`` (the shared tile of B laid out so that a quarter-warp's
+``ld.shared.v4`` reads consecutive bytes, ``swizzle_b``; the SGEMM and the batched recipe;
+the layout kept where it cannot apply) and ``TILE_64_AS_8X8`` (the 64 x 64 tile as 8 x 8
+threads of 8 x 8 values, its copies prefetched under ``PREFETCH_STORE_ON_LAST``)."""
 
 import numpy as np
 import pytest
@@ -75,3 +76,26 @@ def test_a_compiled_linear_with_the_swizzle_equals_torch(swizzled, monkeypatch):
     assert any("B_shared = cuda.shared.array((2, 8, 1, 2, 16, 4)" in k.source
                for k in compiled.kernels)
     np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("m, n", [(64, 128), (100, 72)], ids=["aligned", "edges"])
+def test_the_64_tile_as_8x8_threads_prefetches_both_groups(rng, monkeypatch, m, n):
+    """``TILE_64_AS_8X8`` with ``PREFETCH_STORE_ON_LAST``: a 64 x 64 tile asked as 16 x 16
+    threads runs as 8 x 8 threads of 8 x 8 values; each thread's two groups of A and of B
+    are loaded at the top of ``k_0`` into their own registers (``_u0``, ``_u1``)."""
+    monkeypatch.setattr(matmul_cuda, "TILE_64_AS_8X8", True)
+    monkeypatch.setattr(matmul_cuda, "PREFETCH_STORE_ON_LAST", True)
+    kernel = checked_matmul(rng, "register_blocked", m, n, 24, threads=16, per_thread=4,
+                            unroll_k=False, split_k=1)
+    assert kernel.launches[0].block == (8, 8, 1)
+    head = kernel.source.split("for k_0 in range(3):")[1].split("for k_1 in range(8):")[0]
+    for name in ("A_w3_0_u0", "A_w3_0_u1", "B_w4_0_u0", "B_w4_0_u1"):
+        assert f"{name}," in head
+    assert "_shared[" not in head and "store4(B_shared" not in head
+
+
+def test_the_64_tile_stays_16x16_by_default(rng):
+    assert matmul_cuda.TILE_64_AS_8X8 is False
+    kernel = checked_matmul(rng, "register_blocked", 64, 64, 16, threads=16, per_thread=4,
+                            unroll_k=False, split_k=1)
+    assert kernel.launches[0].block == (16, 16, 1)
