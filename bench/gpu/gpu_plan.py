@@ -432,7 +432,8 @@ def part_linear(ctx: Context, entry: dict) -> None:
     """``nn.Linear`` (+ tanh GELU) of the models' shapes as one-layer models through
     ``wb.compile(target="cuda")``, called with torch CUDA tensors (graph replay), under each
     of ``graph_cuda_ops.MATMUL_POLICIES`` (the tile and the K split of a matmul with an
-    epilogue), beside torch eager (cuBLAS, TF32 off)."""
+    epilogue) and, under the default policy, each ``--sgemm-variants``, beside torch eager
+    (cuBLAS, TF32 off)."""
     import copy
 
     from workbench.recipes import graph_cuda_ops
@@ -454,10 +455,13 @@ def part_linear(ctx: Context, entry: dict) -> None:
             with torch.no_grad():
                 want = device_model(xd).clone()
                 row["torch eager"] = ctx.measure(lambda: device_model(xd))  # noqa: B023
-                for policy in graph_cuda_ops.MATMUL_POLICIES:
-                    row[f"workbench {policy}"] = result = {
+                builds = [(f"workbench {p}", p, None) for p in graph_cuda_ops.MATMUL_POLICIES]
+                builds += [(f"workbench, {v}", None, v) for v in ctx.args.sgemm_variants]
+                for label, policy, variant in builds:
+                    row[label] = result = {
                         "plan": graph_cuda_ops.matmul_plan(m, n, k, True, policy)}
-                    result.update(_compiled_row(ctx, model, x, xd, want, policy))
+                    with _flags(variant) if variant else contextlib.nullcontext():
+                        result.update(_compiled_row(ctx, model, x, xd, want, policy))
                     result["vs_eager"] = row["torch eager"]["device_ms"] / result["device_ms"]
                     ctx.save()
         except Exception as err:  # noqa: BLE001
