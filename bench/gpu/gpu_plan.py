@@ -553,6 +553,7 @@ CONV_VARIANTS = {
                                     (_MM, "BLOCKS_PER_SM", 0)),
     "planes + all matmul": ((_OPS, "IM2COL_SCHEDULE", "planes"), (_MM, "SWIZZLE_B", True),
                             *_ON_LAST),
+    "split on whole k steps": ((_MM, "SPLIT_K_WHOLE_STEPS", True),),
     "64 tile as 8x8": ((_MM, "TILE_64_AS_8X8", True), *_ON_LAST),
     "64 tile as 8x8 + swizzle B": ((_MM, "TILE_64_AS_8X8", True), (_MM, "SWIZZLE_B", True),
                                    *_ON_LAST),

@@ -36,9 +36,9 @@ libs.get_libdevice = lambda: os.path.join(CUDA_HOME, "nvvm/libdevice/libdevice.1
 nvvm.get_libdevice = libs.get_libdevice
 
 
-def ptxas_report(sch, nargs: int) -> list[tuple[str, str]]:
-    """``(kernel name, ptxas -v summary)`` per kernel of ``sch`` (float32 C-order 2-D
-    arguments; 1-D ones are passed as 1-D)."""
+def kernel_ptx(sch) -> list[tuple[str, str]]:
+    """``(kernel name, PTX for sm_90)`` per kernel of ``sch``'s generated module (float32
+    C-order arguments of each buffer's rank; each kernel's own launch bounds)."""
     func = lower(sch.mod)
     src = generate_cuda_source(func)
     folder = tempfile.mkdtemp()
@@ -54,11 +54,20 @@ def ptxas_report(sch, nargs: int) -> list[tuple[str, str]]:
     out = []
     for name in sorted(n for n in dir(module) if "_kernel" in n and not n.endswith("_launch")):
         kernel = getattr(module, name)
-        py_func = kernel.py_func
         sig = tuple(types.Array(types.float32, ndim[arg], "C")
-                    for arg in inspect.signature(py_func).parameters)
-        ptx, _ = cuda.compile_ptx(py_func, sig, cc=(9, 0), fastmath=False,
+                    for arg in inspect.signature(kernel.py_func).parameters)
+        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), fastmath=False,
                                   launch_bounds=kernel.targetoptions.get("launch_bounds"))
+        out.append((name, ptx))
+    return out
+
+
+def ptxas_report(sch, nargs: int = 0) -> list[tuple[str, str]]:
+    """``(kernel name, ptxas -v summary)`` per kernel of ``sch`` (``nargs`` unused: the
+    arguments are read from the generated kernels)."""
+    folder = tempfile.mkdtemp()
+    out = []
+    for name, ptx in kernel_ptx(sch):
         ptx_path = os.path.join(folder, name + ".ptx")
         with open(ptx_path, "w") as handle:
             handle.write(ptx)

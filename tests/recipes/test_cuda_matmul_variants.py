@@ -99,3 +99,20 @@ def test_the_64_tile_stays_16x16_by_default(rng):
     kernel = checked_matmul(rng, "register_blocked", 64, 64, 16, threads=16, per_thread=4,
                             unroll_k=False, split_k=1)
     assert kernel.launches[0].block == (16, 16, 1)
+
+
+def test_split_k_on_whole_k_steps(rng, monkeypatch):
+    """``SPLIT_K_WHOLE_STEPS``: where K is whole steps of 8, the split keeps its slices whole
+    steps too (1000 x 3000 x 2000: 5 slices of 400, not 4 of 500); a K that is not (129)
+    keeps the old choice; the result is unchanged (K 200: 5 slices of 40, not 4 of 50)."""
+    assert matmul_cuda.SPLIT_K_WHOLE_STEPS is False
+    assert matmul_cuda.split_k_factor(1000, 3000, 2000, 128) == 4
+    assert matmul_cuda.split_k_factor(32, 32, 200, 32) == 4
+    monkeypatch.setattr(matmul_cuda, "SPLIT_K_WHOLE_STEPS", True)
+    assert matmul_cuda.split_k_factor(1000, 3000, 2000, 128) == 5
+    assert matmul_cuda.split_k_factor(511, 257, 129, 32) == 3
+    assert matmul_cuda.split_k_factor(32, 32, 200, 32) == 5
+    kernel = checked_matmul(rng, "register_blocked", 32, 32, 200, threads=8, per_thread=4,
+                            unroll_k=False)
+    assert kernel.launches[0].grid == (1, 1, 5)
+    assert "if k_1_0 * 8 + k_1_1 < " not in kernel.source  # split 4: "... < 50" on each step

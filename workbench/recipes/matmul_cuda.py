@@ -78,6 +78,15 @@ SPLIT_K_MIN_SLICE = 32
 
 SPLIT_K_FACTORS = (2, 3, 4)
 
+SPLIT_K_WHOLE_STEPS = False
+"""Whether ``split_k_factor``, for a K that is whole steps of the k tile (8), takes only
+splits whose slices are whole steps too, from ``SPLIT_K_FACTORS`` and 5, 6, 8 (the graph's
+own splits, ``graph_cuda_ops._splits``, already are). 1000 x 3000 x 2000 split in 4 has
+slices of 500 = 62.5 steps: every ``k_1`` step of the unrolled tile gets a guard and the
+last slice's blocks run the guarded copy of the kernel (scalar loads, SASS: 16 ``LDG.E``
+beside 4 ``LDG.E.128``); whole steps give 5 slices of 400. Off: not yet timed (``gpu_plan.py``
+variant ``"split on whole k steps"``)."""
+
 
 def split_k_factor(m: int, n: int, k: int, tile: int) -> int:
     """The default ``split_k`` of ``register_blocked``: 1 (no split) when the grid of
@@ -99,6 +108,9 @@ def split_k_factor(m: int, n: int, k: int, tile: int) -> int:
     if blocks >= target:
         return 1
     fitting = [s for s in SPLIT_K_FACTORS if k % s == 0 and k // s >= SPLIT_K_MIN_SLICE]
+    if SPLIT_K_WHOLE_STEPS and k % 8 == 0:
+        fitting = [s for s in sorted({*SPLIT_K_FACTORS, 5, 6, 8})
+                   if k % s == 0 and (k // s) % 8 == 0 and k // s >= SPLIT_K_MIN_SLICE]
     reaching = [s for s in fitting if blocks * s >= target]
     return reaching[0] if reaching else max(fitting, default=1)
 
