@@ -20,6 +20,11 @@ guards without ``else`` (the threads past a tile of fewer vectors than threads, 
 predicated edge: kept around both halves, so a lane register is stored only where the
 same guard loaded it), wide loads and stores of lane registers (so each lane register is
 loaded once per iteration); any other copy is left as ``double_buffer_pass`` wrote it.
+
+A refill loop annotated ``STORE_ON_LAST`` (``matmul_cuda.PREFETCH_STORE_ON_LAST``) gets its
+stores without the ``if`` (behind it the compiler may sink the loads back after the compute:
+the 128 tile's SASS did), and its copies of up to ``MAX_COPY_UNROLL`` groups a thread are
+unrolled first, each group's lane registers renamed, so every group is prefetched.
 """
 
 from __future__ import annotations
