@@ -310,7 +310,7 @@ def registers(chosen) -> list[dict]:
             row = {"shape": name, "variant": label}
             try:
                 sch = make(ops.attention(B, H, L, D, causal=causal))
-                row["ptxas"] = "; ".join(r for _, r in ptxas_report(sch, len(sch.mod.params)))
+                row["ptxas"] = "; ".join(r for _, r in ptxas_report(sch))
             except Exception as err:  # noqa: BLE001
                 row["error"] = f"{type(err).__name__}: {err}"[:300]
             print(json.dumps(row), flush=True)

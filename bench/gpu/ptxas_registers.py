@@ -62,22 +62,24 @@ def kernel_ptx(sch) -> list[tuple[str, str]]:
     return out
 
 
-def ptxas_report(sch, nargs: int = 0) -> list[tuple[str, str]]:
-    """``(kernel name, ptxas -v summary)`` per kernel of ``sch`` (``nargs`` unused: the
-    arguments are read from the generated kernels)."""
+def assemble(folder: str, name: str, ptx: str) -> tuple[str, str]:
+    """``ptx`` written to ``folder`` and assembled by ``ptxas -arch=sm_90 -v``: the cubin's
+    path and the summary of registers and spills."""
+    ptx_path = os.path.join(folder, name + ".ptx")
+    with open(ptx_path, "w") as handle:
+        handle.write(ptx)
+    run = subprocess.run(
+        [os.path.join(CUDA_HOME, "bin/ptxas"), "-arch=sm_90", "-v", ptx_path, "-o",
+         ptx_path + ".cubin"], capture_output=True, text=True, check=True)
+    lines = [ln.split("info    : ")[-1].strip() for ln in run.stderr.splitlines()
+             if "registers" in ln or "spill" in ln]
+    return ptx_path + ".cubin", "; ".join(lines)
+
+
+def ptxas_report(sch) -> list[tuple[str, str]]:
+    """``(kernel name, ptxas -v summary)`` per kernel of ``sch``."""
     folder = tempfile.mkdtemp()
-    out = []
-    for name, ptx in kernel_ptx(sch):
-        ptx_path = os.path.join(folder, name + ".ptx")
-        with open(ptx_path, "w") as handle:
-            handle.write(ptx)
-        run = subprocess.run(
-            [os.path.join(CUDA_HOME, "bin/ptxas"), "-arch=sm_90", "-v", ptx_path, "-o",
-             ptx_path + ".o"], capture_output=True, text=True, check=True)
-        lines = [ln.split("info    : ")[-1].strip() for ln in run.stderr.splitlines()
-                 if "registers" in ln or "spill" in ln]
-        out.append((name, "; ".join(lines)))
-    return out
+    return [(name, assemble(folder, name, ptx)[1]) for name, ptx in kernel_ptx(sch)]
 
 
 def main():
@@ -94,7 +96,7 @@ def main():
             recipe = recipes.get(op, "block_per_row", "cuda")
             cases.append((f"{op} {m}x{n} default", recipe(getattr(ops, op)(m, n))))
     for label, sch in cases:
-        for name, report in ptxas_report(sch, len(sch.mod.params)):
+        for name, report in ptxas_report(sch):
             print(f"{label:34s} {name:22s} {report}", flush=True)
 
 
@@ -114,7 +116,7 @@ def conv_main(batches=(1, 16)):
             sch = recipe(ops.conv2d_nchw(batch, C, H, H, K, R, R, stride=stride,
                                          padding=padding))
             label = f"conv b{batch} {C}->{K} {R}x{R}/{stride} at {H}"
-            for name, report in ptxas_report(sch, 3):
+            for name, report in ptxas_report(sch):
                 print(f"{label:34s} {name:22s} {report}", flush=True)
 
 

@@ -21,7 +21,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ptxas_registers import CUDA_HOME, kernel_ptx, set_matmul_flags  # noqa: E402
+from ptxas_registers import assemble, kernel_ptx, set_matmul_flags  # noqa: E402
 
 NVDISASM = os.environ.get("NVDISASM", "/tmp/nvdis/nvidia/cu13/bin/nvdisasm")
 _OP = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)(.*)")
@@ -64,14 +64,8 @@ def sass_report(sch) -> list[tuple[str, str, dict]]:
     out = []
     folder = tempfile.mkdtemp()
     for name, ptx in kernel_ptx(sch):
-        path = os.path.join(folder, name + ".ptx")
-        with open(path, "w") as handle:
-            handle.write(ptx)
-        run = subprocess.run([os.path.join(CUDA_HOME, "bin/ptxas"), "-arch=sm_90", "-v", path,
-                              "-o", path + ".cubin"], capture_output=True, text=True, check=True)
-        summary = "; ".join(ln.split("info    : ")[-1].strip() for ln in run.stderr.splitlines()
-                            if "registers" in ln or "spill" in ln)
-        sass = subprocess.run([NVDISASM, "-c", path + ".cubin"], capture_output=True, text=True,
+        cubin, summary = assemble(folder, name, ptx)
+        sass = subprocess.run([NVDISASM, "-c", cubin], capture_output=True, text=True,
                               check=True).stdout
         out.append((name, summary, loop_positions(sass)))
     return out
