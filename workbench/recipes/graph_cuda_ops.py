@@ -43,7 +43,9 @@ import math
 
 from workbench.ir.analysis import find_blocks
 from workbench.ir.stmt import IterKind
+from workbench.ops.conv import IM2COL_DIMS
 from workbench.recipes import matmul_cuda
+from workbench.recipes.graph_cuda import bind_block
 from workbench.schedule import Schedule, ScheduleError
 
 MIN_BLOCKS = 128
@@ -552,13 +554,8 @@ def pool_threads(func) -> Schedule | None:
         sch.compute_inline(sch.get_block("pad_temp"))
         block = sch.get_block(reducer)
         written = sch.cache_write(block, 0, "local")  # before the guard of the split
-        fused = sch.fuse(*sch.get_loops(block)[:4])
-        total = int(sch.get(fused).extent.value)
-        threads = min(ROW_THREADS, total)
-        outer, thread = sch.split(fused, factors=[math.ceil(total / threads), threads])
-        sch.bind(outer, "blockIdx.x")
-        sch.bind(thread, "threadIdx.x")
-        sch.reverse_compute_at(written, thread)
+        bind_block(sch, reducer, ROW_THREADS)  # the output's loops fused, a thread each
+        sch.reverse_compute_at(written, sch.get_loops(block)[1])
         sch.decompose_reduction(block, sch.get_loops(block)[2])
         for name in names[2:]:
             sch.reverse_compute_inline(sch.get_block(name))
@@ -593,8 +590,6 @@ def im2col_planes(func) -> Schedule | None:
     ``p_1, q`` (the most output rows whose pixels fit ``IM2COL_THREADS``): each thread
     writes its pixel of the ``R * S`` rows of its channel, each a contiguous run of the
     block's pixels."""
-    from workbench.ops.conv import IM2COL_DIMS
-
     if IM2COL_SCHEDULE != "planes":
         return None
     blocks = _blocks(func)
