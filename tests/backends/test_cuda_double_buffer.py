@@ -176,7 +176,7 @@ def test_blocks_per_multiprocessor_reach_the_launch_bounds(monkeypatch):
     """``matmul_cuda.BLOCKS_PER_SM`` (2 by default): the SGEMM's block loop of 8 x 8
     register tiles carries ``cuda.min_blocks_per_sm``, its launch config and ``cuda.jit``
     options ask for it (``launch_bounds(256, 2)``); 0 leaves the 256-thread kernel
-    unbounded, and 4 x 4 tiles are never bounded."""
+    unbounded, and 4 x 4 tiles and unpartitioned kernels are never bounded."""
     from workbench import recipes
     from workbench.backends.cuda.numba_cuda_printer import MIN_BLOCKS_ANNOTATION
     from workbench.recipes import matmul_cuda
@@ -185,6 +185,9 @@ def test_blocks_per_multiprocessor_reach_the_launch_bounds(monkeypatch):
     recipe = recipes.get("matmul", "register_blocked", "cuda")
     small = build(recipe(ops.matmul(64, 64, 16), threads=16, per_thread=4), target="cuda")
     assert small.launches[0].min_blocks == 0 and "launch_bounds" not in small.source
+    guarded = build(recipe(ops.matmul(128, 128, 16), threads=16, per_thread=8,
+                           partition_edges=False), target="cuda")
+    assert guarded.launches[0].min_blocks == 0 and "launch_bounds" not in guarded.source
     monkeypatch.setattr(matmul_cuda, "BLOCKS_PER_SM", 0)
     plain = build(recipe(ops.matmul(128, 128, 16), threads=16, per_thread=8), target="cuda")
     assert plain.launches[0].min_blocks == 0 and "launch_bounds" not in plain.source

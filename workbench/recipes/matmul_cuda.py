@@ -144,9 +144,10 @@ way), but 134 to the partitioned kernel of 1000 x 3000 x 2000 and 165 to a 1000 
 linear + GELU (predicated edges: two copies of the body): one block per multiprocessor.
 Bounded by 2 they take 120 and 128 registers, no spill. With ``PREFETCH_STORE_ON_LAST``
 the 4096^3 kernel would take 149 unbounded, 128 and 8 bytes spilled bounded. A 4 x 4
-tile needs far fewer, and a bound only loosens ptxas there (66 -> 80): not asked. The
-default since 2026-12-05 on this evidence, not yet timed (``gpu_plan.py`` variant
-``"unbounded"``)."""
+tile needs far fewer, and a bound only loosens ptxas there (66 -> 80): not asked. Nor
+without ``partition_edges``: the one guarded body of 4000^3 takes 240 registers, and bounded
+to 128 it spilled 1456 bytes. The default since 2026-12-05 on this evidence, not yet timed
+(``gpu_plan.py`` variant ``"unbounded"``)."""
 
 TILE_64_AS_8X8 = False
 """Whether ``register_blocked`` computes a 64 x 64 block tile asked as 16 x 16 threads of
@@ -353,7 +354,8 @@ def register_blocked(
     bi, tx, ko, ki = _thread_loops(sch, c, threads, per_thread, k_tile)
     if partition_edges:
         sch.annotate(bi, "cuda.partition_edges", 1)
-    if BLOCKS_PER_SM and per_thread >= 8 and threads * threads * BLOCKS_PER_SM <= 2048:
+    if (BLOCKS_PER_SM and partition_edges and per_thread >= 8
+            and threads * threads * BLOCKS_PER_SM <= 2048):
         sch.annotate(bi, MIN_BLOCKS_ANNOTATION, BLOCKS_PER_SM)
 
     # the thread's tile of C in registers, written back with 128-bit stores
