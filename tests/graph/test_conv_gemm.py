@@ -75,16 +75,42 @@ def test_the_rewrite_is_on_by_default_below_the_window_cap(monkeypatch):
     from workbench.graph.passes import conv_gemm
 
     assert conv_gemm.CONV_AS_GEMM is True
-    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 5, 1)).eval()
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(4, 5, 2, stride=2)).eval()
     x = torch.randn(2, 3, 6, 5)
     patterns = [k.pattern for k in wb.compile(model, (x,), target="cuda").kernels]
     assert patterns.count("im2col") == 2 and "conv2d" not in " ".join(patterns)
-    # the first window matrix: 27 x 60 floats (6480 bytes), the second 4 x 60 (960)
+    # the first window matrix: 27 x 60 floats (6480 bytes), the second 16 x 12 (768)
     monkeypatch.setattr(conv_gemm, "MAX_WINDOW_BYTES", 1000)
     compiled = wb.compile(model, (x,), target="cuda")
     patterns = [k.pattern for k in compiled.kernels]
     assert patterns.count("im2col") == 1 and patterns[0] == "conv2d+relu"
     np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_a_pointwise_convolution_is_a_matmul_of_its_input_with_no_window_matrix(
+        monkeypatch):
+    """A 1 x 1 conv (stride 1, no padding) reads the CNHW activation as its ``(C, N * H * W)``
+    matrix: after a convolution no copy at all, on the model's input one transpose; the
+    window cap does not apply (there is no window matrix)."""
+    from workbench.graph.passes import conv_gemm
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 6, 1),
+                          nn.ReLU(), nn.Conv2d(6, 5, 1)).eval()
+    x = torch.randn(2, 3, 6, 5)
+    compiled = wb.compile(model, (x,), target="cuda")
+    assert [k.pattern for k in compiled.kernels] == [
+        "im2col", "matmul+add+relu", "matmul+add+relu", "matmul+add", "transpose"]
+    np.testing.assert_allclose(compiled(x), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+    first = nn.Sequential(nn.Conv2d(3, 8, 1), nn.ReLU()).eval()
+    monkeypatch.setattr(conv_gemm, "MAX_WINDOW_BYTES", 16)
+    compiled = wb.compile(first, (x,), target="cuda")
+    assert [k.pattern for k in compiled.kernels] == ["transpose", "matmul+add+relu",
+                                                     "transpose"]
+    np.testing.assert_allclose(compiled(x), first(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
 class _Excite(nn.Module):

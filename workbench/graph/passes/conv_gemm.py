@@ -61,22 +61,24 @@ def convs_as_gemm(graph: Graph) -> Graph:
         N, C, _, _ = graph.type_of(x).shape
         K, _, R, S = constants[weight].shape
         _, _, P, Q = node.type.shape
-        if C * R * S * N * P * Q * np.dtype(dtype).itemsize > MAX_WINDOW_BYTES:
-            nodes.append(node)
-            continue
         windows = _pairs({"stride": 1, "padding": 0, "dilation": 1, **node.attrs},
                          "stride", "padding", "dilation")
         attrs = {"kernel": [R, S], **{key: [int(v) for v in pair] for key, pair in
                                       zip(("stride", "padding", "dilation"), windows,
                                           strict=True)}}
-        col = Node(f"{node.name}_col", "im2col", (x,), attrs,
-                   TensorType((C * R * S, N * P * Q), dtype), node.source)
+        matrix = TensorType((C * R * S, N * P * Q), dtype)
+        if not _pointwise(attrs) and \
+                matrix.shape[0] * matrix.shape[1] * np.dtype(dtype).itemsize > MAX_WINDOW_BYTES:
+            nodes.append(node)
+            continue
+        added = _windows(node, x, graph.type_of(x), attrs, matrix)
+        col = added[-1]
         gemm_weight = f"{weight}_gemm"
         constants[gemm_weight] = constants[weight].reshape(K, C * R * S)
         product = TensorType((K, N * P * Q), dtype)
         last = Node(f"{node.name}_gemm", "matmul", (gemm_weight, col.name), {}, product,
                     node.source)
-        added = [col, last]
+        added.append(last)
         bias = node.inputs[2] if len(node.inputs) > 2 else None
         if bias is not None:
             if bias in constants:
@@ -96,6 +98,27 @@ def convs_as_gemm(graph: Graph) -> Graph:
         nodes += added + [shaped, back]
     graph = graph.replace(nodes=tuple(nodes), constants=constants)
     return simplify(sink_reshapes(_read_cnhw(_sink_swaps(graph))))
+
+
+def _pointwise(attrs: dict) -> bool:
+    """Whether a convolution's window matrix is its input itself (as CNHW)."""
+    return attrs["kernel"] == [1, 1] and attrs["stride"] == [1, 1] and \
+        attrs["padding"] == [0, 0]
+
+
+def _windows(node: Node, x: str, data: TensorType, attrs: dict,
+             matrix: TensorType) -> list[Node]:
+    """The nodes computing the window matrix of ``node`` (a conv2d of ``x`` of type
+    ``data``): ``im2col``, or for a pointwise convolution (1 x 1, stride 1, no padding) ``x``
+    transposed to CNHW and viewed ``(C, N * H * W)``: no copy where ``x`` is itself a
+    transposed CNHW value, the output of a convolution before (the two transposes meet in
+    ``simplify``), one transpose where it is not (the model's input)."""
+    if not _pointwise(attrs):
+        return [Node(f"{node.name}_col", "im2col", (x,), attrs, matrix, node.source)]
+    cnhw = Node(f"{node.name}_in_cnhw", "transpose", (x,), {"perm": SWAP}, _swapped(data),
+                node.source)
+    return [cnhw, Node(f"{node.name}_col", "reshape", (cnhw.name,),
+                       {"shape": list(matrix.shape)}, matrix, node.source)]
 
 
 def _swap_source(graph: Graph, name: str) -> str | None:
