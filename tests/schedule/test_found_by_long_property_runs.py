@@ -209,6 +209,32 @@ def test_decompose_reduction_refuses_a_loop_the_block_is_recomputed_in():
     assert_computes_reference(sch, func)
 
 
+def test_decompose_reduction_refuses_a_loop_that_reruns_one_element():
+    """seed 5 (mixed, ``PYTHONHASHSEED=4``, 2026-12-05): softmax's row sum computed at the
+    fused ``(i, j)`` loop of its consumer binds ``vi = f // 10``: ten iterations rerun one
+    row's sum, each from its init; decompose_reduction at ``f`` put the init before ``f``
+    and the ten runs accumulated (softmax 90% wrong). At ``ax0`` it stays legal, and a
+    loop binding a reduce variable too (``maxelem``'s fused ``(i, k)``) is the reduction
+    itself."""
+    from workbench.schedule.errors_reduction import (
+        InitLoopRecomputedError,
+        InitLoopRepeatsElementsError,
+    )
+
+    func = ops.softmax(6, 10)
+    sch = Schedule(func)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("T_softmax_norm")))
+    expsum = sch.get_block("T_softmax_expsum")
+    sch.compute_at(expsum, fused)
+    raises_unchanged(sch, InitLoopRepeatsElementsError,
+                     lambda: sch.decompose_reduction(expsum, fused))
+    assert issubclass(InitLoopRepeatsElementsError, InitLoopRecomputedError)
+    sch.decompose_reduction(expsum, sch.get_loops(expsum)[1])
+    maxelem = sch.get_block("T_softmax_maxelem")
+    sch.decompose_reduction(maxelem, sch.fuse(*sch.get_loops(maxelem)))
+    assert_computes_reference(sch, func)
+
+
 def test_parallel_split_of_a_fused_loop_by_a_non_divisor():
     """seed 34 (mixed, local run): fuse(i1, j1) (96), parallel, split by 5: the guard
     ``T.where(f0 * 5 + f1 < 96)`` keeps ``(f0 * 5 + f1) // 12`` in bounds, so the two indices

@@ -115,6 +115,23 @@ class InitLoopRecomputedError(ScheduleError):
     suggestion = "pass {free_loop!r} or a loop below it"
 
 
+class InitLoopRepeatsElementsError(InitLoopRecomputedError):
+    """A loop between ``decompose_reduction``'s loop and the block binds only spatial
+    iteration variables, but several of its iterations write one element (``compute_at``
+    under a fused loop: ``vi = f // 10``): each of them reruns that element's reduction."""
+
+    fields = ("loop", "block", "free_loop", "write")
+    message = ("block {block!r} reruns its reduction of one element in several iterations "
+               "of {free_loop!r}")
+    why = (
+        "iterations of {free_loop!r} write the same element ({write}), each running the "
+        "whole reduction from its init; an init placed before {loop!r} would run once per "
+        "element while the updates of every such iteration accumulate"
+    )
+    suggestion = ("pass a loop below {free_loop!r}, or compute the block at a loop whose "
+                  "iterations write distinct elements")
+
+
 # ---------------------------------------------------------------------------------------
 # rfactor: the loop nest
 # ---------------------------------------------------------------------------------------

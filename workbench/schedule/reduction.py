@@ -27,11 +27,13 @@ from workbench.ir import (
     seq,
     substitute,
 )
+from workbench.ir.dependence import block_accesses, iterations_overlap
 from workbench.ir.regions import block_access_regions
 from workbench.schedule.errors_reduction import (
     InitLoopInsideReductionError,
     InitLoopNotAncestorError,
     InitLoopRecomputedError,
+    InitLoopRepeatsElementsError,
     MissingInitError,
     NotReductionBlockError,
 )
@@ -110,7 +112,8 @@ def decompose_reduction(func: PrimFunc, block: str, loop: str) -> tuple[PrimFunc
     Raises
     ------
     InitLoopNotAncestorError, NotReductionBlockError, MissingInitError,
-    InitLoopInsideReductionError, InitLoopRecomputedError, BlockNotFoundError,
+    InitLoopInsideReductionError, InitLoopRecomputedError, InitLoopRepeatsElementsError,
+    BlockNotFoundError,
     LoopNotFoundError
 
     Example
@@ -144,6 +147,8 @@ def decompose_reduction(func: PrimFunc, block: str, loop: str) -> tuple[PrimFunc
             raise InitLoopRecomputedError(
                 primitive, loop, block, inner_loop.loop_var.name, func, inner_loop
             )
+
+    _check_each_element_reduced_once(func, block, realize, loops[position:], loop)
 
     # the init block: the spatial iteration variables, renamed, with their bindings
     taken = used_names(func)
@@ -185,6 +190,26 @@ def decompose_reduction(func: PrimFunc, block: str, loop: str) -> tuple[PrimFunc
     new_func = replace_block(func, block, drop_init)
     new_func = insert_at_loop(new_func, loop, lambda node: seq(init_nest, node))
     return new_func, init_block.name
+
+
+def _check_each_element_reduced_once(func: PrimFunc, block: str, realize: BlockRealize,
+                                     inner: list, loop: str) -> None:
+    """``InitLoopRepeatsElementsError`` where two iterations of a loop of ``inner`` that
+    binds only spatial variables may write one element (the dependence analysis; unsure
+    counts as yes): before the split each such iteration restarted the element's reduction
+    at its init, after it they would all add to one. A loop that also binds a reduce
+    variable writes an element in several iterations by design (the reduction itself)."""
+    _, ancestors = find_block(func, block, "decompose_reduction")
+    writes = [a for a in block_accesses(realize, ancestors[:-1]) if a.kind == "write"]
+    for inner_loop in inner:
+        spatial, reduce = binders(realize, inner_loop)
+        if not spatial or reduce:
+            continue
+        for write in writes:
+            if iterations_overlap(write, write, inner_loop):
+                raise InitLoopRepeatsElementsError(
+                    "decompose_reduction", loop, block, inner_loop.loop_var.name,
+                    write.text, func, inner_loop)
 
 
 # ---------------------------------------------------------------------------------------
