@@ -85,10 +85,14 @@ def test_a_stage_with_no_refill_loop_is_refused(rng):
         build(sch, target="cuda")
 
 
-def test_register_prefetch_moves_the_loads_before_the_compute(rng):
+def test_register_prefetch_moves_the_loads_before_the_compute(rng, monkeypatch):
     """One group of 4 per thread per tile: the next tile's ``load4`` go to registers at the
-    top of ``k_0`` (tile ``min(k_0 + 1, 2)``), the shared stores after the compute."""
+    top of ``k_0`` (tile ``min(k_0 + 1, 2)``), the shared stores after the compute (under
+    ``if k_0 + 1 < 3`` with ``PREFETCH_STORE_ON_LAST`` off)."""
     from workbench import recipes
+    from workbench.recipes import matmul_cuda
+
+    monkeypatch.setattr(matmul_cuda, "PREFETCH_STORE_ON_LAST", False)
 
     sch = recipes.get("matmul", "register_blocked", "cuda")(
         ops.matmul(64, 64, 24), threads=8, per_thread=4, k_tile=8, unroll_k=False
@@ -106,12 +110,17 @@ def test_register_prefetch_moves_the_loads_before_the_compute(rng):
 
 
 @pytest.mark.parametrize("m, n", [(64, 64), (52, 68)], ids=["guarded-lanes", "edges"])
-def test_register_prefetch_keeps_the_guard_of_a_tile_with_fewer_vectors_than_threads(rng, m, n):
-    """The 64 tile (16 x 16 threads, 4 x 4 each): a tile of A or B is 128 vectors of 4 for
-    256 threads, so its copy runs under ``if ... < 128``; the loads still move to the top
-    of ``k_0`` and the stores after the compute, each half under that guard (52 x 68: one
-    block past both edges, A's copy guarded by its 104 vectors)."""
+def test_register_prefetch_keeps_the_guard_of_a_tile_with_fewer_vectors_than_threads(
+        rng, monkeypatch, m, n):
+    """The 64 tile as 16 x 16 threads, 4 x 4 each (``TILE_64_AS_8X8`` off): a tile of A or B
+    is 128 vectors of 4 for 256 threads, so its copy runs under ``if ... < 128``; the loads
+    still move to the top of ``k_0`` and the stores after the compute, each half under that
+    guard (52 x 68: one block past both edges, A's copy guarded by its 104 vectors)."""
     from workbench import recipes
+    from workbench.recipes import matmul_cuda
+
+    monkeypatch.setattr(matmul_cuda, "TILE_64_AS_8X8", False)
+    monkeypatch.setattr(matmul_cuda, "PREFETCH_STORE_ON_LAST", False)
 
     sch = recipes.get("matmul", "register_blocked", "cuda")(
         ops.matmul(m, n, 24), threads=16, per_thread=4, k_tile=8, unroll_k=False, split_k=1
@@ -183,7 +192,7 @@ def test_blocks_per_multiprocessor_reach_the_launch_bounds(monkeypatch):
 
     assert matmul_cuda.BLOCKS_PER_SM == 2
     recipe = recipes.get("matmul", "register_blocked", "cuda")
-    small = build(recipe(ops.matmul(64, 64, 16), threads=16, per_thread=4), target="cuda")
+    small = build(recipe(ops.matmul(64, 64, 16), threads=8, per_thread=4), target="cuda")
     assert small.launches[0].min_blocks == 0 and "launch_bounds" not in small.source
     guarded = build(recipe(ops.matmul(128, 128, 16), threads=16, per_thread=8,
                            partition_edges=False), target="cuda")
@@ -197,3 +206,31 @@ def test_blocks_per_multiprocessor_reach_the_launch_bounds(monkeypatch):
     kernel = build(sch, target="cuda")
     assert kernel.launches[0].min_blocks == 2
     assert "@cuda.jit(fastmath=False, **launch_bounds(256, 2))" in kernel.source
+
+
+def test_a_store_indexed_by_k_keeps_its_guard_on_the_last_iteration(rng, monkeypatch):
+    """``PREFETCH_STORE_ON_LAST`` drops the ``if k_0 + 1 < K`` of the prefetched stores only
+    where they address the buffer by its half alone. At K = 16 the 16 x 16 threads' copy of
+    B (16 rows for a tile of 8) widens ``B_shared`` to the whole of K, indexed by ``k_0``:
+    its last store would write rows 16-23 of a 16-row buffer (an IndexError under the
+    simulator, found when the flag became the default). The stage's stores keep their
+    guard (A's and B's: one ``if`` around the refill) and the result is the reference's."""
+    from workbench import recipes
+    from workbench.recipes import matmul_cuda
+
+    monkeypatch.setattr(matmul_cuda, "TILE_64_AS_8X8", False)
+    assert matmul_cuda.PREFETCH_STORE_ON_LAST is True
+    sch = recipes.get("matmul", "register_blocked", "cuda")(
+        ops.matmul(64, 64, 16), threads=16, per_thread=4, unroll_k=False, split_k=1
+    )
+    kernel = build(sch, target="cuda")
+    assert "B_shared = cuda.shared.array((2, 16, 64)" in kernel.source
+    tail = kernel.source.split("for k_0 in range(2):")[1].split("for k_1 in range(8):")[1]
+    guarded = tail.split("if k_0 + 1 < 2:")
+    assert len(guarded) == 2 and "store4(B_shared, ((k_0 + 1) % 2, k_0 * 8" in guarded[1]
+    assert "A_shared[(k_0 + 1) % 2" in guarded[1] and "_shared[" not in guarded[0]
+    a = rng.standard_normal((64, 16), dtype=np.float32)
+    b = rng.standard_normal((16, 64), dtype=np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

@@ -273,6 +273,6 @@ def test_a_matmul_alone_keeps_the_recipes_own_split():
     """Without an epilogue the split is ``register_blocked``'s own choice, flag or not."""
     from workbench.recipes.graph_cuda_ops import matmul_tiled
 
-    func = wb.ops.matmul(32, 32, 256)  # 1 block of 32: K in 4 slices of 64
+    func = wb.ops.matmul(32, 32, 256)  # 1 block of 32: K in 8 slices of 32 (whole k steps)
     for split_k in (None, False, True):
-        assert "C_rf = T.alloc_buffer((4," in matmul_tiled(func, split_k=split_k).mod.script()
+        assert "C_rf = T.alloc_buffer((8," in matmul_tiled(func, split_k=split_k).mod.script()

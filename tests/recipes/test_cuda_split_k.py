@@ -34,7 +34,7 @@ def test_split_must_divide_k():
 
 def test_split_k_rule():
     assert split_k_factor(4000, 4000, 4000, 128) == 1  # 1024 blocks: full
-    assert split_k_factor(1000, 3000, 2000, 128) == 4  # 192 blocks: 768 in 4 slices
+    assert split_k_factor(1000, 3000, 2000, 128) == 5  # 192 blocks: 960, slices of 400 = 50 k steps
     assert split_k_factor(511, 257, 129, 32) == 3  # 144 blocks; 129 = 3 x 43
     assert split_k_factor(511, 257, 127, 32) == 1  # prime K: no slice without a remainder
     assert split_k_factor(64, 64, 40, 32) == 1  # slices under 32 of K

@@ -78,14 +78,15 @@ SPLIT_K_MIN_SLICE = 32
 
 SPLIT_K_FACTORS = (2, 3, 4)
 
-SPLIT_K_WHOLE_STEPS = False
+SPLIT_K_WHOLE_STEPS = True
 """Whether ``split_k_factor``, for a K that is whole steps of the k tile (8), takes only
 splits whose slices are whole steps too, from ``SPLIT_K_FACTORS`` and 5, 6, 8 (the graph's
 own splits, ``graph_cuda_ops._splits``, already are). 1000 x 3000 x 2000 split in 4 has
 slices of 500 = 62.5 steps: every ``k_1`` step of the unrolled tile gets a guard and the
 last slice's blocks run the guarded copy of the kernel (scalar loads, SASS: 16 ``LDG.E``
-beside 4 ``LDG.E.128``); whole steps give 5 slices of 400. Off: not yet timed (``gpu_plan.py``
-variant ``"split on whole k steps"``)."""
+beside 4 ``LDG.E.128``); whole steps give 5 slices of 400. On since 2026-12-07: on the H100
+1000 x 3000 x 2000 took 0.454 ms in 5 slices against 0.511 ms in 4 (0.66x against 0.59x
+cuBLAS; bench/gpu/results/h100_run8_sgemm_convgemm.json)."""
 
 
 def split_k_factor(m: int, n: int, k: int, tile: int) -> int:
@@ -99,7 +100,7 @@ def split_k_factor(m: int, n: int, k: int, tile: int) -> int:
     511 x 257 x 129 (144 blocks of 32) 0.026 ms unsplit, 0.018 ms in 3.
 
     >>> split_k_factor(4000, 4000, 4000, 128), split_k_factor(1000, 3000, 2000, 128)
-    (1, 4)
+    (1, 5)
     >>> split_k_factor(511, 257, 129, 32), split_k_factor(511, 257, 127, 32)
     (3, 1)
     """
@@ -131,10 +132,12 @@ def _split_k(sch: Schedule, c, split_k: int):
     return partial
 
 
-PREFETCH_STORE_ON_LAST = False
+PREFETCH_STORE_ON_LAST = True
 """Whether ``stage_register_tiles`` marks its ``k_0`` loop with
 ``cuda_prefetch.STORE_ON_LAST`` (the prefetched registers stored at every iteration, so the
-compiler keeps the global loads before the compute). Off: SASS-checked, not yet timed."""
+compiler keeps the global loads before the compute). On since 2026-12-07: on the H100 4000^3
+took 3.65 ms with it (and ``TILE_64_AS_8X8``) against 3.84 ms (0.72x against 0.68x cuBLAS;
+bench/gpu/results/h100_run8_sgemm_convgemm.json)."""
 
 BLOCKS_PER_SM = 2
 """Blocks of ``register_blocked`` with 8 x 8 register tiles a multiprocessor should hold at
@@ -146,18 +149,23 @@ Bounded by 2 they take 120 and 128 registers, no spill. With ``PREFETCH_STORE_ON
 the 4096^3 kernel would take 149 unbounded, 128 and 8 bytes spilled bounded. A 4 x 4
 tile needs far fewer, and a bound only loosens ptxas there (66 -> 80): not asked. Nor
 without ``partition_edges``: the one guarded body of 4000^3 takes 240 registers, and bounded
-to 128 it spilled 1456 bytes. The default since 2026-12-05 on this evidence, not yet timed
-(``gpu_plan.py`` variant ``"unbounded"``)."""
+to 128 it spilled 1456 bytes. The default since 2026-12-05 on this evidence; timed on the
+H100 2026-12-07: 1000 x 3000 x 2000 0.511 ms bounded against 0.603 ms unbounded, 4000^3 and
+511 x 257 x 129 unchanged (bench/gpu/results/h100_run8_sgemm_convgemm.json)."""
 
-TILE_64_AS_8X8 = False
+TILE_64_AS_8X8 = True
 """Whether ``register_blocked`` computes a 64 x 64 block tile asked as 16 x 16 threads of
 4 x 4 values with 8 x 8 threads of 8 x 8 values instead (same grid, same plans). SASS
 (sm_90, 1024 x 768 x 768): 16 x 16 x (4 x 4) issues 128 FFMAs in a 376-instruction loop
 (34%: two ``ld.shared.v4`` feed 16 FMAs), 8 x 8 x (8 x 8) 512 in 848 (60%), at 123
 registers (156 with ``PREFETCH_STORE_ON_LAST``, which it needs: its copy moves two groups
 of 4 a thread, prefetched only then). Fewer warps a block (2 against 8): a small grid keeps
-fewer warps per multiprocessor. Off: not yet timed (``gpu_plan.py`` variant
-``"64 tile as 8x8"``)."""
+fewer warps per multiprocessor. On since 2026-12-07: on the H100 resnet18 b16 took 2.75 ms
+against 3.08 ms with the 16 x 16 block (its 64 x 576 x 50176 layer-1 matmuls 131-136 us
+against 162-166), 1.05x torch eager (bench/gpu/results/h100_run8_sgemm_convgemm.json).
+It applies to every 64 tile asked as 16 x 16 threads of 4 x 4 (the defaults', the graph's
+and a caller's alike: the tile, grid and result are the same); set it False for the
+16 x 16 block."""
 
 SWIZZLE_B = False
 """Whether ``register_blocked`` (and the batched recipe) store the block's tile of B in

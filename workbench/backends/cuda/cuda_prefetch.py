@@ -24,7 +24,11 @@ loaded once per iteration); any other copy is left as ``double_buffer_pass`` wro
 A refill loop annotated ``STORE_ON_LAST`` (``matmul_cuda.PREFETCH_STORE_ON_LAST``) gets its
 stores without the ``if`` (behind it the compiler may sink the loads back after the compute:
 the 128 tile's SASS did), and its copies of up to ``MAX_COPY_UNROLL`` groups a thread are
-unrolled first, each group's lane registers renamed, so every group is prefetched.
+unrolled first, each group's lane registers renamed, so every group is prefetched. Only
+where the stores address the buffer's half by the stage alone (``(k + 1) % 2``, the rest
+of the index free of ``k``): a buffer holding the whole of K (its copy's threads cover more
+rows than the tile, region inference widened it) is indexed by ``k`` itself, and its last
+store would land past the end; such a copy keeps its ``if``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from workbench.ir import (
     seq,
 )
 from workbench.ir.functor import IRMapper, collect, substitute
+from workbench.ir.walk import uses_var
 
 STORE_ON_LAST = "cuda.prefetch_store_on_last"
 """A refill loop's annotation: the stores of the prefetched registers run at every
@@ -58,7 +63,8 @@ guarded block, next to the stores, after the compute (SASS of the 4096^3 SGEMM, 
 both ``LDG.128`` after the 512 ``FFMA`` of the tile): the prefetch is undone. Unguarded,
 ptxas keeps them inside the compute, at the cost of registers (123 -> 149 there: one block
 of 256 threads per multiprocessor instead of two, unless launch bounds ask for two).
-``matmul_cuda.PREFETCH_STORE_ON_LAST`` asks for it (off: SASS-checked, not yet timed)."""
+``matmul_cuda.PREFETCH_STORE_ON_LAST`` asks for it (on by default since it was timed on the
+H100, 2026-12-07)."""
 
 
 MAX_COPY_UNROLL = 8
@@ -94,6 +100,13 @@ class _UnrollCopy(IRMapper):
             renamed[var] = IntImm(loop.min.value + n, var.dtype)
             copies.append(substitute(loop.body, renamed))
         return seq(*copies)
+
+
+def _by_stage_alone(stores: Stmt, k: Var) -> bool:
+    """Whether every store of ``stores`` reads ``k`` only in its first index (the half of
+    the double buffer): stored at the last iteration too, it stays inside the buffer."""
+    writes = collect(stores, lambda n: isinstance(n, (WideStore, BufferStore)))
+    return all(not uses_var(index, k.name) for w in writes for index in w.indices[1:])
 
 
 def _prefetchable(copy: Stmt) -> bool:
@@ -156,7 +169,7 @@ class _Prefetch(IRMapper):
         last = IntImm(loop.extent.value - 2, k.dtype)
         loads = substitute(_Keep(loads=True).visit(guard.then_case), {k: Min(k, last)})
         stores = _Keep(loads=False).visit(guard.then_case)
-        if not on_last:
+        if not (on_last and _by_stage_alone(stores, k)):
             stores = guard.replace(then_case=stores)
         return loop.replace(body=seq(loads, *stmts[1:-1], stores, stmts[-1]))
 
