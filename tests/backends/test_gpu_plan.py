@@ -7,27 +7,18 @@ the sgemm and rows parts on the simulator (kernels built and checked)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import pathlib
 import sys
 
 import pytest
-
-PATH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu" / "gpu_plan.py"
+from bench_scripts import bench_module
 
 
 @pytest.fixture(scope="module")
 def plan_module():
-    spec = importlib.util.spec_from_file_location("gpu_plan", PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
+    with bench_module("gpu_plan") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 class Clock:

@@ -4,27 +4,17 @@ checked against torch, the JSON written."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import pathlib
-import sys
 
 import pytest
-
-PATH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu" / "bench_conv2.py"
+from bench_scripts import bench_module
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_conv2", PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with bench_module("bench_conv2") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def test_arguments_and_cases(bench):

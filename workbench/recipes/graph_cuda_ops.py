@@ -175,18 +175,22 @@ SUM_BYTES_PER_S = 2.5e12
 """Memory bandwidth the kernel summing the K slices reaches (bytes a second)."""
 
 
-def predicted_matmul_s(m: int, n: int, k: int, tile: int, split: int) -> float:
+def predicted_matmul_s(m: int, n: int, k: int, tile: int, split: int,
+                       slots: int | None = None, us_per_k: float | None = None) -> float:
     """The ``"waves"`` policy's estimate of a matmul's time: whole waves of ``tile``-sized
     blocks (``WAVE_SLOTS`` at once) each taking ``WAVE_US_PER_K`` per unit of its K slice,
     plus, when split, the partial sums read and the result written (``SUM_BYTES_PER_S``)
-    and a second launch.
+    and a second launch. ``slots`` and ``us_per_k`` replace the tile's constants (the fit
+    of ``bench/gpu/fit_waves.py``).
 
     >>> [round(predicted_matmul_s(1024, 2304, 768, 128, s) * 1e6) for s in (1, 4)]
     [219, 186]
     """
+    slots = WAVE_SLOTS[tile] if slots is None else slots
+    us_per_k = WAVE_US_PER_K[tile] if us_per_k is None else us_per_k
     blocks = -(-m // tile) * -(-n // tile) * split
-    waves = -(-blocks // WAVE_SLOTS[tile])
-    compute = waves * (k / split) * WAVE_US_PER_K[tile] * 1e-6
+    waves = -(-blocks // slots)
+    compute = waves * (k / split) * us_per_k * 1e-6
     if split == 1:
         return compute
     return compute + m * n * 4 * (split + 1) / SUM_BYTES_PER_S + 3e-6
