@@ -1,8 +1,9 @@
-"""The SGEMM's opt-in variants of ``recipes.matmul_cuda`` under the CUDA simulator at small
-sizes against numpy: ``SWIZZLE_B`` (the shared tile of B laid out so that a quarter-warp's
+"""The SGEMM's variants of ``recipes.matmul_cuda`` under the CUDA simulator at small sizes
+against numpy: ``SWIZZLE_B`` (opt-in: the shared tile of B laid out so that a quarter-warp's
 ``ld.shared.v4`` reads consecutive bytes, ``swizzle_b``; the SGEMM and the batched recipe;
-the layout kept where it cannot apply) and ``TILE_64_AS_8X8`` (the 64 x 64 tile as 8 x 8
-threads of 8 x 8 values, its copies prefetched under ``PREFETCH_STORE_ON_LAST``)."""
+the layout kept where it cannot apply), ``TILE_64_AS_8X8`` (the default since 2026-12-07:
+the 64 x 64 tile as 8 x 8 threads of 8 x 8 values, its copies prefetched under
+``PREFETCH_STORE_ON_LAST``) and ``SPLIT_K_WHOLE_STEPS`` (the default since 2026-12-07)."""
 
 import numpy as np
 import pytest
