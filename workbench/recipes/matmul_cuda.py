@@ -328,7 +328,9 @@ def register_blocked(
     ``workbench.backends.cuda.cuda_partition``: blocks wholly inside C run a copy of the body
     without the M/N guards (128-bit loads and stores, an unguarded register tile), only the
     last block row and column run the guarded copy. ``threads`` and ``per_thread`` left
-    ``None`` are chosen from M and N by ``block_tile``. ``unroll_k`` unrolls the ``k_1`` loop in the
+    ``None`` are chosen from M and N by ``block_tile``; a 64 tile of 16 x 16 threads of
+    4 x 4, chosen or asked, runs as 8 x 8 threads of 8 x 8 while ``TILE_64_AS_8X8``
+    (the default). ``unroll_k`` unrolls the ``k_1`` loop in the
     generated source (``pragma_unroll_explicit``; NVVM keeps it rolled otherwise): on the
     H200 at 4096, 3.80 ms against 4.12 ms rolled (bench/results.d/cudamem.md).
 
