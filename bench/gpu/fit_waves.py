@@ -4,12 +4,12 @@
 ``waves * (K / s) * WAVE_US_PER_K[t]`` plus the slices' sum, ``waves`` the whole waves of
 blocks at ``WAVE_SLOTS[t]`` blocks at once. Part ``sweep`` of ``gpu_plan.py`` times every tile
 and split of the sweep's linears through ``wb.compile``; this reads that JSON and, per tile
-side, for each count of blocks a multiprocessor may hold (``--per-sm``), fits the
-microseconds per unit of K (the median over the side's rows of the time left after the sum,
-per wave and unit of K: how the committed constants were made) and the model's error on
-those rows (the median of ``|log(predicted / measured)|``). The count with the least error
-wins (the current one on a tie). Then, per linear: the fastest plan measured, the plan the
-refit model picks and what that plan measured.
+side, for each count of blocks a multiprocessor may hold (1 to 16), fits the microseconds
+per unit of K (the median over the side's rows of the time left after the sum, per wave and
+unit of K: how the committed constants were made) and the model's error on those rows (the
+median of ``|log(predicted / measured)|``). The counts whose model picks the fastest plans
+win (least mean loss over the linears, then least error, then the committed counts). Then,
+per linear: the fastest plan measured, the plan each model picks and what it measured.
 
     PYTHONPATH=$PWD python bench/gpu/fit_waves.py bench/gpu/results/h100_run6_sweep.json
 
@@ -75,16 +75,17 @@ def fit_side(rows: list[dict], slots: int) -> tuple[float, float]:
     return us_per_k, statistics.median(errors)
 
 
+def _side(rows: list[dict], tile: int, count: int) -> dict:
+    """``{"per_sm", "us_per_k", "error", "rows"}`` of tile side ``tile`` at ``count``
+    blocks a multiprocessor."""
+    mine = [r for r in rows if r["tile"] == tile]
+    us_per_k, error = fit_side(mine, count * MIN_BLOCKS)
+    return {"per_sm": count, "us_per_k": us_per_k, "error": error, "rows": len(mine)}
+
+
 def fit_sides(rows: list[dict], per_sm: dict[int, int]) -> dict:
-    """Per tile side, at ``per_sm[tile]`` blocks a multiprocessor: ``{"per_sm",
-    "us_per_k", "error", "rows"}``."""
-    fitted = {}
-    for tile in sorted({r["tile"] for r in rows}):
-        mine = [r for r in rows if r["tile"] == tile]
-        us_per_k, error = fit_side(mine, per_sm[tile] * MIN_BLOCKS)
-        fitted[tile] = {"per_sm": per_sm[tile], "us_per_k": us_per_k, "error": error,
-                        "rows": len(mine)}
-    return fitted
+    """Per tile side, at ``per_sm[tile]`` blocks a multiprocessor: ``_side``'s fit."""
+    return {tile: _side(rows, tile, per_sm[tile]) for tile in sorted({r["tile"] for r in rows})}
 
 
 def picks(rows: list[dict], fitted: dict) -> list[dict]:
@@ -114,10 +115,11 @@ def fit(rows: list[dict], per_sm: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)) 
     error, then the current counts; the sides fitted at them (``fit_sides``)."""
     tiles = sorted({r["tile"] for r in rows})
     current = current_per_sm(tiles)
+    sides = {(tile, count): _side(rows, tile, count) for tile in tiles for count in per_sm}
     scored = []
     for counts in itertools.product(per_sm, repeat=len(tiles)):
         chosen = dict(zip(tiles, counts, strict=True))
-        fitted = fit_sides(rows, chosen)
+        fitted = {tile: sides[tile, count] for tile, count in chosen.items()}
         loss = statistics.fmean(p["loss"] for p in picks(rows, fitted))
         error = statistics.fmean(f["error"] for f in fitted.values())
         scored.append((round(loss, 4), round(error, 4), chosen != current, counts, fitted))
