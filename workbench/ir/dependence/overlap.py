@@ -19,6 +19,10 @@ answered without enumerating iterations, so the answer does not depend on proble
    coefficient outweighs the interval plus every other term, that digit must be equal in the
    two iterations. Digits are eliminated until none is left (the iterations cannot overlap:
    independent) or no dimension forces another one (a possible conflict: refused).
+4. When that leaves a possible conflict, two dimensions indexed by adjacent digits of one
+   value (``x // 3`` and ``x % 3``, a fused loop's axes after a split) are read as the one
+   dimension ``x`` they determine (``access.digit_pairs_merged``), and the whole index as one
+   row-major (or other order) offset into the buffer (``_flattened``); each is asked again.
 
 Anything the analysis cannot read (a data-dependent index, a loop without constant bounds, a
 non-linear use of ``l``) counts as a possible conflict: it is conservative, never optimistic.
@@ -54,6 +58,7 @@ from workbench.ir.arith.linear import lift_quotient
 from workbench.ir.dependence.access import (
     Access,
     Bounds,
+    digit_pairs_merged,
     fix_unit_loops,
 )
 from workbench.ir.dependence.index_form import (
@@ -277,9 +282,10 @@ def iterations_overlap(first: Access, second: Access, loop: For) -> bool:
 
 
 def _iterations_overlap(first: Access, second: Access, loop: For) -> bool:
-    if not _overlap(first, second, loop):
+    if _proven_disjoint(first, second, loop):
         return False
-    if not _overlap_through_guarded_sums(first, second, loop):
+    merged = digit_pairs_merged(first, second)
+    if merged is not None and _proven_disjoint(*merged, loop):
         return False
     ranges = loop_ranges(first.loops + second.loops)
     if len(first.region) == 1:
@@ -291,10 +297,16 @@ def _iterations_overlap(first: Access, second: Access, loop: For) -> bool:
         flat1, flat2 = _flattened(pinned1, ranges, order), _flattened(pinned2, ranges, order)
         if flat1 is None or flat2 is None:
             continue  # not proven in bounds in this order
-        if not (_overlap(flat1, flat2, loop)
-                and _overlap_through_guarded_sums(flat1, flat2, loop)):
+        if _proven_disjoint(flat1, flat2, loop):
             return False
     return True
+
+
+def _proven_disjoint(first: Access, second: Access, loop: For) -> bool:
+    """Whether the index forms (``_overlap``) or a shared ``T.where`` sum
+    (``_overlap_through_guarded_sums``) show two iterations never touch one element."""
+    return not (_overlap(first, second, loop)
+                and _overlap_through_guarded_sums(first, second, loop))
 
 
 def _dimension_orders(ndim: int) -> list[tuple[int, ...]]:
