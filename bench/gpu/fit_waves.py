@@ -21,6 +21,8 @@ the committed counts' column beside it and take a refit only over a sweep of man
 A change of a recipe's micro-tile (the 64 tile as 8 x 8 threads of 8 x 8 since 2026-12-07:
 64 threads a block, not 256, so more blocks fit a multiprocessor) calls for a new sweep
 (``gpu_plan.py --only sweep``) and this fit before the constants are trusted again.
+``--json`` writes the refit for ``gpu_plan.py --waves``, which times parts under it (a
+sweep, the fit and the models under the refit in one GPU call).
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ import math
 import re
 import statistics
 import sys
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack  # numba-cuda 0.30 on numpy 2.5 (the GPU machine runs this too)
 
 from workbench.recipes import graph_cuda_ops as g
 from workbench.recipes.matmul_cuda import MIN_BLOCKS
@@ -129,6 +136,8 @@ def fit(rows: list[dict], per_sm: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)) 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("plans", nargs="+", help="plan JSONs of gpu_plan.py with part sweep")
+    parser.add_argument("--json", default="",
+                        help="also write the refit constants here (gpu_plan.py --waves)")
     args = parser.parse_args(argv)
     rows = []
     for path in args.plans:
@@ -164,7 +173,19 @@ def main(argv=None) -> int:
     slots = ", ".join(f"({t}, {f['per_sm']})" for t, f in fitted.items())
     per_k = ", ".join(f"{t}: {f['us_per_k']:.3f}" for t, f in fitted.items())
     print(f"\nWAVE_SLOTS per multiprocessor: ({slots}); WAVE_US_PER_K = {{{per_k}}}")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(constants_json(rows, committed, fitted), handle, indent=1)
     return 0
+
+
+def constants_json(rows: list[dict], committed: dict, fitted: dict) -> dict:
+    """The refit constants as ``gpu_plan.py --waves`` reads them, with the mean loss of the
+    committed counts' picks and of the refit's."""
+    return {"per_sm": {str(t): f["per_sm"] for t, f in fitted.items()},
+            "us_per_k": {str(t): round(f["us_per_k"], 4) for t, f in fitted.items()},
+            "loss": {name: round(statistics.fmean(p["loss"] for p in picks(rows, sides)), 4)
+                     for name, sides in (("committed", committed), ("refit", fitted))}}
 
 
 if __name__ == "__main__":

@@ -908,6 +908,9 @@ def parse_args(argv=None):
                         help="comma-separated models of part convgemm (default: all of SIZES)")
     parser.add_argument("--conv-variants", default="im2col v4,im2col planes",
                         help=f"part convgemm's builds, of {', '.join(CONV_VARIANTS)}")
+    parser.add_argument("--waves", default="",
+                        help="a JSON of fit_waves.py --json: the 'waves' policy's constants "
+                             "set from it for every part")
     parser.add_argument("--sgemm-variants", default="",
                         help="part sgemm's graph default also built under these "
                              "(of --conv-variants' names)")
@@ -936,7 +939,40 @@ def parse_args(argv=None):
                      f"{', '.join(p.name for p in PARTS)}")
     if args.deadline <= 0:
         parser.error(f"--deadline must be positive, got {args.deadline}")
+    if args.waves:
+        try:
+            args.waves = wave_constants(args.waves)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            parser.error(f"--waves {args.waves}: not a JSON of fit_waves.py --json ({err})")
     return args
+
+
+def wave_constants(path: str) -> dict[int, tuple[int, float]]:
+    """``{tile: (blocks a multiprocessor, us per unit of K)}`` of a ``fit_waves.py --json``
+    file; ValueError for a tile the policy has no constant of or a count that is not
+    positive."""
+    from workbench.recipes import graph_cuda_ops as g
+
+    with open(path) as handle:
+        fitted = json.load(handle)
+    constants = {int(tile): (int(fitted["per_sm"][tile]), float(fitted["us_per_k"][tile]))
+                 for tile in fitted["per_sm"]}
+    for tile, (per_sm, us_per_k) in constants.items():
+        if tile not in g.WAVE_US_PER_K or per_sm <= 0 or us_per_k <= 0:
+            raise ValueError(f"tile {tile}: {per_sm} blocks a multiprocessor at {us_per_k} us "
+                             f"per unit of K (tiles {sorted(g.WAVE_US_PER_K)}, both positive)")
+    return constants
+
+
+def set_wave_constants(constants: dict[int, tuple[int, float]]) -> None:
+    """Set ``graph_cuda_ops.WAVE_SLOTS`` and ``WAVE_US_PER_K`` of each tile of ``constants``
+    (this process only: the plan's ``--waves``)."""
+    from workbench.recipes import graph_cuda_ops as g
+    from workbench.recipes.matmul_cuda import MIN_BLOCKS
+
+    for tile, (per_sm, us_per_k) in constants.items():
+        g.WAVE_SLOTS[tile] = per_sm * MIN_BLOCKS
+        g.WAVE_US_PER_K[tile] = us_per_k
 
 
 def main(argv=None) -> int:
@@ -947,6 +983,9 @@ def main(argv=None) -> int:
     plan = Plan(os.path.join(args.out, "plan.json"), args.deadline,
                 info={"argv": sys.argv if argv is None else argv, "dry_run": args.dry_run})
     plan.result["child_shim"] = child_shim()
+    if args.waves:
+        set_wave_constants(args.waves)
+        plan.result["waves"] = {str(t): list(c) for t, c in args.waves.items()}
     with contextlib.suppress(Exception):
         import torch
 

@@ -79,3 +79,26 @@ def test_an_unreadable_plan_is_refused_by_name(fit_waves, tmp_path, capsys):
     with pytest.raises(SystemExit):
         fit_waves.main([str(plan)])
     assert "broken.json: not a readable plan JSON" in capsys.readouterr().err
+
+
+def test_the_refit_written_for_gpu_plan_sets_the_policy(fit_waves, tmp_path, monkeypatch):
+    """``--json`` writes the refit constants; ``gpu_plan.py --waves`` reads them back and sets
+    ``WAVE_SLOTS`` and ``WAVE_US_PER_K`` from them; a file naming a tile the policy has no
+    constant of is refused."""
+    path = tmp_path / "waves.json"
+    assert fit_waves.main([str(SWEEP), "--json", str(path)]) == 0
+    written = json.loads(path.read_text())
+    assert set(written["per_sm"]) == set(written["us_per_k"]) == {"32", "64", "128"}
+    assert 0 <= written["loss"]["refit"] <= written["loss"]["committed"] <= 0.08
+    with bench_module("gpu_plan") as plan:
+        constants = plan.parse_args(["--waves", str(path)]).waves
+        assert constants[64] == (written["per_sm"]["64"], written["us_per_k"]["64"])
+        monkeypatch.setattr(g, "WAVE_SLOTS", dict(g.WAVE_SLOTS))
+        monkeypatch.setattr(g, "WAVE_US_PER_K", dict(g.WAVE_US_PER_K))
+        plan.set_wave_constants(constants)
+        assert g.WAVE_SLOTS[64] == written["per_sm"]["64"] * fit_waves.MIN_BLOCKS
+        assert g.WAVE_US_PER_K[128] == written["us_per_k"]["128"]
+        written["per_sm"]["48"], written["us_per_k"]["48"] = 2, 0.1
+        path.write_text(json.dumps(written))
+        with pytest.raises(SystemExit):
+            plan.parse_args(["--waves", str(path)])
