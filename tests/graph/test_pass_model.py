@@ -124,3 +124,27 @@ def test_pipeline_is_configurable_and_steps_are_kept(cnn):
         np.testing.assert_allclose(run(step.graph, x.numpy())[0], expected, rtol=1e-4,
                                    atol=1e-5, err_msg=step.name)
     assert "cluster_" in steps[-1].figure().source
+
+
+def test_a_gather_hosts_its_elementwise_epilogue_other_layout_ops_do_not():
+    """GPT-2's token embeddings plus its position embeddings: ``take`` + ``add`` is one
+    kernel (the gather reads one row per output row; the add costs no second pass), while a
+    transpose still takes no epilogue (``fold_views`` folds it into its consumer)."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    ids = b.input("ids", TensorType((2, 8), "int64"))
+    table = b.constant("wte", rng.standard_normal((50, 16), dtype="float32"))
+    rows = b.node("take", [table, ids], {"axis": 0})
+    position = b.constant("wpe", rng.standard_normal((1, 8, 16), dtype="float32"))
+    added = b.node("add", [rows, position])
+    flipped = b.node("transpose", [added], {"perm": (0, 2, 1)})
+    g = b.finish([b.node("relu", [flipped])])
+    plan = plan_fusion(g)
+    patterns = [tuple(g.node(n).op for n in group) for group in plan.groups]
+    assert ("take", "add") in patterns and ("transpose",) in patterns
+    reasons = {(r.producer, r.consumer): r.reason for r in plan.not_fused}
+    assert "it takes no elementwise epilogue" in reasons[(flipped, g.nodes[-1].name)]
+    fused = fuse(g, plan)
+    assert [n.attrs.get("pattern", n.op) for n in fused.nodes] == ["take+add", "transpose",
+                                                                   "relu"]
+    assert_same_outputs(g, fused, rng.integers(0, 50, (2, 8)))

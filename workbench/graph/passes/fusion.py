@@ -4,8 +4,9 @@ A group starts at any operator and grows along a chain: an ``elementwise`` consu
 the group of the producer of one of its inputs when
 
 - the producer's group is an ``anchor`` (conv2d, matmul: conv+bn+relu, matmul+bias+gelu),
-  a ``reduction`` (softmax, layer_norm, pools: reductions with elementwise consumers) or
-  ``elementwise`` group (elementwise chains),
+  a ``reduction`` (softmax, layer_norm, pools: reductions with elementwise consumers),
+  ``elementwise`` (elementwise chains) or ``gather`` group (take, embedding: token plus
+  position embeddings; other layout operators host nothing, ``fold_views`` folds them),
 - the producer's value has this consumer as its only user and is not a graph output
   (otherwise it must be materialised anyway),
 - the consumer does not broadcast the producer's value to a larger shape.
@@ -23,7 +24,17 @@ from workbench.graph.ir import Graph, Node
 from workbench.graph.ops import kind
 from workbench.ir.names import fresh_name
 
-_EPILOGUE_HOSTS = ("anchor", "reduction", "elementwise")
+_EPILOGUE_HOSTS = ("anchor", "reduction", "elementwise", "gather")
+
+_GATHERS = ("take", "gather", "embedding")
+"""Layout operators whose groups host an elementwise epilogue all the same (group kind
+``"gather"``): a gather's kernel reads one row per output row, so an epilogue (GPT-2's and
+BERT's position embeddings added to the token embeddings) costs no extra pass over memory."""
+
+
+def _group_kind(op: str) -> str:
+    """The kind of a group headed by ``op``: its operator's kind, ``"gather"`` for a gather."""
+    return "gather" if op in _GATHERS else kind(op)
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ def plan_fusion(graph: Graph) -> FusionPlan:
         if joined is None:
             joined = len(groups)
             groups.append([])
-            kinds.append(kind(node.op))
+            kinds.append(_group_kind(node.op))
         groups[joined].append(node.name)
         group_id[node.name] = joined
     return FusionPlan(tuple(tuple(g) for g in groups), tuple(reasons))
