@@ -5,11 +5,14 @@ a parallel loop race."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from schedule_checks import assert_computes_reference, raises_unchanged
 
 import workbench as wb
 from workbench import ops
+from workbench.ir.verify import verify
 from workbench.schedule import Schedule
 from workbench.schedule.errors_compute_location import ParallelRecomputeError
 from workbench.schedule.errors_reindex import ReindexAccumulatorWithoutInitError
@@ -608,3 +611,25 @@ def test_a_parallel_loop_fused_and_split_over_two_axes_parses_back():
     outer, _ = later.split(fused, factors=[None, 2])
     later.parallel(outer)
     assert later.mod.script() == sch.mod.script()
+
+
+def test_a_second_blockize_of_one_block_gets_a_name_of_its_own():
+    """Property run seed 8 (PYTHONHASHSEED=7, 2026-12-07): ``blockize`` of ``pool_avg``'s
+    inner loop, then of the same block's loop inside the new block, named both outer blocks
+    ``blockized_pool_avg`` (``DuplicateNameError`` from ``verify``): the new block's name
+    avoided the function's variables and buffers but not its blocks. The second is now
+    ``blockized_pool_avg_1`` (a reduction's the same; its init block, made once, avoids the
+    blocks' names too)."""
+    func = ops.avg_pool2d(1, 3, 8, 8, kernel=2, stride=2, padding=0)
+    sch = Schedule(func)
+    sch.blockize(sch.get_loops(sch.get_block("pool_avg"))[-1])
+    sch.blockize(sch.get_loops(sch.get_block("pool_avg"))[-1])
+    assert 'T.block("blockized_pool_avg_1")' in sch.mod.script()
+    sch.blockize(sch.get_loops(sch.get_block("pool_sum"))[-2])
+    sch.blockize(sch.get_loops(sch.get_block("pool_sum"))[-1])
+    names = re.findall(r'T\.block\("(\w+)"\)', sch.mod.script())
+    assert {"blockized_pool_sum", "blockized_pool_sum_1", "pool_sum_init"} <= set(names)
+    assert len(names) == len(set(names))
+    verify(sch.mod)
+    assert_computes_reference(sch, func)
+    assert_script_parses_back(sch)

@@ -40,6 +40,7 @@ from workbench.schedule.errors_blockize import (
 from workbench.schedule.handles import BlockRV, LoopRV
 from workbench.schedule.trace import AttrSpec, InstructionKind, register_instruction
 from workbench.schedule.tree import (
+    block_names,
     describe_stmt,
     find_loop,
     fresh_name,
@@ -243,13 +244,14 @@ def blockize(
     )
     inner_realize = BlockRealize(tuple(inner_values), realize.predicate, inner_block)
     outer_init = None
+    names = taken | set(block_names(func)) | {"root"}  # a second blockize reuses no block's
     if block.init is not None:
-        init_name = fresh_name(block.name + "_init", taken | {block.name})
+        init_name = fresh_name(block.name + "_init", names)
         outer_init = _init_nest(block, inner_realize, loops, sub, taken, init_name)
     iv_ranges = {iv.var: (0, const_value(iv.dom.extent) - 1) for iv in inner_ivs}
     reads = _merge_regions([relax_region(r, iv_ranges) for r in inner_block.reads])
     writes = _merge_regions([relax_region(r, iv_ranges) for r in inner_block.writes])
-    outer_name = fresh_name("blockized_" + block.name, set(taken))
+    outer_name = fresh_name("blockized_" + block.name, names)
 
     def rebuild(node: For):
         body = _replace_realize(node, realize, inner_realize)
