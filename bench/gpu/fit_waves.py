@@ -164,7 +164,8 @@ def main(argv=None) -> int:
               f"{was['error']:.1%} -> {f['error']:.1%} | {f['rows']} |")
     print("\n| M x N x K | fastest (tile, split, us) | committed counts' pick | refit pick |")
     print("| --- | --- | --- | --- |")
-    for old, new in zip(picks(rows, committed), picks(rows, fitted), strict=True):
+    chosen = {"committed": picks(rows, committed), "refit": picks(rows, fitted)}
+    for old, new in zip(chosen["committed"], chosen["refit"], strict=True):
         best = old["best"]
         cells = [f"{p['pick'][0]}, {p['pick'][1]}, {p['pick'][2] * 1e6:.0f} us "
                  f"(+{p['loss']:.0%})" for p in (old, new)]
@@ -175,17 +176,17 @@ def main(argv=None) -> int:
     print(f"\nWAVE_SLOTS per multiprocessor: ({slots}); WAVE_US_PER_K = {{{per_k}}}")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump(constants_json(rows, committed, fitted), handle, indent=1)
+            json.dump(constants_json(fitted, chosen), handle, indent=1)
     return 0
 
 
-def constants_json(rows: list[dict], committed: dict, fitted: dict) -> dict:
-    """The refit constants as ``gpu_plan.py --waves`` reads them, with the mean loss of the
-    committed counts' picks and of the refit's."""
+def constants_json(fitted: dict, chosen: dict[str, list[dict]]) -> dict:
+    """The refit constants as ``gpu_plan.py --waves`` reads them, with the mean loss of each
+    model's picks (``chosen``: ``picks`` of the committed counts and of the refit)."""
     return {"per_sm": {str(t): f["per_sm"] for t, f in fitted.items()},
             "us_per_k": {str(t): round(f["us_per_k"], 4) for t, f in fitted.items()},
-            "loss": {name: round(statistics.fmean(p["loss"] for p in picks(rows, sides)), 4)
-                     for name, sides in (("committed", committed), ("refit", fitted))}}
+            "loss": {name: round(statistics.fmean(p["loss"] for p in mine), 4)
+                     for name, mine in chosen.items()}}
 
 
 if __name__ == "__main__":
