@@ -70,9 +70,10 @@ def select_loop(loops, name: str) -> None:
     expect_loop(loops, name)
 
 
-def expect_loop(loops, name: str) -> None:
+def expect_loop(loops, name: str, timeout: float | None = None) -> None:
     """Wait until loop ``name`` is the selected one."""
-    expect(loops.locator("option:checked")).to_have_text(re.compile(rf"^\s*{name}\s"))
+    expect(loops.locator("option:checked")).to_have_text(re.compile(rf"^\s*{name}\s"),
+                                                         timeout=timeout)
 
 
 def hover_until_watched(page, widget, tries: int = 5) -> None:
@@ -92,6 +93,41 @@ def hover_until_watched(page, widget, tries: int = 5) -> None:
         except AssertionError:
             page.mouse.move(0, 0)  # leave, so the next hover enters again
     expect(widget).to_have_class(watched)
+
+
+def kernel_idle(page):
+    """The notebook's kernel indicator once it reads idle (every comm message the kernel
+    handles turns it busy, then idle)."""
+    return page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+
+
+def press_watched(page, widget, loops, name: str, selected: str | None) -> None:
+    """Press key ``name`` over ``widget``, once the kernel is idle and ipyevents listens; with
+    ``selected``, wait until the loop list selects that loop.
+
+    A CI run lost an ``ArrowDown`` pressed with the list watched (the loop list stayed on
+    ``i`` for 60 s): the kernel was still redrawing the panes after the selection, and a
+    redraw can move the widget from under the mouse between the hover and the key. A
+    selection key that changed nothing while the kernel sat idle was lost, not late: it is
+    pressed once more (never a key that edits the schedule: pressing it twice would edit
+    twice).
+    """
+    expect(kernel_idle(page)).to_have_count(1, timeout=TIMEOUT_MS)
+    before = loops.locator("option:checked").text_content()
+    hover_until_watched(page, widget)
+    page.keyboard.press(name)
+    if selected is None:
+        return
+    if name in ("ArrowUp", "ArrowDown"):
+        try:
+            expect_loop(loops, selected, timeout=15_000)
+            return
+        except AssertionError:
+            expect(kernel_idle(page)).to_have_count(1, timeout=TIMEOUT_MS)
+            if loops.locator("option:checked").text_content() == before:
+                hover_until_watched(page, widget)
+                page.keyboard.press(name)
+    expect_loop(loops, selected)
 
 
 def cut_titles(labels) -> list[str]:
@@ -186,10 +222,7 @@ def check_keys_and_a_refused_edit_that_moves_nothing(page, explorer) -> None:
     loop_list = explorer.locator(".widget-select").first
 
     def key(name: str, selected: str | None = None) -> None:
-        hover_until_watched(page, loop_list)
-        page.keyboard.press(name)
-        if selected is not None:
-            expect_loop(loops, selected)
+        press_watched(page, loop_list, loops, name, selected)
 
     key("ArrowDown", "j")
     key("ArrowUp", "i")
