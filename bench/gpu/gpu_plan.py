@@ -34,7 +34,10 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    ``v4`` or the ``planes`` schedule of ``im2col``; the swizzled B tile of the SGEMM,
    ``matmul_cuda.SWIZZLE_B``; planes and the swizzle together).
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
-   against ``torch.softmax`` / ``F.layer_norm``.
+   against ``torch.softmax`` / ``F.layer_norm``. ``reduce``: an RMSNorm (Llama's, widths
+   4096 and 768, 1024 rows) and a mean over the trailing axes (16 x 512 x 7 x 7) through
+   ``wb.compile``, with the warp-per-row rule (``graph_cuda_ops.row_reduce``) and without
+   it (the baseline: a thread per row), beside eager.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
    weights), the pre-norm block of ``tests/graph/graph_models.py`` at d 768 b1 (128 tokens):
    ``wb.compile(target="cuda")`` called with torch CUDA tensors (graph replay) against
@@ -84,6 +87,8 @@ SIZES = {
         "linear": [(1024, 768, 2304, False), (1024, 768, 768, False), (1024, 768, 3072, True),
                    (1024, 3072, 768, False), (2048, 256, 768, False), (2048, 1024, 256, False)],
         "rows": [(8192, 8192), (4096, 3000), (30000, 768)],
+        "reduce": [("rmsnorm", (8, 128, 4096)), ("rmsnorm", (8, 128, 768)),
+                   ("mean", (16, 512, 7, 7))],
         "models": ["resnet18 b16", "gpt2-small b8", "block d768 b1"],
         "policy": ["gpt2-small b8", "block d256 b16"],
         "convgemm": ["resnet18 b16", "resnet18 b1"],
@@ -98,6 +103,7 @@ SIZES = {
         "sgemm": [(17, 9, 5), (7, 33, 4)],
         "linear": [(10, 64, 36, True)],
         "rows": [(5, 40), (3, 7)],
+        "reduce": [("rmsnorm", (2, 3, 40)), ("mean", (2, 3, 6, 7))],
         "models": ["block d16 b1"],
         "policy": ["block d16 b1"],
         "convgemm": ["convnet b2"],
@@ -695,6 +701,63 @@ def part_rows(ctx: Context, entry: dict) -> None:
             ctx.save()
 
 
+def _reduce_model(torch, kind: str, width: int):
+    """Part ``reduce``'s module: Llama's RMSNorm (as transformers writes it) of ``width``,
+    or the mean over the last two axes."""
+
+    class RMSNorm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(width))
+
+        def forward(self, x):
+            variance = x.pow(2).mean(-1, keepdim=True)
+            return self.weight * (x * torch.rsqrt(variance + 1e-6))
+
+    class Mean(torch.nn.Module):
+        def forward(self, x):
+            return x.mean((2, 3))
+
+    return RMSNorm() if kind == "rmsnorm" else Mean()
+
+
+def part_reduce(ctx: Context, entry: dict) -> None:
+    """Row reductions through ``wb.compile``: with ``graph_cuda_ops.row_reduce`` (the
+    default) and without it (``"baseline"``), beside eager of the same run."""
+    import copy
+
+    from workbench.recipes import graph_cuda_ops as g
+
+    torch = ctx.torch
+    rows = entry.setdefault("rows", {})
+    for kind, shape in ctx.sizes["reduce"]:
+        rows[name := f"{kind} {'x'.join(map(str, shape))}"] = row = {}
+        try:
+            torch.manual_seed(0)
+            model = _reduce_model(torch, kind, shape[-1]).eval()
+            x = torch.randn(*shape)
+            xd, device_model = x.to(ctx.device), copy.deepcopy(model).to(ctx.device)
+            with torch.no_grad():
+                want = device_model(xd).clone()
+                row["torch eager"] = ctx.measure(lambda: device_model(xd))  # noqa: B023
+        except Exception as err:  # noqa: BLE001
+            rows[name] = _error(err)
+            ctx.save()
+            continue
+
+        def compiled(rules=None):
+            saved = g.RULES
+            g.RULES = saved if rules is None else rules
+            try:
+                return _compiled_row(ctx, model, x, xd, want, None, report=True)  # noqa: B023
+            finally:
+                g.RULES = saved
+
+        _variant(ctx, row, "row_reduce", 15, compiled)
+        _variant(ctx, row, "baseline", 15,
+                 lambda: compiled(tuple(r for r in g.RULES if r is not g.row_reduce)))
+
+
 def make_model(name: str):
     """(model, example input on the CPU) for a model row of ``SIZES``."""
     import torch
@@ -870,6 +933,7 @@ PARTS = [
     Part("sweep", part_sweep, 60),
     Part("convgemm", part_convgemm, 90),
     Part("rows", part_rows, 30),
+    Part("reduce", part_reduce, 30),
     Part("models", part_models, 90),
     Part("launch", part_launch, 30),
     Part("tune", part_tune, 90),

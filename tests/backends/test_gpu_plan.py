@@ -97,7 +97,7 @@ def test_arguments(plan_module):
         with pytest.raises(SystemExit):
             plan_module.parse_args(bad)
     assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "linear", "policy", "sweep", "convgemm",
-                                                   "rows", "models", "launch", "tune", "fold"]
+                                                   "rows", "reduce", "models", "launch", "tune", "fold"]
     assert set(plan_module.SIZES["gpu"]) == set(plan_module.SIZES["dry"])
     command = plan_module.tests_command(args)
     assert command[1:4] == ["-m", "pytest", "-v"] and command[-1] == "tests"
@@ -228,3 +228,21 @@ def test_a_bench_script_part_keeps_its_json_and_log_even_when_cut(plan_module, t
     plan_module.run_script(ctx, cut, "fake_bench.py", ["--out", path, "--sleep", "30"], 20.0,
                            path)
     assert cut["returncode"] == "timeout" and cut["result"]["rows"] == {"a": {"ms": 1.5}}
+
+
+@pytest.mark.cuda
+def test_part_reduce_times_the_rule_and_the_baseline_on_the_same_model(plan_module, tmp_path):
+    """Part ``reduce`` (dry, simulator): each model compiled with the warp-per-row rule and
+    without it, both checked against eager; the rule restored afterwards."""
+    from workbench.recipes import graph_cuda_ops
+
+    rules = graph_cuda_ops.RULES
+    plan, ctx = _dry_context(plan_module, tmp_path, {"reduce": [("rmsnorm", (1, 5, 40))]})
+    plan_module.part_reduce(ctx, plan.result["parts"].setdefault("reduce", {}))
+    assert graph_cuda_ops.RULES is rules
+    row = json.loads((tmp_path / "plan.json").read_text())["parts"]["reduce"]["rows"][
+        "rmsnorm 1x5x40"]
+    assert row["row_reduce"]["rel_err"] < 1e-5 and row["baseline"]["rel_err"] < 1e-5, row
+    kernels = {label: {k["pattern"] for k in row[label]["kernels_by_time"]}
+               for label in ("row_reduce", "baseline")}
+    assert kernels["row_reduce"] == kernels["baseline"] and "mean+add+rsqrt" in kernels["baseline"]

@@ -9,7 +9,7 @@ MODULES = ["ir", "printer", "builder", "interpreter", "passes.dce", "passes.cons
            "passes.cse", "passes.simplify", "passes.memory_plan", "passes.pipeline",
            "frontends.onnx", "lower_ops"]
 # the graph's default schedules (recipes chosen through the target's ``graph_schedule``)
-RECIPE_MODULES = ["graph_cpu", "graph_cpu_ops", "graph_cuda", "graph_cuda_ops"]
+RECIPE_MODULES = ["graph_cpu", "graph_cpu_ops", "graph_cuda", "graph_cuda_ops", "reduce_cuda"]
 
 
 @pytest.mark.parametrize("name", MODULES + [f"workbench.recipes.{m}" for m in RECIPE_MODULES])

@@ -34,6 +34,7 @@ from workbench.recipes import (
     matmul,
     matmul_cuda,
     pool_cpu,
+    reduce_cuda,
     rows_cuda,
     softmax,
     softmax_lowering,
@@ -46,5 +47,5 @@ __all__ = ["RECIPES", "Recipe", "get", "list", "list_recipes", "register", "atte
            "attention_cuda", "bmm_cuda", "conv2d_1x1_cpu", "conv2d_cpu", "conv2d_depthwise_cpu",
            "conv2d_packed_cpu",
            "layernorm", "matmul", "softmax", "conv2d_cuda",
-           "elementwise_cuda", "gemv_cuda", "matmul_cuda", "pool_cpu", "rows_cuda",
+           "elementwise_cuda", "gemv_cuda", "matmul_cuda", "pool_cpu", "reduce_cuda", "rows_cuda",
            "softmax_lowering"]

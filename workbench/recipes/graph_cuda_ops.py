@@ -568,6 +568,21 @@ def pool_threads(func) -> Schedule | None:
     return sch
 
 
+def row_reduce(func) -> Schedule | None:
+    """One reduction over the row's innermost axis (``sum``, ``mean``, ``amax`` of the last
+    axes; RMSNorm's ``mean`` of the squares, ``+ eps``, ``rsqrt``) and its elementwise
+    epilogue: ``reduce_cuda.warp_rows`` (a warp or more per row, coalesced reads, the
+    threads' partials combined by shuffles) where ``reduce_cuda.match`` takes the kernel."""
+    from workbench.recipes.reduce_cuda import match, warp_rows
+
+    if match(func) is None:
+        return None
+    try:
+        return warp_rows(func)
+    except _FAILS:
+        return None
+
+
 GRID_Y = 65535
 """The most blocks along ``blockIdx.y``."""
 
@@ -646,7 +661,7 @@ def elementwise_v4(func) -> Schedule | None:
 
 
 RULES = (matmul_gemv, matmul_tiled, bmm_tiled, conv2d_tiled, attention_tiled, attention_rows, rows,
-         pool_threads, im2col_planes, elementwise_v4)
+         pool_threads, row_reduce, im2col_planes, elementwise_v4)
 """Tried in order; the first that returns a schedule wins."""
 
 
@@ -663,4 +678,4 @@ __all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS"
            "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
            "IM2COL_SCHEDULE", "POOL_TAILS", "conv2d_tiled", "elementwise_v4", "im2col_planes",
            "matmul_gemv", "matmul_plan", "matmul_tiled", "matmul_tiling", "recipe_schedule",
-           "pool_threads", "row_threads", "rows"]
+           "pool_threads", "row_reduce", "row_threads", "rows"]
