@@ -758,8 +758,15 @@ def part_reduce(ctx: Context, entry: dict) -> None:
                  lambda: compiled(tuple(r for r in g.RULES if r is not g.row_reduce)))
 
 
+MODEL_NAMES = re.compile(r"^(block d\d+|convnet|resnet18|mobilenet_v2|efficientnet_b0|gpt2-small)"
+                         r" b\d+$")
+"""The models ``make_model`` builds (``--models``, ``--convgemm``): a kind and a batch."""
+
+
 def make_model(name: str):
     """(model, example input on the CPU) for a model row of ``SIZES``."""
+    if not MODEL_NAMES.match(name):
+        raise ValueError(f"no model {name!r} (names match {MODEL_NAMES.pattern})")
     import torch
 
     from tests.graph.graph_models import Block
@@ -774,11 +781,12 @@ def make_model(name: str):
         body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
                              nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2, padding=1))
         return body.eval(), torch.randn(int(name.rsplit("b", 1)[1]), 3, 7, 9)
-    if name.startswith("resnet18"):
+    if name.split()[0] in ("resnet18", "mobilenet_v2", "efficientnet_b0"):
         import torchvision
 
         batch = int(name.rsplit("b", 1)[1])
-        return torchvision.models.resnet18(weights=None).eval(), torch.randn(batch, 3, 224, 224)
+        model = getattr(torchvision.models, name.split()[0])(weights=None)
+        return model.eval(), torch.randn(batch, 3, 224, 224)
     import transformers
 
     config = transformers.GPT2Config(n_layer=12, n_head=12, n_embd=768, n_positions=128,
@@ -997,6 +1005,10 @@ def parse_args(argv=None):
     args.sweep = shapes
     if not set(args.sweep_tiles) <= {32, 64, 128}:
         parser.error(f"--sweep-tiles: sides of 32, 64, 128, got {args.sweep_tiles}")
+    for option in ("models", "convgemm"):
+        bad = [m for m in getattr(args, option).split(",") if m and not MODEL_NAMES.match(m)]
+        if bad:
+            parser.error(f"--{option}: no model {bad}; names match {MODEL_NAMES.pattern}")
     unknown = set(filter(None, args.only.split(","))) - {p.name for p in PARTS}
     if unknown:
         parser.error(f"--only: no part {sorted(unknown)}; parts: "

@@ -87,13 +87,14 @@ def test_arguments(plan_module):
     assert (args.sweep_tiles, args.sweep_splits) == ((64, 128), (1, 2, 3, 4, 6, 8))
     chosen = plan_module.parse_args(["--conv-variants", "conv recipes", "--sweep",
                                      "64,576,50176;8,16,24", "--sweep-tiles", "32",
-                                     "--convgemm", "resnet18 b16", "--models", "a b1,c b2"])
+                                     "--convgemm", "resnet18 b16", "--models", "resnet18 b1,block d16 b2"])
     assert chosen.conv_variants == ["conv recipes"] and chosen.sweep_tiles == (32,)
     sizes = plan_module.Context(chosen, plan_module.Plan("unused.json", 1.0)).sizes
-    assert sizes["convgemm"] == ["resnet18 b16"] and sizes["models"] == ["a b1", "c b2"]
+    assert sizes["convgemm"] == ["resnet18 b16"] and sizes["models"] == ["resnet18 b1", "block d16 b2"]
     assert sizes["sweep"] == [(64, 576, 50176), (8, 16, 24)]
     for bad in (["--conv-variants", "im2col v5"], ["--sweep-tiles", "48"],
-                ["--sweep-splits", "two"], ["--sweep", "64,576"]):
+                ["--sweep-splits", "two"], ["--sweep", "64,576"],
+                ["--models", "resnet18 b16,mobilenet b16"], ["--convgemm", "resnet18"]):
         with pytest.raises(SystemExit):
             plan_module.parse_args(bad)
     assert [p.name for p in plan_module.PARTS] == ["tests", "attn", "conv2", "sgemm", "linear", "policy", "sweep", "convgemm",
@@ -246,3 +247,13 @@ def test_part_reduce_times_the_rule_and_the_baseline_on_the_same_model(plan_modu
     kernels = {label: {k["pattern"] for k in row[label]["kernels_by_time"]}
                for label in ("row_reduce", "baseline")}
     assert kernels["row_reduce"] == kernels["baseline"] and "mean+add+rsqrt" in kernels["baseline"]
+
+
+def test_a_model_name_is_one_make_model_builds(plan_module):
+    """A misspelt model is refused by name (it once fell through to GPT-2)."""
+    assert plan_module.parse_args(["--models", "mobilenet_v2 b16,block d768 b1"]).models
+    with pytest.raises(ValueError, match="no model 'mobilenet b16'"):
+        plan_module.make_model("mobilenet b16")
+    model, x = plan_module.make_model("convnet b2")
+    assert tuple(x.shape) == (2, 3, 7, 9) and model(x).shape[0] == 2
+

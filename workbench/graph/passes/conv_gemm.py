@@ -12,7 +12,9 @@ Between convolutions the activations then stay in the product's ``(C, N, H, W)``
 (``_sink_swaps``): each transpose moves below the elementwise ops that read it (a residual
 operand transposed too, where two transposes meet ``simplify`` removes both, a constant
 transposed at compile time), an ``im2col`` reading a transposed value reads its source
-(``layout="CNHW"``), pools (one ``(n, c)`` plane at a time) run on the CNHW value, and
+(``layout="CNHW"``), pools (one ``(n, c)`` plane at a time) run on the CNHW value, a
+depthwise convolution on the CNHW value viewed as one image of ``C * N`` channels (its
+weight repeated ``N`` times), and
 ``sink_reshapes`` moves the ``(K, N, P, Q)`` view below the elementwise ops so that the
 bias, a residual and a relu join the matmul's epilogue. A transpose is left where a value
 leaves the convolutions (a flatten, the model's output). cuDNN chooses between such
@@ -137,11 +139,54 @@ POOLS = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
 """Ops on each ``(n, c)`` plane alone: they commute with ``SWAP``."""
 
 
+def _depthwise_planes(graph: Graph, node: Node, users: dict, constants: dict,
+                      pinned: set[str]) -> list[Node] | None:
+    """``conv2d(swap(a))`` of a depthwise convolution (groups = channels = outputs, a
+    constant weight and bias) as ``swap(view(conv2d(view(a))))``, or None where it does not
+    apply: the CNHW value ``a`` ``(C, N, H, W)`` viewed as one image of ``C * N`` channels
+    (channel ``c * N + n``: each plane where it was), the weight and bias repeated ``N``
+    times (constants), the product viewed back ``(C, N, P, Q)``. The convolution then runs
+    on the CNHW value the matmul before wrote, and its output stays CNHW for the matmul
+    after: mobilenet's and efficientnet's two transposes around each depthwise convolution
+    go."""
+    if node.op != "conv2d" or any(key in node.attrs for key in VIEW_ATTRS):
+        return None
+    x, weight, *rest = node.inputs
+    source = _swap_source(graph, x)
+    if source is None or x in pinned or len(users.get(x, ())) != 1 or weight not in constants:
+        return None
+    N, C, H, W = graph.type_of(x).shape
+    K, per_group, _, _ = constants[weight].shape
+    bias = rest[0] if rest else None
+    if node.attrs.get("groups", 1) != C or K != C or per_group != 1 or \
+            (bias is not None and bias not in constants):
+        return None
+    _, _, P, Q = node.type.shape
+    dtype = node.type.dtype
+    planes = Node(f"{node.name}_planes_in", "reshape", (source,), {"shape": [1, C * N, H, W]},
+                  TensorType((1, C * N, H, W), dtype), node.source)
+    inputs = [planes.name]
+    for name in (weight, bias) if bias is not None else (weight,):
+        repeated = f"{name}_x{N}"
+        constants[repeated] = np.repeat(constants[name], N, axis=0)
+        inputs.append(repeated)
+    conv = node.replace(name=f"{node.name}_planes", inputs=tuple(inputs),
+                        attrs={**node.attrs, "groups": C * N},
+                        type=TensorType((1, C * N, P, Q), dtype))
+    shaped = Node(f"{node.name}_cnhw", "reshape", (conv.name,), {"shape": [C, N, P, Q]},
+                  TensorType((C, N, P, Q), dtype), node.source)
+    return [planes, conv, shaped, Node(node.name, "transpose", (shaped.name,), {"perm": SWAP},
+                                       node.type, node.source)]
+
+
 def _sink_one(graph: Graph, node: Node, users: dict, constants: dict,
               pinned: set[str]) -> list[Node] | None:
     """``op(swap(a), b)`` as ``swap(op(a, swap(b)))``, or None where it does not apply; the
     ``swap(b)`` it inserts joins ``pinned`` (a pinned transpose does not move a node itself:
-    else ``op(a, swap(b))`` would move back, without end)."""
+    else ``op(a, swap(b))`` would move back, without end). A depthwise convolution moves
+    below the transpose its own way (``_depthwise_planes``)."""
+    if node.op == "conv2d":
+        return _depthwise_planes(graph, node, users, constants, pinned)
     movable = (kind(node.op) == "elementwise" and node.op not in _AXIS_OPS) or \
         (node.op in POOLS and len(node.inputs) == 1)
     if not movable or len(node.type.shape) != 4 or \
