@@ -53,6 +53,21 @@ def _slice(fb, node, ins, out):
     fb.spatial("T_slice", out, value)
 
 
+def _rotate_half(fb, node, ins, out):
+    """``ops.rotate_half``: ``out[..., d] = -x[..., d + h]`` for ``d < h``, else
+    ``x[..., d - h]``."""
+    (x,) = ins
+    half = out.shape[-1] // 2
+
+    def value(vs):
+        *outer, last = vs
+        first = x[list(outer) + [_clamp(last + IntImm(half), 2 * half)]]
+        second = x[list(outer) + [_clamp(last - IntImm(half), 2 * half)]]
+        return Select(LT(last, IntImm(half)), const(0.0, first.dtype) - first, second)
+
+    fb.spatial("T_rotate_half", out, value)
+
+
 def _embedding(fb, node, ins, out):
     weight, indices = ins
     fb.spatial("T_embedding", out, lambda vs: weight[[indices[list(vs[:-1])], vs[-1]]])
@@ -265,6 +280,7 @@ def _adaptive_avg_pool2d(fb, node, ins, out):
 MORE_COMPOSED_HEADS = {
     "conv3d": _conv3d, "pool3d": _pool3d, "adaptive_avg_pool2d": _adaptive_avg_pool2d,
     "concat": _concat, "slice": _slice, "embedding": _embedding, "pad": _pad,
+    "rotate_half": _rotate_half,
     "reduce": _reduce, "log_softmax": _log_softmax, "conv2d": _conv2d,
 }
 """op -> its ``FuncBuilder`` kernel (merged into ``lower_ops.COMPOSED_HEADS``)."""

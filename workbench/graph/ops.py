@@ -317,6 +317,14 @@ def slice_(x, axis: int = 0, start: int = 0, stop: int = 0, step: int = 1):
     return x[tuple(index)]
 
 
+def rotate_half(x):
+    """The rotary embedding's ``rotate_half`` (Llama, Mistral, Qwen, GPT-NeoX):
+    ``concat(-x[..., h:], x[..., :h])`` along the last axis, ``h`` half of it
+    (``passes.rotary`` finds it written out as two slices, a negation and a concatenation)."""
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
 def embedding(weight, indices):
     """Rows of ``weight`` at the (integer) ``indices``: ``weight[indices]``."""
     return weight[indices.astype(np.int64)]
@@ -385,6 +393,7 @@ OPS: dict[str, tuple[Callable, str]] = {
     "reduce": (reduce, "reduction"), "log_softmax": (log_softmax, "reduction"),
     "sdpa": (sdpa, "attention"),
     "concat": (concat, "layout"), "slice": (slice_, "layout"),
+    "rotate_half": (rotate_half, "layout"),
     "embedding": (embedding, "layout"), "pad": (pad, "layout"),
     "take": (take, "layout"), "gather": (gather, "layout"), "cast": (cast, "elementwise"),
     "reshape": (reshape, "layout"), "transpose": (transpose, "layout"),

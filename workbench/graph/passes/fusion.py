@@ -6,7 +6,8 @@ the group of the producer of one of its inputs when
 - the producer's group is an ``anchor`` (conv2d, matmul: conv+bn+relu, matmul+bias+gelu),
   a ``reduction`` (softmax, layer_norm, pools: reductions with elementwise consumers),
   ``elementwise`` (elementwise chains) or ``gather`` group (take, embedding: token plus
-  position embeddings; other layout operators host nothing, ``fold_views`` folds them),
+  position embeddings; ``rotate_half``: the rotary embedding; other layout operators host
+  nothing, ``fold_views`` folds them),
 - the producer's value has this consumer as its only user and is not a graph output
   (otherwise it must be materialised anyway),
 - the consumer does not broadcast the producer's value to a larger shape.
@@ -26,10 +27,12 @@ from workbench.ir.names import fresh_name
 
 _EPILOGUE_HOSTS = ("anchor", "reduction", "elementwise", "gather")
 
-_GATHERS = ("take", "gather", "embedding")
+_GATHERS = ("take", "gather", "embedding", "rotate_half")
 """Layout operators whose groups host an elementwise epilogue all the same (group kind
-``"gather"``): a gather's kernel reads one row per output row, so an epilogue (GPT-2's and
-BERT's position embeddings added to the token embeddings) costs no extra pass over memory."""
+``"gather"``): their kernel reads one element of the input per output element (a gather's
+row, ``rotate_half``'s partner in the other half), so an epilogue (GPT-2's and BERT's
+position embeddings added to the token embeddings; the rotary ``* sin + q * cos``) costs no
+extra pass over memory."""
 
 
 def _group_kind(op: str) -> str:
