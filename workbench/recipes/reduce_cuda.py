@@ -133,13 +133,9 @@ def warp_rows(func: PrimFunc, threads: int | None = None,
         sch.set_scope(first, 0, "local")
     reduce_loops = sch.get_loops(first)[-reduce_count:]
     reduce_loop = sch.fuse(*reduce_loops) if len(reduce_loops) > 1 else reduce_loops[0]
-    auto_threads, auto_rows = row_threads(int(sch.get(reduce_loop).extent.value))
     if threads is None:
-        threads = auto_threads
-        rows_per_block = auto_rows if rows_per_block is None else rows_per_block
-    elif rows_per_block is None:
-        rows_per_block = max(1, BLOCK_THREADS // threads)
-    rows_per_block = min(rows_per_block, rows)
+        threads = row_threads(int(sch.get(reduce_loop).extent.value))[0]
+    rows_per_block = min(rows_per_block or max(1, BLOCK_THREADS // threads), rows)
     if rows_per_block > 1:
         block_row, row = sch.split(row, factors=[None, rows_per_block])
         sch.bind(block_row, "blockIdx.x")
