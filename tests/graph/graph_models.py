@@ -7,6 +7,17 @@ from torch import nn
 from torch.nn import functional as F
 
 
+class Fn(nn.Module):
+    """A module of a function (``Fn(lambda x: x.sum(-1))``): one operator pattern as a model."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
 class SmallCNN(nn.Module):
     """conv-bn-relu, pooling, conv-bn-silu, adaptive pooling, flatten, linear."""
 

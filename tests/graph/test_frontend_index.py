@@ -9,19 +9,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from graph_models import Fn  # noqa: E402
+
 import workbench as wb  # noqa: E402
 from workbench.graph import from_torch  # noqa: E402
 from workbench.graph.compiler import ModelInputError  # noqa: E402
 from workbench.graph.errors import IndexOutOfRangeError, UnsupportedOperatorError  # noqa: E402
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def _two_index(x, i, j):

@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import zoo_models  # noqa: E402
+from graph_models import Fn  # noqa: E402
 from torch import nn  # noqa: E402
 
 import workbench as wb  # noqa: E402
@@ -83,15 +84,6 @@ def test_the_operator_is_torch_rotate_half():
     x = torch.randn(3, 5, 12)
     np.testing.assert_array_equal(evaluate("rotate_half", [x.numpy()], {}),
                                   rotate_half(x).numpy())
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 @pytest.mark.parametrize(("fn", "why"), [

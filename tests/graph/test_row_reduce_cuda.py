@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from graph_models import Fn  # noqa: E402
 from torch import nn  # noqa: E402
 
 import workbench as wb  # noqa: E402
@@ -20,15 +21,6 @@ from workbench.recipes.graph_cuda_ops import RULES  # noqa: E402
 from workbench.recipes.reduce_cuda import match, row_threads  # noqa: E402
 
 pytestmark = pytest.mark.cuda
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 class RMSNorm(nn.Module):

@@ -47,7 +47,7 @@ from workbench.ir import PrimFunc, Var
 from workbench.ir.analysis import find_blocks
 from workbench.ir.stmt import IterKind
 from workbench.recipes.registry import register
-from workbench.recipes.rows_cuda import MAX_THREADS, register_threads
+from workbench.recipes.rows_cuda import MAX_THREADS, bind_rows, register_threads
 from workbench.schedule import Schedule
 
 MIN_ROW = 32
@@ -135,13 +135,7 @@ def warp_rows(func: PrimFunc, threads: int | None = None,
     reduce_loop = sch.fuse(*reduce_loops) if len(reduce_loops) > 1 else reduce_loops[0]
     if threads is None:
         threads = row_threads(int(sch.get(reduce_loop).extent.value))[0]
-    rows_per_block = min(rows_per_block or max(1, BLOCK_THREADS // threads), rows)
-    if rows_per_block > 1:
-        block_row, row = sch.split(row, factors=[None, rows_per_block])
-        sch.bind(block_row, "blockIdx.x")
-        sch.bind(row, "threadIdx.y")
-    else:
-        sch.bind(row, "blockIdx.x")
+    bind_rows(sch, row, min(rows_per_block or max(1, BLOCK_THREADS // threads), rows))
     _, lane = sch.split(reduce_loop, factors=[None, threads])
     sch.bind(lane, "threadIdx.x")
     return sch

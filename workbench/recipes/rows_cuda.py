@@ -165,12 +165,7 @@ def block_per_row(
         stage = "registers" if fits else _fallback_stage(n)
     threads = auto_threads if threads is None else threads
     stage = auto_stage if stage == _AUTO else stage
-    if rows_per_block > 1:
-        block_row, row = sch.split(row, factors=[None, rows_per_block])
-        sch.bind(block_row, "blockIdx.x")
-        sch.bind(row, "threadIdx.y")
-    else:
-        sch.bind(row, "blockIdx.x")
+    row = bind_rows(sch, row, rows_per_block)
     if stage == "registers":
         _registers(sch, func, reductions, out, row, threads, lanes)
         return sch
@@ -194,6 +189,19 @@ def block_per_row(
         _, copy_thread = sch.split(copy_column, factors=[None, threads])
         sch.bind(copy_thread, "threadIdx.x")
     return sch
+
+
+def bind_rows(sch: Schedule, row, rows_per_block: int):
+    """The row loop ``row`` on ``blockIdx.x``, or, for several rows per block, split: the
+    blocks on ``blockIdx.x``, the block's rows on ``threadIdx.y``; returns the loop of one
+    row (where the row's reductions are computed)."""
+    if rows_per_block <= 1:
+        sch.bind(row, "blockIdx.x")
+        return row
+    block_row, row = sch.split(row, factors=[None, rows_per_block])
+    sch.bind(block_row, "blockIdx.x")
+    sch.bind(row, "threadIdx.y")
+    return row
 
 
 def _split_row(sch: Schedule, loop, threads: int, lanes: int, wide: bool) -> None:
