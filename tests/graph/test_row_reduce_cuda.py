@@ -15,7 +15,7 @@ from graph_models import Fn  # noqa: E402
 from torch import nn  # noqa: E402
 
 import workbench as wb  # noqa: E402
-from workbench import ops, recipes  # noqa: E402
+from workbench import T, ops, recipes  # noqa: E402
 from workbench.backends import build  # noqa: E402
 from workbench.recipes.graph_cuda_ops import RULES  # noqa: E402
 from workbench.recipes.reduce_cuda import match, row_threads  # noqa: E402
@@ -96,3 +96,29 @@ def test_the_recipe_on_the_library_reductions(rng):
     assert match(ops.matmul(64, 64, 64)) is None  # B[k, j] is not read along its row
     assert [row_threads(n) for n in (32, 1024, 1025, 3000, 40000)] == [
         (32, 4), (32, 4), (64, 2), (128, 1), (512, 1)]
+
+
+
+@T.prim_func
+def _centred(A: T.Buffer((6, 64), "float32"), B: T.Buffer((6, 64), "float32")):
+    total = T.alloc_buffer((6,), "float32")
+    for i, k in T.grid(6, 64):
+        with T.block("total"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                total[vi] = T.float32(0)
+            total[vi] = total[vi] + A[vi, vk]
+    for i, j in T.grid(6, 64):
+        with T.block("out"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] - total[vi]
+
+
+def test_an_epilogue_over_the_rows_elements_is_not_a_row_reduction():
+    """``x - x.sum(-1)`` in one kernel: a warp per output would recompute the row's sum for
+    every element; ``match`` refuses a spatial block larger than the rows, and the graph's
+    default (the baseline) still computes it."""
+    assert match(_centred) is None
+    sch = recipes.get("reduce_sum", "warp_rows", "cuda")
+    with pytest.raises(ValueError, match="one value"):
+        sch(_centred)

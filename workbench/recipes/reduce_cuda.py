@@ -29,7 +29,8 @@ multiprocessors.
 
 A reduction over an outer axis (``x.amax(1)`` of a ``(2, 3, 4)``) is not a row: the baseline
 already reads it coalesced (neighbouring outputs, neighbouring columns) and this recipe
-refuses it (``match`` returns None).
+refuses it (``match`` returns None), as it refuses an epilogue over the row's elements (a
+normalisation, ``x * rsqrt(mean(x * x))``: the row kernels of ``rows_cuda`` are for those).
 
 Example
 -------
@@ -61,8 +62,8 @@ BLOCK_THREADS = 128
 def match(func: PrimFunc) -> tuple[str, list[str]] | None:
     """``(reduction block, epilogue blocks)`` when ``func`` is one reduction over its row's
     innermost axis (reduce iteration variables last, the input read with the last of them as
-    its last index) of ``MIN_ROW`` elements or more, followed by spatial blocks only; None
-    otherwise.
+    its last index) of ``MIN_ROW`` elements or more, followed by spatial blocks of one value
+    a row only; None otherwise.
 
     >>> from workbench import ops
     >>> match(ops.reduce_mean(3, 40)), match(ops.reduce_mean(3, 40, axis=0))
@@ -80,10 +81,17 @@ def match(func: PrimFunc) -> tuple[str, list[str]] | None:
         return None
     if any(iv.kind != IterKind.SPATIAL for block in rest for iv in block.iter_vars):
         return None
-    row = math.prod(int(iv.dom.extent.value) for iv in first.iter_vars[reduce_at:])
+    row = math.prod(_extents(first.iter_vars[reduce_at:]))
     if row < MIN_ROW or not _reads_along(first, first.iter_vars[-1].var):
         return None
+    rows = math.prod(_extents(first.iter_vars[:reduce_at]))
+    if any(math.prod(_extents(block.iter_vars)) != rows for block in rest):
+        return None  # an epilogue over the row's elements (a normalisation): not one value a row
     return first.name, [block.name for block in rest]
+
+
+def _extents(iter_vars) -> list[int]:
+    return [int(iv.dom.extent.value) for iv in iter_vars]
 
 
 def _reads_along(block, var: Var) -> bool:
@@ -115,7 +123,8 @@ def warp_rows(func: PrimFunc, threads: int | None = None,
     found = match(func)
     if found is None:
         raise ValueError("warp_rows: not one reduction over the row's innermost axis of "
-                         f"{MIN_ROW} elements or more followed by elementwise blocks")
+                         f"{MIN_ROW} elements or more followed by elementwise blocks of one "
+                         "value a row")
     reduction, epilogue = found
     sch = Schedule(func)
     for name in epilogue[:-1]:
