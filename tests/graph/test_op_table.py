@@ -30,3 +30,17 @@ def test_every_graph_operator_is_lowered():
     for name in OPS:
         assert (kind(name) == "elementwise" or name in LIBRARY_HEADS or name in COMPOSED_HEADS
                 or name == "reshape"), name
+
+
+def test_the_writer_refuses_an_option_instead_of_writing_a_file_of_that_name(tmp_path,
+                                                                            monkeypatch,
+                                                                            capsys):
+    from workbench.graph.op_table import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as raised:
+        main(["--bogus"])
+    assert raised.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert main([str(tmp_path / "ops.md")]) == 0
+    assert (tmp_path / "ops.md").read_text() == op_table()

@@ -140,9 +140,15 @@ def op_table() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write ``docs/ops.md`` (or the path given)."""
-    argv = sys.argv[1:] if argv is None else argv
-    path = Path(argv[0]) if argv else DOC
+    """Write ``docs/ops.md`` (or the path given); an unknown option is refused by name
+    (``--help`` once wrote the table to a file called ``--help``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m workbench.graph.op_table",
+                                     description="Write the supported-operator table.")
+    parser.add_argument("path", nargs="?", default=str(DOC),
+                        help=f"where to write it (default: {DOC})")
+    path = Path(parser.parse_args(sys.argv[1:] if argv is None else argv).path)
     path.write_text(op_table())
     print(f"wrote {path}")
     return 0
