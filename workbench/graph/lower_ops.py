@@ -257,6 +257,14 @@ def _lib_layer_norm(node: Node, ctx: Context) -> Head | None:
     return Head(func, list(node.inputs), (tuple(range(n - nd)), tuple(range(n - nd, n))))
 
 
+def _lib_rms_norm(node: Node, ctx: Context) -> Head | None:
+    """``ops.rmsnorm`` over the rows of the last axis (blocks ``sq_sum``, ``T_rms_norm``)."""
+    shape = ctx.shape(node.inputs[0])
+    n = len(shape)
+    func = ops.rmsnorm(math.prod(shape[:-1]), shape[-1], node.attrs["eps"])
+    return Head(func, list(node.inputs), (tuple(range(n - 1)), (n - 1,)))
+
+
 def _lib_mean(node: Node, ctx: Context) -> Head | None:
     shape = ctx.shape(node.inputs[0])
     n = len(shape)
@@ -313,7 +321,8 @@ LIBRARY_HEADS: dict[str, Callable[[Node, Context], Head | None]] = {
     "take": _lib_take, "gather": _lib_take, "embedding": _lib_take,
     "matmul": _lib_matmul, "conv2d": _lib_conv2d, "conv2d_nhwc": _lib_conv2d_nhwc,
     "max_pool2d": _lib_pool, "avg_pool2d": _lib_pool, "adaptive_avg_pool2d": _lib_pool,
-    "softmax": _lib_softmax, "layer_norm": _lib_layer_norm, "mean": _lib_mean,
+    "softmax": _lib_softmax, "layer_norm": _lib_layer_norm, "rms_norm": _lib_rms_norm,
+    "mean": _lib_mean,
     "sdpa": _lib_sdpa,
 }
 """op -> the library operator viewing the node (None: the node does not fit it)."""

@@ -255,6 +255,12 @@ def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5, ndim: int = 1):
     return out
 
 
+def rms_norm(x, gamma, eps: float = 1e-6):
+    """RMS normalisation over the last axis (Llama's, T5's, Mistral's): ``x * rsqrt(mean(x *
+    x) + eps) * gamma`` (``passes.rms_norm`` finds it written out)."""
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma
+
+
 def sdpa(q, k, v, mask=None, scale: float | None = None, causal: bool = False,
          mask_kind: str = "additive"):
     """Scaled dot-product attention over the last two axes. An optional fourth input
@@ -390,6 +396,7 @@ OPS: dict[str, tuple[Callable, str]] = {
     "max_pool2d": (max_pool2d, "reduction"), "avg_pool2d": (avg_pool2d, "reduction"),
     "adaptive_avg_pool2d": (adaptive_avg_pool2d, "reduction"), "mean": (mean, "reduction"),
     "softmax": (softmax, "reduction"), "layer_norm": (layer_norm, "reduction"),
+    "rms_norm": (rms_norm, "reduction"),
     "reduce": (reduce, "reduction"), "log_softmax": (log_softmax, "reduction"),
     "sdpa": (sdpa, "attention"),
     "concat": (concat, "layout"), "slice": (slice_, "layout"),

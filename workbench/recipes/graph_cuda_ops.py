@@ -403,14 +403,16 @@ def row_threads(n: int) -> int:
 
 
 def rows(func) -> Schedule | None:
-    """``ops.softmax`` or ``ops.layernorm`` alone (the last block the normalisation): the
-    ``block_per_row`` recipe, threads per row from the row length (the recipe's own choice
-    where it makes one, ``threads=None``)."""
+    """``ops.softmax``, ``ops.layernorm`` or ``ops.rmsnorm`` alone (the last block the
+    normalisation): the ``block_per_row`` recipe, threads per row from the row length (the
+    recipe's own choice where it makes one, ``threads=None``)."""
     names = _names(func)
     if names[-1] == "T_softmax_norm" and "scores" not in names:
         op = "softmax"
     elif names[-1] == "T_layer_norm" and "mean_sum" in names:
         op = "layernorm"
+    elif names == ["sq_sum", "T_rms_norm"]:
+        op = "rmsnorm"
     else:
         return None
     from workbench import recipes

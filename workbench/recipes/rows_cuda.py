@@ -1,5 +1,6 @@
 """Row operators on the ``cuda`` target (``ops.softmax``, ``ops.layernorm``): one block per
-row, registered once for both (``recipes.get("softmax" | "layernorm", name, "cuda")``).
+row, registered once for both (``recipes.get("softmax" | "layernorm", name, "cuda")``);
+``block_per_row`` also for ``ops.rmsnorm`` (one reduction, the sum of squares).
 
 * ``block_per_row`` (``threads``, ``stage``): the row statistics (softmax: max and sum of
   ``exp(x - max)``; layernorm: sum and sum of squared deviations, the numerically safe
@@ -337,6 +338,7 @@ def rfactor(func: PrimFunc, threads: int = 32) -> Schedule:
     return sch
 
 
+register("rmsnorm", "block_per_row", "cuda")(block_per_row)
 for _op in ("softmax", "layernorm"):
     register(_op, "block_per_row", "cuda")(block_per_row)
     register(_op, "rfactor_shuffle", "cuda")(rfactor_shuffle)

@@ -14,6 +14,7 @@ from workbench.graph.passes.fold_batchnorm import fold_batchnorm
 from workbench.graph.passes.fold_views import fold_views
 from workbench.graph.passes.fusion import fuse
 from workbench.graph.passes.layout import convert_layout_nhwc
+from workbench.graph.passes.rms_norm import match_rms_norm
 from workbench.graph.passes.rotary import match_rotate_half
 from workbench.graph.passes.simplify import simplify
 
@@ -26,6 +27,7 @@ PASSES: dict[str, Callable[[Graph], Graph]] = {
     "layout_nhwc": convert_layout_nhwc,
     "match_gelu": match_gelu,
     "match_rotate_half": match_rotate_half,
+    "match_rms_norm": match_rms_norm,
     "sink_reshapes": sink_reshapes,
     "fold_views": fold_views,
     "fuse": fuse,
@@ -33,7 +35,8 @@ PASSES: dict[str, Callable[[Graph], Graph]] = {
 """Every pass by name (graph -> graph)."""
 
 DEFAULT = ("fold_constants", "simplify", "cse", "fold_batchnorm", "fold_constants", "dce",
-           "match_gelu", "match_rotate_half", "sink_reshapes", "simplify", "fuse")
+           "match_gelu", "match_rotate_half", "match_rms_norm", "sink_reshapes", "simplify",
+           "fuse")
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,8 @@ class Pipeline:
 
     Example
     -------
-    >>> p = Pipeline().without("fuse", "cse", "match_gelu", "match_rotate_half", "sink_reshapes")
+    >>> p = Pipeline().without("fuse", "cse", "match_gelu", "match_rotate_half",
+    ...                        "match_rms_norm", "sink_reshapes")
     >>> print(p.with_pass("layout_nhwc", after="fold_batchnorm"))  # doctest: +NORMALIZE_WHITESPACE
     Pipeline: fold_constants -> simplify -> fold_batchnorm -> layout_nhwc -> fold_constants
               -> dce -> simplify
