@@ -34,10 +34,11 @@ less than its ``min_s`` is left; each runs in ``try`` and writes its error there
    ``v4`` or the ``planes`` schedule of ``im2col``; the swizzled B tile of the SGEMM,
    ``matmul_cuda.SWIZZLE_B``; planes and the swizzle together).
 5. ``rows``: softmax and layernorm at 8192^2, 4096x3000, 30000x768, the graph's defaults,
-   against ``torch.softmax`` / ``F.layer_norm``. ``reduce``: an RMSNorm (Llama's, widths
-   4096 and 768, 1024 rows) and a mean over the trailing axes (16 x 512 x 7 x 7) through
-   ``wb.compile``, with the warp-per-row rule (``graph_cuda_ops.row_reduce``) and without
-   it (the baseline: a thread per row), beside eager.
+   against ``torch.softmax`` / ``F.layer_norm``. ``reduce``: the inverse RMS of rows
+   (``rsqrt(mean(x * x) + eps)``, widths 4096 and 768, 1024 rows) and a mean over the
+   trailing axes (16 x 512 x 7 x 7) through ``wb.compile``, with the warp-per-row rule
+   (``graph_cuda_ops.row_reduce``) and without it (the baseline: a thread per row); Llama's
+   whole RMSNorm (one ``rms_norm`` kernel, ``block_per_row``) at both widths; eager beside.
 6. ``models``: resnet18 b16 (224^2), GPT-2 small b8 (128 tokens; transformers, random
    weights), the pre-norm block of ``tests/graph/graph_models.py`` at d 768 b1 (128 tokens):
    ``wb.compile(target="cuda")`` called with torch CUDA tensors (graph replay) against
@@ -87,8 +88,9 @@ SIZES = {
         "linear": [(1024, 768, 2304, False), (1024, 768, 768, False), (1024, 768, 3072, True),
                    (1024, 3072, 768, False), (2048, 256, 768, False), (2048, 1024, 256, False)],
         "rows": [(8192, 8192), (4096, 3000), (30000, 768)],
-        "reduce": [("rmsnorm", (8, 128, 4096)), ("rmsnorm", (8, 128, 768)),
-                   ("mean", (16, 512, 7, 7))],
+        "reduce": [("inverse_rms", (8, 128, 4096)), ("inverse_rms", (8, 128, 768)),
+                   ("mean", (16, 512, 7, 7)), ("rmsnorm", (8, 128, 4096)),
+                   ("rmsnorm", (8, 128, 768))],
         "models": ["resnet18 b16", "gpt2-small b8", "block d768 b1"],
         "policy": ["gpt2-small b8", "block d256 b16"],
         "convgemm": ["resnet18 b16", "resnet18 b1"],
@@ -103,7 +105,8 @@ SIZES = {
         "sgemm": [(17, 9, 5), (7, 33, 4)],
         "linear": [(10, 64, 36, True)],
         "rows": [(5, 40), (3, 7)],
-        "reduce": [("rmsnorm", (2, 3, 40)), ("mean", (2, 3, 6, 7))],
+        "reduce": [("inverse_rms", (2, 3, 40)), ("mean", (2, 3, 6, 7)),
+                   ("rmsnorm", (2, 3, 40))],
         "models": ["block d16 b1"],
         "policy": ["block d16 b1"],
         "convgemm": ["convnet b2"],
@@ -703,7 +706,7 @@ def part_rows(ctx: Context, entry: dict) -> None:
 
 def _reduce_model(torch, kind: str, width: int):
     """Part ``reduce``'s module: Llama's RMSNorm (as transformers writes it) of ``width``,
-    or the mean over the last two axes."""
+    its statistic alone (the inverse RMS of each row), or the mean over the last two axes."""
 
     class RMSNorm(torch.nn.Module):
         def __init__(self):
@@ -714,16 +717,19 @@ def _reduce_model(torch, kind: str, width: int):
             variance = x.pow(2).mean(-1, keepdim=True)
             return self.weight * (x * torch.rsqrt(variance + 1e-6))
 
-    class Mean(torch.nn.Module):
+    class Statistic(torch.nn.Module):
         def forward(self, x):
-            return x.mean((2, 3))
+            if kind == "mean":
+                return x.mean((2, 3))
+            return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
 
-    return RMSNorm() if kind == "rmsnorm" else Mean()
+    return RMSNorm() if kind == "rmsnorm" else Statistic()
 
 
 def part_reduce(ctx: Context, entry: dict) -> None:
-    """Row reductions through ``wb.compile``: with ``graph_cuda_ops.row_reduce`` (the
-    default) and without it (``"baseline"``), beside eager of the same run."""
+    """Row reductions through ``wb.compile``: the default (``graph_cuda_ops.row_reduce``
+    for the statistics) and, but for the whole RMSNorm, without that rule
+    (``"baseline"``), beside eager of the same run."""
     import copy
 
     from workbench.recipes import graph_cuda_ops as g
@@ -753,9 +759,10 @@ def part_reduce(ctx: Context, entry: dict) -> None:
             finally:
                 g.RULES = saved
 
-        _variant(ctx, row, "row_reduce", 15, compiled)
-        _variant(ctx, row, "baseline", 15,
-                 lambda: compiled(tuple(r for r in g.RULES if r is not g.row_reduce)))
+        _variant(ctx, row, "default", 15, compiled)
+        if kind != "rmsnorm":  # its rms_norm kernel is the rows rule's, not row_reduce's
+            _variant(ctx, row, "baseline", 15,
+                     lambda: compiled(tuple(r for r in g.RULES if r is not g.row_reduce)))
 
 
 MODEL_NAMES = re.compile(r"^(block d\d+|convnet|resnet18|mobilenet_v2|efficientnet_b0|gpt2-small)"

@@ -233,20 +233,25 @@ def test_a_bench_script_part_keeps_its_json_and_log_even_when_cut(plan_module, t
 
 @pytest.mark.cuda
 def test_part_reduce_times_the_rule_and_the_baseline_on_the_same_model(plan_module, tmp_path):
-    """Part ``reduce`` (dry, simulator): each model compiled with the warp-per-row rule and
-    without it, both checked against eager; the rule restored afterwards."""
+    """Part ``reduce`` (dry, simulator): a row statistic compiled with the warp-per-row rule
+    and without it, both checked against eager, the rule restored afterwards; the whole
+    RMSNorm once (one ``rms_norm`` kernel)."""
     from workbench.recipes import graph_cuda_ops
 
     rules = graph_cuda_ops.RULES
-    plan, ctx = _dry_context(plan_module, tmp_path, {"reduce": [("rmsnorm", (1, 5, 40))]})
+    plan, ctx = _dry_context(plan_module, tmp_path, {"reduce": [("inverse_rms", (1, 5, 40)),
+                                                                ("rmsnorm", (1, 5, 40))]})
     plan_module.part_reduce(ctx, plan.result["parts"].setdefault("reduce", {}))
     assert graph_cuda_ops.RULES is rules
-    row = json.loads((tmp_path / "plan.json").read_text())["parts"]["reduce"]["rows"][
-        "rmsnorm 1x5x40"]
-    assert row["row_reduce"]["rel_err"] < 1e-5 and row["baseline"]["rel_err"] < 1e-5, row
+    rows = json.loads((tmp_path / "plan.json").read_text())["parts"]["reduce"]["rows"]
+    row = rows["inverse_rms 1x5x40"]
+    assert row["default"]["rel_err"] < 1e-5 and row["baseline"]["rel_err"] < 1e-5, row
     kernels = {label: {k["pattern"] for k in row[label]["kernels_by_time"]}
-               for label in ("row_reduce", "baseline")}
-    assert kernels["row_reduce"] == kernels["baseline"] and "mean+add+rsqrt" in kernels["baseline"]
+               for label in ("default", "baseline")}
+    assert kernels["default"] == kernels["baseline"] and "mean+add+rsqrt" in kernels["default"]
+    norm = rows["rmsnorm 1x5x40"]
+    assert "baseline" not in norm and norm["default"]["rel_err"] < 1e-5
+    assert [k["pattern"] for k in norm["default"]["kernels_by_time"]] == ["rms_norm"]
 
 
 def test_a_model_name_is_one_make_model_builds(plan_module):

@@ -1,6 +1,6 @@
 """Reductions over a row on ``target="cuda"`` (``graph_cuda_ops.row_reduce``,
-``recipes.reduce_cuda.warp_rows``): ``sum``/``mean``/``amax`` of the last axes and an RMSNorm's
-statistics get a warp (or more) per row, the threads' partials combined by shuffles, under
+``recipes.reduce_cuda.warp_rows``): ``sum``/``mean``/``amax`` of the last axes and a row
+statistic with its epilogue (an inverse RMS) get a warp (or more) per row, the threads' partials combined by shuffles, under
 Numba's CUDA simulator at sizes that are not multiples of the warp or of the rows a block
 holds; a reduction over an outer axis and rows shorter than a warp keep the baseline."""
 
@@ -12,7 +12,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from graph_models import Fn  # noqa: E402
-from torch import nn  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench import T, ops, recipes  # noqa: E402
@@ -21,18 +20,6 @@ from workbench.recipes.graph_cuda_ops import RULES  # noqa: E402
 from workbench.recipes.reduce_cuda import match, row_threads  # noqa: E402
 
 pytestmark = pytest.mark.cuda
-
-
-class RMSNorm(nn.Module):
-    """Llama's and T5's norm, written as transformers writes it."""
-
-    def __init__(self, width: int):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(width))
-
-    def forward(self, x):
-        variance = x.pow(2).mean(-1, keepdim=True)
-        return self.weight * (x * torch.rsqrt(variance + 1e-6))
 
 
 def _rules(compiled) -> dict[str, str]:
@@ -64,9 +51,12 @@ def test_a_row_reduction_gets_a_warp_per_row(fn, shape):
     assert "shfl_xor_sync" in source and "threadIdx.y" in source  # 4 rows a block, warp each
 
 
-def test_rmsnorm_statistics_are_one_warp_row_kernel():
+def test_an_inverse_rms_is_one_warp_row_kernel():
+    """The statistics of an RMS norm alone (the whole norm is ``rms_norm``, a row kernel of
+    its own: tests/graph/test_rms_norm.py)."""
     torch.manual_seed(0)
-    compiled = _compiled(RMSNorm(100), torch.randn(2, 7, 100))  # 14 rows: a guarded block
+    inverse_rms = Fn(lambda x: torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+    compiled = _compiled(inverse_rms, torch.randn(2, 7, 100))  # 14 rows: a guarded block
     rules = _rules(compiled)
     assert rules["mean+add+rsqrt"] == "row_reduce", rules
     (stats,) = [k for k in compiled.kernels if k.pattern == "mean+add+rsqrt"]
