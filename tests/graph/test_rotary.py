@@ -53,15 +53,20 @@ def _inputs(head_dim: int, tokens: int = 7):
     return torch.randn(2, 3, tokens, head_dim), torch.randn(2, 3, tokens, head_dim)
 
 
-@pytest.mark.parametrize("head_dim", [10, 128])
-def test_llama_rotary_on_the_cpu_is_one_rotate_half_kernel_a_rotation(head_dim):
+def _compiled_rotary(head_dim: int, target: str) -> list[str]:
+    """Llama's rotary compiled for ``target``, checked against torch; its kernels' patterns."""
     model = Rotary(_llama_rotary(), head_dim, 7).eval()
     q, k = _inputs(head_dim)
-    compiled = wb.compile(model, (q, k), target="cpu")
+    compiled = wb.compile(model, (q, k), target=target)
     with torch.no_grad():
         want = model(q, k).numpy()
     np.testing.assert_allclose(compiled(q.numpy(), k.numpy()), want, rtol=1e-5, atol=1e-5)
-    patterns = [kernel.pattern for kernel in compiled.kernels]
+    return [kernel.pattern for kernel in compiled.kernels]
+
+
+@pytest.mark.parametrize("head_dim", [10, 128])
+def test_llama_rotary_on_the_cpu_is_one_rotate_half_kernel_a_rotation(head_dim):
+    patterns = _compiled_rotary(head_dim, "cpu")
     assert patterns.count("rotate_half+mul") == 2, patterns
     assert not {"slice", "neg", "concat"} & {op for p in patterns for op in p.split("+")}
 
@@ -69,13 +74,7 @@ def test_llama_rotary_on_the_cpu_is_one_rotate_half_kernel_a_rotation(head_dim):
 @pytest.mark.cuda
 @pytest.mark.parametrize("head_dim", [10, 128])  # 128: the v4 schedule (rows of 128)
 def test_llama_rotary_on_cuda_matches_torch(head_dim):
-    model = Rotary(_llama_rotary(), head_dim, 7).eval()
-    q, k = _inputs(head_dim)
-    compiled = wb.compile(model, (q, k), target="cuda")
-    with torch.no_grad():
-        want = model(q, k).numpy()
-    np.testing.assert_allclose(compiled(q.numpy(), k.numpy()), want, rtol=1e-5, atol=1e-5)
-    assert [k.pattern for k in compiled.kernels].count("rotate_half+mul") == 2
+    assert _compiled_rotary(head_dim, "cuda").count("rotate_half+mul") == 2
 
 
 def test_the_operator_is_torch_rotate_half():
