@@ -104,3 +104,28 @@ def test_a_channel_multiplier_keeps_the_nchw_convolution():
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(run(graph, x.numpy())[0], want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_an_input_read_by_a_pointwise_convolution_and_a_residual_is_transposed_once():
+    """The layout pass transposes the model's input for the 1 x 1 convolution and for the
+    residual add: the same value, one kernel (CSE after the layout pass)."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.expand = nn.Conv2d(4, 6, 1)
+            self.depthwise = nn.Conv2d(6, 6, 3, padding=1, groups=6)
+            self.project = nn.Conv2d(6, 4, 1)
+
+        def forward(self, x):
+            return x + self.project(torch.relu(self.depthwise(torch.relu(self.expand(x)))))
+
+    torch.manual_seed(0)
+    model, x = Block().eval(), torch.randn(2, 4, 9, 7)
+    compiled = wb.compile(model, (x,), target="cuda")
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(compiled(x.numpy()), want, rtol=1e-4, atol=1e-5)
+    patterns = [k.pattern for k in compiled.kernels]
+    assert patterns.count("transpose") == 2, patterns  # into CNHW once, back once

@@ -28,6 +28,7 @@ import numpy as np
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.lower_ops import _pairs
 from workbench.graph.ops import VIEW_ATTRS, kind
+from workbench.graph.passes.cse import eliminate_common_subexpressions
 from workbench.graph.passes.dce import eliminate_dead_code
 from workbench.graph.passes.epilogues import _AXIS_OPS, sink_reshapes
 from workbench.graph.passes.simplify import simplify
@@ -99,7 +100,10 @@ def convs_as_gemm(graph: Graph) -> Graph:
                     node.source)
         nodes += added + [shaped, back]
     graph = graph.replace(nodes=tuple(nodes), constants=constants)
-    return simplify(sink_reshapes(_read_cnhw(_sink_swaps(graph))))
+    # the same value transposed twice (a model input read by a pointwise convolution and by
+    # a residual): one transpose (the pipeline's CSE ran before this layout pass)
+    graph = eliminate_common_subexpressions(_read_cnhw(_sink_swaps(graph)))
+    return simplify(sink_reshapes(graph))
 
 
 def _pointwise(attrs: dict) -> bool:
