@@ -120,17 +120,22 @@ def views_layout(graph: Graph, target="numpy") -> Graph:
     """The numpy and cuda targets' ``graph_layout`` hook: ``fold_views`` (the reference
     executor runs the cpu target's kernels, so it checks the folded ones too; on cuda the
     attention kernel, ``attention_cuda.warp_rows``, reads Q, K and V where the projections
-    wrote them: GPT-2's fused QKV, a grouped-query key head at ``h // group``)."""
-    return fold_views(graph)
+    wrote them: GPT-2's fused QKV, a grouped-query key head at ``h // group``); the
+    transposes that reach the attention through elementwise ops and ``rotate_half`` (Llama's
+    rotary) moved down to it first (``sink_transposes``)."""
+    from workbench.graph.passes.sink_transposes import sink_transposes
+
+    return fold_views(sink_transposes(graph))
 
 
 def cpu_layout(graph: Graph, target="cpu") -> Graph:
     """The cpu target's ``graph_layout`` hook: conv weights packed
-    (``layout.pack_conv_weights``), then ``fold_views`` (the cuda target's hook,
-    ``views_layout``, folds views only)."""
+    (``layout.pack_conv_weights``), then ``sink_transposes`` and ``fold_views`` (the cuda
+    target's hook, ``views_layout``, does the last two only)."""
     from workbench.graph.passes.layout import pack_conv_weights
+    from workbench.graph.passes.sink_transposes import sink_transposes
 
-    return fold_views(pack_conv_weights(graph, target))
+    return fold_views(sink_transposes(pack_conv_weights(graph, target)))
 
 
 __all__ = ["LAYOUT", "READERS", "cpu_layout", "fold_views", "views_layout"]
