@@ -103,6 +103,10 @@ CASES = {  # name -> (module, inputs)
                      (torch.randn(1, 7, 5),)),
     "elementwise": (Fn(lambda m, x, y: torch.tanh(x) * torch.sigmoid(y) - x.abs().sqrt()),
                     (torch.randn(7, 9), torch.randn(1, 9))),
+    "rms_norm": (Fn(lambda m, x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)),
+                 (torch.randn(7, 9),)),
+    "rotate_half": (Fn(lambda m, x, c: x * c + torch.cat((-x[..., 3:], x[..., :3]), -1) * c),
+                    (torch.randn(2, 5, 6), torch.randn(5, 6))),
     "sdpa (views)": (Fn(_sdpa), (torch.randn(1, 5, 24),)),
     "sdpa (gqa)": (Fn(_gqa), (torch.randn(1, 3, 16), torch.randn(1, 3, 8))),
 }
