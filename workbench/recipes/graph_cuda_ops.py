@@ -572,13 +572,12 @@ def pool_threads(func) -> Schedule | None:
 
 def row_reduce(func) -> Schedule | None:
     """One reduction over the row's innermost axis (``sum``, ``mean``, ``amax`` of the last
-    axes; RMSNorm's ``mean`` of the squares, ``+ eps``, ``rsqrt``) and its elementwise
-    epilogue: ``reduce_cuda.warp_rows`` (a warp or more per row, coalesced reads, the
-    threads' partials combined by shuffles) where ``reduce_cuda.match`` takes the kernel."""
-    from workbench.recipes.reduce_cuda import match, warp_rows
+    axes; a row statistic such as ``rsqrt(mean(x * x) + eps)``) and its elementwise epilogue
+    of one value a row: ``reduce_cuda.warp_rows`` (a warp or more per row, coalesced reads,
+    the threads' partials combined by shuffles), None where it refuses the kernel
+    (``reduce_cuda.match``: ``ValueError``)."""
+    from workbench.recipes.reduce_cuda import warp_rows
 
-    if match(func) is None:
-        return None
     try:
         return warp_rows(func)
     except _FAILS:

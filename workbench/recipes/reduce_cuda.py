@@ -112,7 +112,12 @@ def row_threads(n: int) -> tuple[int, int]:
     ((32, 4), (32, 4), (128, 1), (512, 1))
     """
     threads = register_threads(n, 1) or MAX_THREADS // 2
-    return threads, max(1, BLOCK_THREADS // threads)
+    return threads, block_rows(threads)
+
+
+def block_rows(threads: int) -> int:
+    """Rows a block takes with ``threads`` per row: ``BLOCK_THREADS`` threads or more a block."""
+    return max(1, BLOCK_THREADS // threads)
 
 
 def warp_rows(func: PrimFunc, threads: int | None = None,
@@ -136,7 +141,7 @@ def warp_rows(func: PrimFunc, threads: int | None = None,
     loops = (sch.get_loops(sch.get_block(epilogue[-1])) if epilogue
              else sch.get_loops(first)[:-reduce_count])
     row = sch.fuse(*loops) if len(loops) > 1 else loops[0]
-    rows = int(sch.get(row).extent.value)
+    extent = int(sch.get(row).extent.value)
     if epilogue:
         sch.compute_at(first, row)
         sch.set_scope(first, 0, "local")
@@ -144,7 +149,7 @@ def warp_rows(func: PrimFunc, threads: int | None = None,
     reduce_loop = sch.fuse(*reduce_loops) if len(reduce_loops) > 1 else reduce_loops[0]
     if threads is None:
         threads = row_threads(int(sch.get(reduce_loop).extent.value))[0]
-    bind_rows(sch, row, min(rows_per_block or max(1, BLOCK_THREADS // threads), rows))
+    bind_rows(sch, row, min(rows_per_block or block_rows(threads), extent))
     _, lane = sch.split(reduce_loop, factors=[None, threads])
     sch.bind(lane, "threadIdx.x")
     return sch
