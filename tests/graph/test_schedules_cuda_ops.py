@@ -17,7 +17,6 @@ from workbench.recipes.graph_cuda_ops import (  # noqa: E402
     RULES,
     matmul_tiling,
     recipe_schedule,
-    row_threads,
 )
 
 
@@ -49,7 +48,6 @@ def test_matmul_tiling_fills_the_grid_and_divides_the_shape():
     assert matmul_tiling(4000, 4000, 4000) is None
     assert matmul_tiling(4096, 4096, 4096) == (16, 8, 8)
     assert matmul_tiling(64, 64, 30) is None
-    assert [row_threads(n) for n in (1, 32, 33, 256, 768, 5000)] == [32, 32, 64, 256, 512, 512]
 
 
 def test_linear_gelu_gets_the_register_tile_with_the_epilogue_inlined():

@@ -38,7 +38,6 @@ Every rule works on a fresh ``Schedule``; one that does not apply (``ScheduleErr
 
 from __future__ import annotations
 
-import inspect
 import math
 
 from workbench.ir.analysis import find_blocks
@@ -118,11 +117,6 @@ def _inline_epilogue(sch: Schedule, writer: str) -> bool:
     except _FAILS:
         return False
     return True
-
-
-def _any_shape(recipe) -> bool:
-    """Whether ``register_blocked`` takes any shape (chooses its tile, predicates edges)."""
-    return inspect.signature(matmul_cuda.register_blocked).parameters["threads"].default is None
 
 
 MATMUL_POLICIES = ("fill", "split", "wide", "waves")
@@ -340,8 +334,6 @@ def matmul_tiled(func, split_k: bool | None = None,
         policy = "split" if split_k else "fill"
     threads, per_thread, k_tile, split = matmul_plan(m, n, k, len(_blocks(func)) == 2,
                                                      policy)
-    if threads is None and not _any_shape(recipe):
-        return None
     # double buffering needs two k steps (with one, the recipe's prefetch indexes past the
     # shared tile: IndexError under the simulator, at K == k_tile)
     steps = k // split // k_tile
@@ -396,16 +388,10 @@ def bmm_tiled(func) -> Schedule | None:
     return sch
 
 
-def row_threads(n: int) -> int:
-    """Threads per row for the row recipes where the recipe does not choose them itself:
-    the smallest power of two >= ``n`` between 32 and 512."""
-    return min(512, max(32, 1 << max(0, (n - 1).bit_length())))
-
-
 def rows(func) -> Schedule | None:
     """``ops.softmax``, ``ops.layernorm`` or ``ops.rmsnorm`` alone (the last block the
-    normalisation): the ``block_per_row`` recipe, threads per row from the row length (the
-    recipe's own choice where it makes one, ``threads=None``)."""
+    normalisation): the ``block_per_row`` recipe, threads per row and rows per block its
+    own choice from the row length (``rows_cuda.row_threads``)."""
     names = _names(func)
     if names[-1] == "T_softmax_norm" and "scores" not in names:
         op = "softmax"
@@ -416,16 +402,11 @@ def rows(func) -> Schedule | None:
     else:
         return None
     from workbench import recipes
-    from workbench.recipes.rows_cuda import block_per_row
 
-    recipe = recipes.get(op, "block_per_row", "cuda")
-    last = _blocks(func)[-1]
-    if len(last.iter_vars) != 2:
+    if len(_blocks(func)[-1].iter_vars) != 2:
         return None
-    n = _extents(last)[-1]
-    auto = inspect.signature(block_per_row).parameters["threads"].default is None
     try:
-        return recipe(func) if auto else recipe(func, threads=row_threads(n))
+        return recipes.get(op, "block_per_row", "cuda")(func)
     except _FAILS:
         return None
 
@@ -679,4 +660,4 @@ __all__ = ["ATTENTION_RECIPES", "CONV_RECIPES", "MIN_BLOCKS", "RULES", "TILINGS"
            "attention_rows", "attention_tiled", "bmm_tiled", "bmm_tiling",
            "IM2COL_SCHEDULE", "POOL_TAILS", "conv2d_tiled", "elementwise_v4", "im2col_planes",
            "matmul_gemv", "matmul_plan", "matmul_tiled", "matmul_tiling", "recipe_schedule",
-           "pool_threads", "row_reduce", "row_threads", "rows"]
+           "pool_threads", "row_reduce", "rows"]
