@@ -2,7 +2,9 @@
 to the attention that folds them (``fold_views``): Llama-style attention inputs through
 ``wb.compile`` on cpu and cuda (the simulator) with no transpose kernel, against PyTorch;
 graphs where moving would not leave fewer transposes are returned unchanged; values kept
-(the interpreter) either way."""
+(the interpreter) either way. The mechanism's policies (``Sinking``: the CNHW and NHWC
+convolution layouts use it too): which transposes move, plane ops, inserted operand
+transposes."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import workbench as wb  # noqa: E402
 from workbench.graph.builder import GraphBuilder  # noqa: E402
 from workbench.graph.interpreter import run  # noqa: E402
 from workbench.graph.ir import TensorType  # noqa: E402
-from workbench.graph.passes.sink_transposes import sink_transposes  # noqa: E402
+from workbench.graph.passes.sink_transposes import Sinking, sink, sink_transposes  # noqa: E402
 
 
 class RotaryAttention(nn.Module):
@@ -115,3 +117,51 @@ def test_a_lone_transpose_model_still_compiles():
     x = torch.randn(3, 4, 5)
     compiled = wb.compile(Fn(lambda t: t.transpose(0, 1).exp()), (x,), target="cpu")
     np.testing.assert_allclose(compiled(x.numpy()), x.transpose(0, 1).exp().numpy(), rtol=1e-6)
+
+
+def _ops(graph):
+    return [n.op for n in graph.nodes]
+
+
+def _pool_and_residual():
+    """``swap(x)`` read by a max pool, whose output meets ``y`` (not transposed) in an add."""
+    b = GraphBuilder()
+    x, y = b.input("x", TensorType((3, 2, 6, 5))), b.input("y", TensorType((2, 3, 3, 2)))
+    swapped = b.node("transpose", [x], dict(perm=[1, 0, 2, 3]))
+    pooled = b.node("max_pool2d", [swapped], dict(kernel=[2, 2], stride=[2, 2]))
+    return b.finish([b.node("relu", [b.node("add", [pooled, y])])])
+
+
+def test_policies_choose_what_moves(rng):
+    graph = _pool_and_residual()
+    arrays = [rng.standard_normal((3, 2, 6, 5)).astype(np.float32),
+              rng.standard_normal((2, 3, 3, 2)).astype(np.float32)]
+    want = run(graph, *arrays)[0]
+    # the pool commutes with the swap (it keeps the (h, w) plane); the add's other operand
+    # is no view of it: the mechanism stops there unless the policy inserts its transpose
+    assert _ops(sink(graph)) == ["max_pool2d", "transpose", "add", "relu"]
+    inserted = sink(graph, Sinking(operand_transposes=True))
+    assert _ops(inserted) == ["max_pool2d", "transpose", "add", "relu", "transpose"]
+    assert sink(graph, Sinking(perm=(0, 1, 3, 2))) is graph  # another permutation only
+    for moved in (sink(graph), inserted):
+        np.testing.assert_array_equal(run(moved, *arrays)[0], want)
+
+
+def test_a_plane_op_does_not_pass_a_transpose_of_its_plane():
+    b = GraphBuilder()
+    x = b.input("x", TensorType((1, 2, 6, 5)))
+    swapped = b.node("transpose", [x], dict(perm=[0, 1, 3, 2]))
+    graph = b.finish([b.node("avg_pool2d", [swapped], dict(kernel=[2, 2], stride=[2, 2]))])
+    assert sink(graph) is graph
+
+
+def test_single_reader_policy_leaves_a_shared_transpose(rng):
+    b = GraphBuilder()
+    x = b.input("x", TensorType((2, 3, 4)))
+    t = b.node("transpose", [x], dict(perm=[1, 0, 2]))
+    graph = b.finish([b.node("add", [b.node("exp", [t]), b.node("neg", [t])])])
+    assert sink(graph, Sinking(single_reader=True)) is graph
+    moved = sink(graph)  # both readers at once; the two transposes meet in the add
+    assert _ops(moved) == ["exp", "neg", "add", "transpose"]
+    array = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_allclose(run(moved, array)[0], run(graph, array)[0], rtol=1e-6)

@@ -9,14 +9,14 @@ matmul's tile / K-split policy (``graph_cuda_ops.matmul_plan``) instead of the i
 conv recipe, at the cost of writing and reading the window matrix once.
 
 Between convolutions the activations then stay in the product's ``(C, N, H, W)`` layout
-(``_sink_swaps``): each transpose moves below the elementwise ops that read it (a residual
-operand transposed too, where two transposes meet ``simplify`` removes both, a constant
-transposed at compile time), an ``im2col`` reading a transposed value reads its source
-(``layout="CNHW"``), pools (one ``(n, c)`` plane at a time) run on the CNHW value, a
-depthwise convolution on the CNHW value viewed as one image of ``C * N`` channels (its
-weight repeated ``N`` times), and
-``sink_reshapes`` moves the ``(K, N, P, Q)`` view below the elementwise ops so that the
-bias, a residual and a relu join the matmul's epilogue. A transpose is left where a value
+(``sink_transposes.sink`` under the policy ``CNHW``): each transpose moves below the
+elementwise ops that read it (a residual operand transposed too, where two transposes meet
+``simplify`` removes both, a constant transposed at compile time), an ``im2col`` reading a
+transposed value reads its source (``layout="CNHW"``), pools (one ``(n, c)`` plane at a
+time) run on the CNHW value, a depthwise convolution on the CNHW value viewed as one image
+of ``C * N`` channels (its weight repeated ``N`` times), and ``sink_reshapes`` moves the
+``(K, N, P, Q)`` view below the elementwise ops so that the bias, a residual and a relu join
+the matmul's epilogue. A transpose is left where a value
 leaves the convolutions (a flatten, the model's output). cuDNN chooses between such
 algorithms (``CUDNN_CONVOLUTION_FWD_ALGO_GEMM`` against ``IMPLICIT_PRECOMP_GEMM``) per shape.
 """
@@ -27,11 +27,12 @@ import numpy as np
 
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.lower_ops import _pairs
-from workbench.graph.ops import VIEW_ATTRS, kind
+from workbench.graph.ops import VIEW_ATTRS
 from workbench.graph.passes.cse import eliminate_common_subexpressions
 from workbench.graph.passes.dce import eliminate_dead_code
-from workbench.graph.passes.epilogues import _AXIS_OPS, sink_reshapes
+from workbench.graph.passes.epilogues import sink_reshapes
 from workbench.graph.passes.simplify import simplify
+from workbench.graph.passes.sink_transposes import Sinking, sink
 
 SWAP = [1, 0, 2, 3]
 """NCHW <-> CNHW (its own inverse)."""
@@ -102,7 +103,7 @@ def convs_as_gemm(graph: Graph) -> Graph:
     graph = graph.replace(nodes=tuple(nodes), constants=constants)
     # the same value transposed twice (a model input read by a pointwise convolution and by
     # a residual): one transpose (the pipeline's CSE ran before this layout pass)
-    graph = eliminate_common_subexpressions(_read_cnhw(_sink_swaps(graph)))
+    graph = eliminate_common_subexpressions(_read_cnhw(sink(graph, CNHW)))
     return simplify(sink_reshapes(graph))
 
 
@@ -139,26 +140,22 @@ def _swapped(t: TensorType) -> TensorType:
     return TensorType(tuple(t.shape[i] for i in SWAP), t.dtype)
 
 
-POOLS = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
-"""Ops on each ``(n, c)`` plane alone: they commute with ``SWAP``."""
-
-
-def _depthwise_planes(graph: Graph, node: Node, users: dict, constants: dict,
-                      pinned: set[str]) -> list[Node] | None:
+def _depthwise_planes(graph: Graph, node: Node, x: str, perm: list[int],
+                      constants: dict) -> list[Node] | None:
     """``conv2d(swap(a))`` of a depthwise convolution (groups = channels = outputs, a
     constant weight and bias) as ``swap(view(conv2d(view(a))))``, or None where it does not
-    apply: the CNHW value ``a`` ``(C, N, H, W)`` viewed as one image of ``C * N`` channels
-    (channel ``c * N + n``: each plane where it was), the weight and bias repeated ``N``
-    times (constants), the product viewed back ``(C, N, P, Q)``. The convolution then runs
-    on the CNHW value the matmul before wrote, and its output stays CNHW for the matmul
-    after: mobilenet's and efficientnet's two transposes around each depthwise convolution
-    go."""
+    apply (the ``Sinking.readers`` rule of the CNHW layout): the CNHW value ``a``
+    ``(C, N, H, W)`` viewed as one image of ``C * N`` channels (channel ``c * N + n``: each
+    plane where it was), the weight and bias repeated ``N`` times (constants), the product
+    viewed back ``(C, N, P, Q)``. The convolution then runs on the CNHW value the matmul
+    before wrote, and its output stays CNHW for the matmul after: mobilenet's and
+    efficientnet's two transposes around each depthwise convolution go."""
     if node.op != "conv2d" or any(key in node.attrs for key in VIEW_ATTRS):
         return None
-    x, weight, *rest = node.inputs
-    source = _swap_source(graph, x)
-    if source is None or x in pinned or len(users.get(x, ())) != 1 or weight not in constants:
+    source, weight, *rest = node.inputs
+    if source != x or weight not in constants:
         return None
+    source = graph.producer(x).inputs[0]
     N, C, H, W = graph.type_of(x).shape
     K, per_group, _, _ = constants[weight].shape
     bias = rest[0] if rest else None
@@ -183,66 +180,11 @@ def _depthwise_planes(graph: Graph, node: Node, users: dict, constants: dict,
                                        node.type, node.source)]
 
 
-def _sink_one(graph: Graph, node: Node, users: dict, constants: dict,
-              pinned: set[str]) -> list[Node] | None:
-    """``op(swap(a), b)`` as ``swap(op(a, swap(b)))``, or None where it does not apply; the
-    ``swap(b)`` it inserts joins ``pinned`` (a pinned transpose does not move a node itself:
-    else ``op(a, swap(b))`` would move back, without end). A depthwise convolution moves
-    below the transpose its own way (``_depthwise_planes``)."""
-    if node.op == "conv2d":
-        return _depthwise_planes(graph, node, users, constants, pinned)
-    movable = (kind(node.op) == "elementwise" and node.op not in _AXIS_OPS) or \
-        (node.op in POOLS and len(node.inputs) == 1)
-    if not movable or len(node.type.shape) != 4 or \
-            any(key in node.attrs for key in VIEW_ATTRS):
-        return None
-    if not any(_swap_source(graph, name) is not None and len(users.get(name, ())) == 1
-               and name not in pinned for name in node.inputs):
-        return None
-    inputs, extra = [], []
-    for position, name in enumerate(node.inputs):
-        source = _swap_source(graph, name)
-        if source is not None:
-            inputs.append(source)
-        elif name in constants and constants[name].size == 1:
-            inputs.append(name)
-        elif name in constants:
-            array = constants[name]
-            if array.ndim > 4:
-                return None
-            swapped = f"{name}_cnhw"
-            constants[swapped] = np.ascontiguousarray(
-                array.reshape((1,) * (4 - array.ndim) + array.shape).transpose(SWAP))
-            inputs.append(swapped)
-        else:
-            operand = graph.type_of(name)
-            if len(operand.shape) != 4:
-                return None
-            extra.append(Node(f"{node.name}_in{position}_cnhw", "transpose", (name,),
-                              {"perm": SWAP}, _swapped(operand), node.source))
-            inputs.append(extra[-1].name)
-            pinned.add(extra[-1].name)
-    inner = node.replace(name=f"{node.name}_cnhw", inputs=tuple(inputs),
-                         type=_swapped(node.type))
-    return extra + [inner, Node(node.name, "transpose", (inner.name,), {"perm": SWAP},
-                                node.type, node.source)]
-
-
-def _sink_swaps(graph: Graph) -> Graph:
-    """Move every ``SWAP`` transpose below the elementwise ops that read it (one at a time,
-    until none moves; ``simplify`` removes the transposes that meet)."""
-    changed, pinned = True, set()
-    while changed:
-        changed = False
-        users = graph.consumers()
-        constants = dict(graph.constants)
-        nodes: list[Node] = []
-        for node in graph.nodes:
-            rewritten = None if changed else _sink_one(graph, node, users, constants, pinned)
-            nodes.extend(rewritten or [node])
-            changed = changed or rewritten is not None
-        graph = simplify(graph.replace(nodes=tuple(nodes), constants=constants))
-    return graph
+CNHW = Sinking(perm=tuple(SWAP), single_reader=True, operand_transposes=True,
+               readers=_depthwise_planes)
+"""The CNHW layout's sinking (``sink_transposes.sink``): each ``SWAP`` transpose read once
+moves below the elementwise op, pool or depthwise convolution reading it; a residual operand
+gets a ``SWAP`` of its own (where two meet, ``simplify`` removes both)."""
 
 
 def _read_cnhw(graph: Graph) -> Graph:
@@ -264,4 +206,4 @@ def cuda_layout(graph: Graph, target="cuda") -> Graph:
     return views_layout(convs_as_gemm(graph) if CONV_AS_GEMM else graph, target)
 
 
-__all__ = ["CONV_AS_GEMM", "MAX_WINDOW_BYTES", "convs_as_gemm", "cuda_layout"]
+__all__ = ["CNHW", "CONV_AS_GEMM", "MAX_WINDOW_BYTES", "convs_as_gemm", "cuda_layout"]

@@ -1,20 +1,27 @@
-"""``sink_transposes``: a transpose moved below the elementwise ops and ``rotate_half`` that
-read it, down to where ``fold_views`` folds it into the attention's loads.
+"""Transposes moved below the ops that commute with them: one mechanism (``sink``), three
+policies (``Sinking``): the attention's (``sink_transposes``), the GPU's CNHW convolution
+layout (``conv_gemm``) and the NHWC convolution layout (``layout.convert_layout_nhwc``).
 
-Llama (Mistral, Qwen...) transposes each query and key projection to ``(B, H, T, D)`` and
-then rotates it (``q * cos + rotate_half(q) * sin``) before the attention: the transpose is a
-kernel copying the whole tensor, and ``fold_views`` cannot fold it (its readers are the
-rotary's kernels, not ``sdpa``). Elementwise ops and ``rotate_half`` (which works along the
-last axis) commute with a transpose that keeps the last axis: ::
+An op that works on each element, along the last axis only (``rotate_half``), or on each
+``(h, w)`` plane alone (the pools) commutes with a transpose that keeps those axes: ::
 
     op(transpose(a, p), b)  ==  transpose(op(a, transpose(b, p^-1)), p)
 
 where ``b`` is a number, a constant (transposed now), a value whose transpose is a reshape
-(only axes of size 1 move: the rotary's ``cos`` and ``sin`` of shape ``(1, 1, T, D)``) or the
-same transpose of another value (read at its source). A transpose moves when every reader
-of it can take it; the moves repeat until none applies. The result is kept only where it
-leaves fewer transposes once ``fold_views`` has folded what it can (Llama: none around the
-rotary, two kernels a layer fewer); otherwise the graph is returned as it was.
+(only axes of size 1 move: the rotary's ``cos`` and ``sin`` of shape ``(1, 1, T, D)``), the
+same transpose of another value (read at its source), or, where the policy allows it, any
+value of the same rank with a transpose of its own inserted (pinned: it never moves a reader
+itself, else ``op(a, transpose(b))`` would move back without end). A layout adds its own
+readers (``Sinking.readers``: the CNHW layout's depthwise convolution). Moves repeat, each
+followed by ``simplify`` (where two transposes meet they compose, cancelling ones vanish),
+until none applies.
+
+``sink_transposes`` (both layout hooks, before ``fold_views``): Llama (Mistral, Qwen...)
+transposes each query and key projection to ``(B, H, T, D)`` and then rotates it (``q * cos +
+rotate_half(q) * sin``) before the attention; ``fold_views`` cannot fold that transpose (its
+readers are the rotary's kernels, not ``sdpa``). Any transpose moves below all its readers;
+the result is kept only where it leaves fewer transposes once ``fold_views`` has folded what
+it can (Llama: none around the rotary, two kernels a layer fewer).
 
 Example
 -------
@@ -35,15 +42,42 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 import numpy as np
 
 from workbench.graph.ir import Graph, Node, TensorType
-from workbench.graph.ops import kind
+from workbench.graph.ops import VIEW_ATTRS, kind
 from workbench.graph.passes.dce import eliminate_dead_code
 from workbench.graph.passes.epilogues import _AXIS_OPS
+from workbench.graph.passes.simplify import simplify
 
-_LAST_AXIS_OPS = ("rotate_half",)
+LAST_AXIS_OPS = ("rotate_half",)
 """Layout ops along the last axis only: they commute with a transpose that keeps it."""
+PLANE_OPS = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
+"""Ops on each ``(h, w)`` plane alone: they commute with a transpose that keeps the last two
+axes (NCHW <-> CNHW)."""
+
+Reader = Callable[[Graph, Node, str, list, dict], "list[Node] | None"]
+"""A layout's rule for a reader the mechanism does not move itself: ``(graph, reader, the
+transposed value, perm, constants)`` -> the nodes replacing the reader (ending in a node of
+the reader's name), or None."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Sinking:
+    """A policy of ``sink``: which transposes move, and how."""
+
+    perm: tuple[int, ...] | None = None
+    """Only transposes by this permutation move (None: any)."""
+    single_reader: bool = False
+    """Only a transpose read once moves (else: one that every reader can take)."""
+    operand_transposes: bool = False
+    """A reader's other operand that needs a real transpose gets one inserted (pinned) rather
+    than refusing the move."""
+    readers: Reader | None = None
+    """The layout's own reader rule, tried before the mechanism's."""
 
 
 def _perm(graph: Graph, name: str) -> tuple[str, list[int]] | None:
@@ -54,18 +88,19 @@ def _perm(graph: Graph, name: str) -> tuple[str, list[int]] | None:
     return node.inputs[0], [int(p) for p in node.attrs["perm"]]
 
 
-def _inverse(perm: list[int]) -> list[int]:
-    inverse = [0] * len(perm)
+def inverse(perm: list[int]) -> list[int]:
+    out = [0] * len(perm)
     for i, p in enumerate(perm):
-        inverse[p] = i
-    return inverse
+        out[p] = i
+    return out
 
 
-def _operand(graph: Graph, name: str, perm: list[int], constants: dict,
-             added: list[Node], where: str) -> str | None:
+def _operand(graph: Graph, name: str, perm: list[int], constants: dict, added: list[Node],
+             where: str, policy: Sinking, pinned: set[str]) -> str | None:
     """``name`` (an operand of an op reading ``transpose(a, perm)``) as the same op on ``a``
     reads it (module docstring), or None where it cannot be."""
-    rank, shape = len(perm), graph.type_of(name).shape
+    rank, operand = len(perm), graph.type_of(name)
+    shape = operand.shape
     if int(np.prod(shape)) == 1:
         return name
     moved = _perm(graph, name)
@@ -74,66 +109,100 @@ def _operand(graph: Graph, name: str, perm: list[int], constants: dict,
     if len(shape) > rank:
         return None
     padded = (1,) * (rank - len(shape)) + tuple(shape)
-    inverse = _inverse(perm)
-    target = tuple(padded[i] for i in inverse)
+    back = inverse(perm)
+    target = tuple(padded[i] for i in back)
     if name in constants:
-        array = constants[name].reshape(padded).transpose(inverse)
+        array = constants[name].reshape(padded).transpose(back)
         constants[f"{name}_{where}"] = np.ascontiguousarray(array)
         return f"{name}_{where}"
-    kept = [axis for axis in inverse if padded[axis] != 1]
-    if kept != sorted(kept):
-        return None  # a real transpose of the operand: a kernel of its own
-    added.append(Node(f"{name}_{where}", "reshape", (name,), {"shape": list(target)},
-                      TensorType(target, graph.type_of(name).dtype)))
+    kept = [axis for axis in back if padded[axis] != 1]
+    if kept == sorted(kept):  # only axes of size 1 move: a view
+        added.append(Node(f"{name}_{where}", "reshape", (name,), {"shape": list(target)},
+                          TensorType(target, operand.dtype)))
+    elif policy.operand_transposes and len(shape) == rank:
+        added.append(Node(f"{name}_{where}", "transpose", (name,), {"perm": back},
+                          TensorType(target, operand.dtype)))
+        pinned.add(added[-1].name)
+    else:
+        return None
     return added[-1].name
 
 
-def _moved(graph: Graph, node: Node, transposed: str, perm: list[int],
-           constants: dict) -> list[Node] | None:
+def _commutes(graph: Graph, node: Node, transposed: str, perm: list[int]) -> bool:
+    """Whether ``node``, reading the transpose ``transposed``, commutes with it."""
+    rank = len(perm)
+    if len(node.type.shape) != rank or any(key in node.attrs for key in VIEW_ATTRS):
+        return False
+    if node.op in PLANE_OPS:
+        return len(node.inputs) == 1 and perm[-2:] == [rank - 2, rank - 1]
+    if node.type.shape != graph.type_of(transposed).shape:
+        return False  # the transposed value broadcast: not one element each
+    if node.op in LAST_AXIS_OPS:
+        return perm[-1] == rank - 1
+    return kind(node.op) == "elementwise" and node.op not in _AXIS_OPS
+
+
+def _moved(graph: Graph, node: Node, transposed: str, perm: list[int], constants: dict,
+           policy: Sinking, pinned: set[str]) -> list[Node] | None:
     """``node`` (a reader of the transpose ``transposed``) computed before the transpose and
     transposed after (module docstring), or None where it cannot be."""
-    rank = len(perm)
-    if len(node.type.shape) != rank or node.type.shape != graph.type_of(transposed).shape:
-        return None
-    if node.op in _LAST_AXIS_OPS:
-        if perm[-1] != rank - 1:
-            return None
-    elif kind(node.op) != "elementwise" or node.op in _AXIS_OPS or "views" in node.attrs:
+    if policy.readers is not None:
+        nodes = policy.readers(graph, node, transposed, perm, constants)
+        if nodes is not None:
+            return nodes
+    if not _commutes(graph, node, transposed, perm):
         return None
     added: list[Node] = []
     inputs = []
     for position, name in enumerate(node.inputs):
-        operand = _operand(graph, name, perm, constants, added, f"{node.name}_in{position}")
+        operand = _operand(graph, name, perm, constants, added, f"{node.name}_in{position}",
+                           policy, pinned)
         if operand is None:
             return None
         inputs.append(operand)
-    inner_shape = tuple(node.type.shape[i] for i in _inverse(perm))
+    inner_shape = tuple(node.type.shape[i] for i in inverse(perm))
     inner = node.replace(name=f"{node.name}_inner", inputs=tuple(inputs),
                          type=TensorType(inner_shape, node.type.dtype))
     return [*added, inner, Node(node.name, "transpose", (inner.name,), {"perm": perm},
                                 node.type, node.source)]
 
 
-def _sink_one(graph: Graph) -> Graph | None:
+def _sink_one(graph: Graph, policy: Sinking, pinned: set[str]) -> Graph | None:
     """The graph with one transpose moved below all its readers, or None where none moves."""
     users = graph.consumers()
     for node in graph.nodes:
-        if node.op != "transpose" or node.name in graph.outputs:
+        if node.op != "transpose" or node.name in graph.outputs or node.name in pinned:
             continue
         perm = [int(p) for p in node.attrs["perm"]]
-        constants = dict(graph.constants)
+        readers = users.get(node.name, [])
+        if policy.perm is not None and perm != list(policy.perm) or not readers or \
+                policy.single_reader and len(readers) != 1:
+            continue
+        constants, inserted = dict(graph.constants), set()
         rewritten = {}
-        for reader in users.get(node.name, []):
-            nodes = _moved(graph, reader, node.name, perm, constants)
+        for reader in readers:
+            nodes = _moved(graph, reader, node.name, perm, constants, policy, inserted)
             if nodes is None:
                 break
             rewritten[reader.name] = nodes
         else:
-            if not rewritten:
-                continue
+            pinned |= inserted
             out = [m for n in graph.nodes for m in rewritten.get(n.name, [n])]
-            return eliminate_dead_code(graph.replace(nodes=tuple(out), constants=constants))
+            return simplify(graph.replace(nodes=tuple(out), constants=constants))
     return None
+
+
+def sink(graph: Graph, policy: Sinking = Sinking()) -> Graph:
+    """Every transpose ``policy`` lets move, moved below its readers, one at a time until
+    none moves (module docstring); dead nodes removed; ``graph`` itself where none moves."""
+    pinned: set[str] = set()
+    moved = graph
+    for _ in range(4 * len(graph.nodes) + 4):  # every move takes a transpose one node down
+        step = _sink_one(moved, policy, pinned)
+        if step is None:
+            break
+        moved = step
+    return graph if moved is graph else eliminate_dead_code(moved)
 
 
 def _transposes(graph: Graph) -> int:
@@ -143,18 +212,12 @@ def _transposes(graph: Graph) -> int:
 
 
 def sink_transposes(graph: Graph) -> Graph:
-    """Move transposes below their elementwise and ``rotate_half`` readers (module
-    docstring); ``graph`` itself where that does not leave fewer transposes after
-    ``fold_views``."""
-    moved, steps = graph, 0
-    while steps < 4 * len(graph.nodes) + 4:  # every move takes a transpose one node down
-        step = _sink_one(moved)
-        if step is None:
-            break
-        moved, steps = step, steps + 1
+    """Move transposes below their readers (module docstring); ``graph`` itself where that
+    does not leave fewer transposes after ``fold_views``."""
+    moved = sink(graph)
     if moved is graph or _transposes(moved) >= _transposes(graph):
         return graph
     return moved
 
 
-__all__ = ["sink_transposes"]
+__all__ = ["LAST_AXIS_OPS", "PLANE_OPS", "Sinking", "inverse", "sink", "sink_transposes"]
