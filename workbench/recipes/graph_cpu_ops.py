@@ -95,9 +95,37 @@ def _matmul_shape(func) -> tuple[int, int, int] | None:
     return M, N, K
 
 
+def row_tile(M: int, most: int) -> int | None:
+    """Rows of the register tile for ``M`` rows: the most rows up to ``most`` that divide
+    ``M``, None under 2 (one row reuses no load of B: the generic schedule is as good)."""
+    rows = next(t for t in range(min(most, M), 0, -1) if M % t == 0)
+    return rows if rows >= 2 else None
+
+
+def matmul_columns(M: int, N: int, K: int) -> int | None:
+    """The multiple of ``N`` the tiled matmul rule prefers at ``M x N x K``
+    (``matmul_tiled``): the packed recipe's four vector registers where B is big
+    (``PACK_BYTES``), else the register tile's width; None where the rule keeps the generic
+    schedule whatever ``N``. The cpu layout pads a constant B to it (``passes.pad_matmul``)."""
+    if K * N * 4 >= PACK_BYTES and row_tile(M, 4) is not None:
+        return 4 * vector_lanes("float32")
+    return _tile_columns(M, N, K)
+
+
+def _tile_columns(M: int, N: int, K: int) -> int | None:
+    """The register tile's width (a cache line of float32: two 256-bit or one 512-bit
+    register; one 256-bit register was ~1.5x slower on the block's shapes), None where the
+    work is too small or no tile of 2 rows or more divides ``M``."""
+    if M * N * K >= TILE_WORK and row_tile(M, 8) is not None:
+        return max(vector_lanes("float32"), cache_line_bytes() // 4)
+    return None
+
+
 def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
     """``ops.matmul`` (plus an epilogue) with a register tile: the packed recipe when B is
     big (``PACK_BYTES``), else ``register_tile``; the epilogue inlined in the write-back.
+    ``N`` a multiple of ``matmul_columns`` (the cpu layout pads a constant B to it), the
+    tile's rows the most up to 4 (packed) or 8 that divide ``M``.
 
     Example
     -------
@@ -112,19 +140,16 @@ def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
     if shape is None:
         return None
     M, N, K = shape
-    lanes = vector_lanes("float32")
-    # one cache line of C per tile row (16 float32): two 256-bit or one 512-bit register;
-    # measured on the block's shapes, one 256-bit register (8) was ~1.5x slower
-    tile_width = max(lanes, cache_line_bytes() // 4)
+    columns, tile = matmul_columns(M, N, K), _tile_columns(M, N, K)
     parallel = parallel and M * N * K >= PARALLEL_WORK * 4
-    if K * N * 4 >= PACK_BYTES and N % (4 * lanes) == 0 and M % 4 == 0:
+    if K * N * 4 >= PACK_BYTES and columns is not None and N % columns == 0:
         tk = K if K <= 256 else math.gcd(K, 128)
-        sch = _try(recipes.get("matmul", "packed", "cpu"), func, tk=tk)
+        sch = _try(recipes.get("matmul", "packed", "cpu"), func, ti=row_tile(M, 4), tk=tk)
         if sch is not None and not parallel:
             sch = _serial_copy(sch)
-    elif M * N * K >= TILE_WORK and M % 8 == 0 and N % tile_width == 0:
-        sch = _try(recipes.get("matmul", "register_tile", "cpu"), func, ti=8, tj=tile_width,
-                   parallel=parallel)
+    elif tile is not None and N % tile == 0:
+        sch = _try(recipes.get("matmul", "register_tile", "cpu"), func, ti=row_tile(M, 8),
+                   tj=tile, parallel=parallel)
     else:
         return None
     if sch is None:
@@ -269,5 +294,6 @@ def recipe_schedule(func, parallel: bool = True) -> Schedule | None:
 
 
 __all__ = ["PACK_BYTES", "PARALLEL_WORK", "RULES", "TILE_WORK", "attention_rows",
-           "layernorm_fused", "matmul_tiled", "recipe_schedule", "softmax_fused",
+           "layernorm_fused", "matmul_columns", "matmul_tiled", "recipe_schedule", "row_tile",
+           "softmax_fused",
            "vectorize_innermost"]

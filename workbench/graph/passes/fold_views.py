@@ -130,12 +130,14 @@ def views_layout(graph: Graph, target="numpy") -> Graph:
 
 def cpu_layout(graph: Graph, target="cpu") -> Graph:
     """The cpu target's ``graph_layout`` hook: conv weights packed
-    (``layout.pack_conv_weights``), then ``sink_transposes`` and ``fold_views`` (the cuda
-    target's hook, ``views_layout``, does the last two only)."""
+    (``layout.pack_conv_weights``), a matmul by a constant whose columns no register tile
+    divides padded to one (``pad_matmul``, with the tile of ``graph_cpu_ops.matmul_columns``),
+    then ``sink_transposes`` and ``fold_views`` (the cuda target's hook, ``views_layout``,
+    does the last two only)."""
     from workbench.graph.passes.layout import pack_conv_weights
+    from workbench.graph.passes.pad_matmul import pad_matmul
     from workbench.graph.passes.sink_transposes import sink_transposes
+    from workbench.recipes.graph_cpu_ops import matmul_columns
 
-    return fold_views(sink_transposes(pack_conv_weights(graph, target)))
-
-
-__all__ = ["LAYOUT", "READERS", "cpu_layout", "fold_views", "views_layout"]
+    graph = pad_matmul(pack_conv_weights(graph, target), matmul_columns)
+    return fold_views(sink_transposes(graph))
