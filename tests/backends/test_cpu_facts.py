@@ -44,3 +44,77 @@ def test_a_machine_description_reaches_every_planner(machine):
     assert model.vector_registers == (32 if "avx512f" in machine.features else 16)
     assert host_cores() == machine.cores
     assert cpu_facts.l1_geometry() == machine.l1
+
+
+def test_widened_codegen_takes_the_full_width():
+    assert cpu_facts.vector_bits_for({"avx512f", "avx2"}, "sapphirerapids", wide=True) == 512
+    assert cpu_facts.vector_bits_for({"avx2"}, "haswell", wide=True) == 256
+
+
+def test_the_host_width_is_what_numba_emits():
+    """``vector_bits`` says what Numba's codegen does on this host: zmm registers in a
+    vectorized loop exactly where it says 512 (whatever the CPU)."""
+    import numba
+    import numpy as np
+
+    @numba.njit(fastmath=True)
+    def axpy(a, b, c):
+        for i in range(a.size):
+            a[i] += b[i] * c
+
+    x = np.arange(256, dtype=np.float32)
+    axpy(x, x, np.float32(2))
+    np.testing.assert_array_equal(x, np.arange(256, dtype=np.float32) * 3)
+    asm = next(iter(axpy.inspect_asm().values()))
+    assert ("zmm" in asm) == (cpu_facts.vector_bits() == 512)
+
+
+class _Host:
+    """llvmlite's host readers for an AVX-512 core that LLVM tunes ``prefer-256-bit``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def get_host_cpu_name(self):
+        return self.name
+
+    def get_host_cpu_features(self):
+        host = self
+
+        class Features(dict):
+            def flatten(self):
+                return "+avx512f,+avx2" if host.name != "znver4" else "+avx2"
+
+        return Features(avx512f=self.name != "znver4")
+
+
+@pytest.mark.parametrize(("name", "chosen", "wide"), [
+    ("sapphirerapids", None, True),             # widened
+    ("znver4", None, False),                   # no prefer-256-bit tuning to lift
+    ("sapphirerapids", "+avx2", False),        # NUMBA_CPU_FEATURES chosen: left as it is
+])
+def test_numba_is_widened_only_where_nobody_chose(monkeypatch, name, chosen, wide):
+    import llvmlite.binding
+    from numba.core import config
+
+    from workbench.backends.common import machine
+
+    host = _Host(name)
+    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_name", host.get_host_cpu_name)
+    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_features", host.get_host_cpu_features)
+    monkeypatch.setattr(machine, "_codegen_exists", lambda: False)  # before the first njit
+    monkeypatch.setattr(config, "CPU_FEATURES", chosen)
+    monkeypatch.setattr(config, "CPU_NAME", None)
+    assert machine.widen_numba_vectors() is wide
+    assert config.CPU_FEATURES == ("+avx512f,+avx2,-prefer-256-bit" if wide else chosen)
+
+
+def test_an_existing_codegen_is_left_alone(monkeypatch):
+    from numba.core import config
+
+    from workbench.backends.common import machine
+
+    monkeypatch.setattr(machine, "_codegen_exists", lambda: True)
+    monkeypatch.setattr(config, "CPU_FEATURES", None)
+    machine.widen_numba_vectors()
+    assert config.CPU_FEATURES is None

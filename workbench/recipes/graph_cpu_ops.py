@@ -107,9 +107,15 @@ def matmul_columns(M: int, N: int, K: int) -> int | None:
     (``matmul_tiled``): the packed recipe's four vector registers where B is big
     (``PACK_BYTES``), else the register tile's width; None where the rule keeps the generic
     schedule whatever ``N``. The cpu layout pads a constant B to it (``passes.pad_matmul``)."""
-    if K * N * 4 >= PACK_BYTES and row_tile(M, 4) is not None:
+    if _packs(M, N, K):
         return 4 * vector_lanes("float32")
     return _tile_columns(M, N, K)
+
+
+def _packs(M: int, N: int, K: int) -> bool:
+    """Whether the packed recipe takes the matmul: B big (``PACK_BYTES``), a tile of 2 to 4
+    rows dividing ``M`` (its four registers of columns then hold the accumulators)."""
+    return K * N * 4 >= PACK_BYTES and row_tile(M, 4) is not None
 
 
 def _tile_columns(M: int, N: int, K: int) -> int | None:
@@ -142,7 +148,7 @@ def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
     M, N, K = shape
     columns, tile = matmul_columns(M, N, K), _tile_columns(M, N, K)
     parallel = parallel and M * N * K >= PARALLEL_WORK * 4
-    if K * N * 4 >= PACK_BYTES and columns is not None and N % columns == 0:
+    if _packs(M, N, K) and N % columns == 0:
         tk = K if K <= 256 else math.gcd(K, 128)
         sch = _try(recipes.get("matmul", "packed", "cpu"), func, ti=row_tile(M, 4), tk=tk)
         if sch is not None and not parallel:

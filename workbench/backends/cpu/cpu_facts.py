@@ -14,12 +14,13 @@ machine by injecting its facts (``use_machine_facts``; ``tests/machines.py``), a
 AVX2 and AVX-512, 1 and 4 cores, on one host.
 
 The width comes from the features LLVM detects on the host (what Numba compiles for):
-AVX-512 gives 512 bits, AVX/AVX2 256, anything else (SSE, NEON) 128, except that on the
-Intel cores LLVM tunes with ``prefer-256-bit`` (Skylake-SP to Sapphire Rapids: its
-vectorizers then emit ymm, not zmm, code) the width is 256: a register tile sized for 16
-lanes there spills. The environment
-variable is not consulted (no ambient state); pass ``bits=`` to the functions that take it
-to plan for another machine.
+AVX-512 gives 512 bits, AVX/AVX2 256, anything else (SSE, NEON) 128. The Intel cores LLVM
+tunes with ``prefer-256-bit`` (Skylake-SP to Emerald Rapids) get 512-bit code too: the
+host's facts are read after Numba's codegen was given ``-prefer-256-bit``
+(``machine.widen_numba_vectors``); where it could not be (Numba compiled before, or the user
+chose its features with ``NUMBA_CPU_FEATURES``) its vectorizers emit ymm code and the width
+is 256 (a register tile sized for 16 lanes there spills). Pass ``bits=`` to the functions
+that take it to plan for another machine.
 
 Example
 -------

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from workbench.backends.common.allocation import place_allocations
-from workbench.backends.common.machine import host_device_facts
+from workbench.backends.common.machine import host_device_facts, widen_numba_vectors
 from workbench.backends.common.target import Target, TargetKind, register_target
 from workbench.backends.cpu.numba_cpu_kernel import CpuKernel
 from workbench.backends.cpu.numba_cpu_printer import CpuPrinter, cpu_passes
 from workbench.ir import PrimFunc
+
+widen_numba_vectors()  # before any njit compile: Numba's codegen takes its features once
 
 CPU_DEFAULTS = {
     "fastmath": True,
