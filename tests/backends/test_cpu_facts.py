@@ -118,3 +118,16 @@ def test_an_existing_codegen_is_left_alone(monkeypatch):
     monkeypatch.setattr(config, "CPU_FEATURES", None)
     machine.widen_numba_vectors()
     assert config.CPU_FEATURES is None
+
+
+def test_children_compile_for_this_process_codegen():
+    """A worker's kernels reach the parent through Numba's disk cache, keyed by the
+    features: the child gets the parent codegen's own (widened or not)."""
+    import numba
+    from numba.core.registry import cpu_target
+
+    from workbench.backends.common.machine import numba_child_env
+
+    numba.njit(lambda v: v + 1)(1)  # the codegen exists now, whatever ran before
+    features = cpu_target.target_context.codegen()._tm_features
+    assert numba_child_env() == ({"NUMBA_CPU_FEATURES": features} if features else {})

@@ -22,12 +22,12 @@ from workbench.recipes.graph_cpu_ops import matmul_columns, matmul_tiled, row_ti
 
 
 def test_row_tile_takes_the_most_rows_that_divide():
-    assert [row_tile(m, 8) for m in (512, 7, 12, 511, 509, 1)] == [8, 7, 6, 7, None, None]
-    assert row_tile(30, 4) == 3
-    assert matmul_columns(509, 1000, 64) is None  # no tile of 2 rows or more divides 509
+    assert [row_tile(m, 8) for m in (512, 7, 12, 511, 509, 3, 1)] == [8, 7, 6, 7, 8, 3, None]
+    assert [row_tile(m, 4) for m in (30, 7, 511)] == [3, 4, 4]  # 7, 511: the last tile guarded
+    assert matmul_columns(1, 1000, 64) is None  # one row: the generic schedule
 
 
-@pytest.mark.parametrize("rows", [7, 12])
+@pytest.mark.parametrize("rows", [7, 12, 13])
 def test_a_classifier_of_odd_widths_runs_on_the_register_tile(rng, rows):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(48, 1000), nn.GELU(), nn.Linear(1000, 10)).eval()
@@ -41,6 +41,21 @@ def test_a_classifier_of_odd_widths_runs_on_the_register_tile(rng, rows):
     for kernel in matmuls:  # padded to the tile (1008 or 1024, 16 or 64 columns): tiled
         assert matmul_tiled(kernel.schedule.func_before) is not None, kernel.node
     assert [k.pattern for k in compiled.kernels].count("slice") == 2
+
+
+def test_a_prime_row_count_takes_the_packed_tile_with_its_last_rows_guarded():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(1000, 300), nn.ReLU()).eval()  # B of 1.2 MB: packed
+    x = torch.randn(7, 1000)
+    compiled = wb.compile(model, (x,), target="cpu")
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(compiled(x.numpy()), want, rtol=1e-4, atol=1e-5)
+    (kernel,) = [k for k in compiled.kernels if k.pattern.startswith("matmul")]
+    script = kernel.schedule.mod.script()
+    assert "B_global = T.alloc_buffer((5, 1000, 64)" in script or \
+        "B_global = T.alloc_buffer((10, 1000, 32)" in script  # 320 columns in 64 or 32 panels
+    assert "T.where(i_0 * 4 + i_1 < 7)" in script  # four rows a tile, the second guarded
 
 
 def _linear(n: int = 20, readers=("add", "relu"), extra_reader: bool = False):
@@ -82,6 +97,7 @@ def test_the_epilogue_moves_into_the_padded_shape(rng):
     padded = pad_matmul(graph, lambda m, n, k: 16)
     assert _ops(padded) == [("matmul", 32), ("add", 32), ("relu", 32), ("slice", 20)]
     assert padded.outputs == graph.outputs
+    assert sorted(padded.constants) == ["bias_add_in1_padded", "w_matmul_padded"]
     weight = padded.constants[padded.nodes[0].inputs[1]]
     np.testing.assert_array_equal(weight[:, 20:], np.repeat(weight[:, 19:20], 12, axis=1))
     _same_values(graph, padded, rng)

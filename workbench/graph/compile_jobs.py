@@ -94,10 +94,11 @@ def _prebuild(funcs: list, target, jobs: int, bar=None) -> int:
     workers built (the rest: here, into the memory cache). ``bar`` (tqdm) advances as this
     process's share compiles, then as each worker finishes its share."""
     from workbench.backends import build
+    from workbench.backends.common.machine import numba_child_env
 
     chunks = [funcs[i::jobs] for i in range(min(jobs, len(funcs)))]
     root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, **numba_child_env(), "PYTHONPATH": os.pathsep.join(
         [root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     workers = []
     for chunk in chunks[1:]:

@@ -97,9 +97,13 @@ def _matmul_shape(func) -> tuple[int, int, int] | None:
 
 def row_tile(M: int, most: int) -> int | None:
     """Rows of the register tile for ``M`` rows: the most rows up to ``most`` that divide
-    ``M``, None under 2 (one row reuses no load of B: the generic schedule is as good)."""
+    ``M``; where none from 2 does (a prime 7, 509), ``most`` rows with the last tile's
+    rows guarded (the guard does not depend on the vector loop: ``backends.cpu.unswitch``
+    moves it out); None for one row (no load of B to reuse: the generic schedule)."""
+    if M < 2:
+        return None
     rows = next(t for t in range(min(most, M), 0, -1) if M % t == 0)
-    return rows if rows >= 2 else None
+    return rows if rows >= 2 else min(most, M)
 
 
 def matmul_columns(M: int, N: int, K: int) -> int | None:
@@ -113,15 +117,15 @@ def matmul_columns(M: int, N: int, K: int) -> int | None:
 
 
 def _packs(M: int, N: int, K: int) -> bool:
-    """Whether the packed recipe takes the matmul: B big (``PACK_BYTES``), a tile of 2 to 4
-    rows dividing ``M`` (its four registers of columns then hold the accumulators)."""
+    """Whether the packed recipe takes the matmul: B big (``PACK_BYTES``) and two rows or
+    more (a tile of 2 to 4 rows: its four registers of columns hold the accumulators)."""
     return K * N * 4 >= PACK_BYTES and row_tile(M, 4) is not None
 
 
 def _tile_columns(M: int, N: int, K: int) -> int | None:
     """The register tile's width (a cache line of float32: two 256-bit or one 512-bit
     register; one 256-bit register was ~1.5x slower on the block's shapes), None where the
-    work is too small or no tile of 2 rows or more divides ``M``."""
+    work is too small or ``M`` is one row."""
     if M * N * K >= TILE_WORK and row_tile(M, 8) is not None:
         return max(vector_lanes("float32"), cache_line_bytes() // 4)
     return None
@@ -131,7 +135,7 @@ def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
     """``ops.matmul`` (plus an epilogue) with a register tile: the packed recipe when B is
     big (``PACK_BYTES``), else ``register_tile``; the epilogue inlined in the write-back.
     ``N`` a multiple of ``matmul_columns`` (the cpu layout pads a constant B to it), the
-    tile's rows the most up to 4 (packed) or 8 that divide ``M``.
+    tile's rows ``row_tile(M, 4)`` (packed) or ``row_tile(M, 8)``.
 
     Example
     -------

@@ -107,7 +107,10 @@ class IsolatedWorker:
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
-        env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)}
+        from workbench.backends.common.machine import numba_child_env
+
+        env = {**os.environ, **numba_child_env(), **self.env,
+               "PYTHONPATH": os.pathsep.join(p or "." for p in sys.path)}
         process = subprocess.Popen(
             [sys.executable, "-c", _CHILD_COMMAND, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),

@@ -195,6 +195,16 @@ def widen_numba_vectors() -> bool:
     return numba_wide_vectors()
 
 
+def numba_child_env() -> dict[str, str]:
+    """What a child process's environment needs to compile the machine code this process
+    does: Numba's CPU features as this process's codegen has them, widened or not (a
+    worker's kernels come back through Numba's disk cache, whose key holds the features: a
+    child widened where the parent was not wrote kernels the parent never found)."""
+    widen_numba_vectors()
+    features = _numba_codegen_features()
+    return {"NUMBA_CPU_FEATURES": features} if features else {}
+
+
 def _cpu_target():
     from numba.core.registry import cpu_target
 

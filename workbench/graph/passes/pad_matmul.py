@@ -17,6 +17,18 @@ value alone (one reader, no other non-constant operand spanning the columns), so
 the activation and the matmul stay one kernel; the slice (a copy of the ``M x N`` output,
 ``1 / K`` of the matmul's work) comes after them. TVM's ``pad_einsum`` pads the same way,
 per call; a constant weight is padded once here.
+
+Example
+-------
+>>> from workbench.graph.builder import GraphBuilder
+>>> from workbench.graph.ir import TensorType
+>>> b = GraphBuilder()
+>>> x = b.input("x", TensorType((7, 12)))
+>>> y = b.node("matmul", [x, b.constant("w", np.ones((12, 20), "float32"))])
+>>> y = b.node("relu", [b.node("add", [y, b.constant("bias", np.ones(20, "float32"))])])
+>>> g = pad_matmul(b.finish([y]), lambda m, n, k: 16)
+>>> [(n.op, n.type.shape) for n in g.nodes]
+[('matmul', (7, 32)), ('add', (7, 32)), ('relu', (7, 32)), ('slice', (7, 20))]
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import numpy as np
 
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.ops import VIEW_ATTRS, kind
+from workbench.graph.passes.dce import eliminate_dead_code
 from workbench.graph.passes.epilogues import _AXIS_OPS
 
 Columns = Callable[[int, int, int], "int | None"]
@@ -125,7 +138,8 @@ def pad_matmul(graph: Graph, columns: Columns) -> Graph:
     if not rewritten:
         return graph
     nodes = [m for n in graph.nodes for m in rewritten.get(n.name, [n])]
-    return graph.replace(nodes=tuple(nodes), constants=constants)
+    # the unpadded weights go (a vocabulary's is 150 MB)
+    return eliminate_dead_code(graph.replace(nodes=tuple(nodes), constants=constants))
 
 
 __all__ = ["pad_matmul"]
