@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["ir", "printer", "builder", "interpreter", "passes.dce", "passes.constant_fold",
-           "passes.cse", "passes.simplify", "passes.memory_plan", "passes.pipeline", "passes.rotary", "passes.rms_norm", "passes.sink_transposes", "passes.pad_matmul",
+           "passes.cse", "passes.simplify", "passes.memory_plan", "passes.pipeline", "passes.rotary", "passes.rms_norm", "passes.sink_transposes", "passes.pad_matmul", "passes.pack_matmul",
            "frontends.onnx", "lower_ops"]
 # the graph's default schedules (recipes chosen through the target's ``graph_schedule``)
 RECIPE_MODULES = ["graph_cpu", "graph_cpu_ops", "graph_cuda", "graph_cuda_ops", "reduce_cuda"]

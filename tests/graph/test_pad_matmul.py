@@ -43,19 +43,19 @@ def test_a_classifier_of_odd_widths_runs_on_the_register_tile(rng, rows):
     assert [k.pattern for k in compiled.kernels].count("slice") == 2
 
 
-def test_a_prime_row_count_takes_the_packed_tile_with_its_last_rows_guarded():
+def test_a_prime_row_count_takes_the_panel_tile_with_its_last_rows_guarded():
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(1000, 300), nn.ReLU()).eval()  # B of 1.2 MB: packed
-    x = torch.randn(7, 1000)
+    model = nn.Sequential(nn.Linear(1000, 300), nn.ReLU()).eval()  # B of 1.2 MB: panels
+    x = torch.randn(13, 1000)
     compiled = wb.compile(model, (x,), target="cpu")
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(compiled(x.numpy()), want, rtol=1e-4, atol=1e-5)
     (kernel,) = [k for k in compiled.kernels if k.pattern.startswith("matmul")]
-    script = kernel.schedule.mod.script()
-    assert "B_global = T.alloc_buffer((5, 1000, 64)" in script or \
-        "B_global = T.alloc_buffer((10, 1000, 32)" in script  # 320 columns in 64 or 32 panels
-    assert "T.where(i_0 * 4 + i_1 < 7)" in script  # four rows a tile, the second guarded
+    assert kernel.pattern == "matmul_packed+add+relu"  # 300 columns padded to the panels
+    tj = matmul_columns(13, 300, 1000)
+    assert (-(-300 // tj), 1000, tj) in [v.shape for v in compiled.graph.constants.values()]
+    assert "T.where(i_0 * 8 + i_1 < 13)" in kernel.schedule.mod.script()  # 8 rows, guarded
 
 
 def _linear(n: int = 20, readers=("add", "relu"), extra_reader: bool = False):

@@ -17,6 +17,7 @@ from workbench.ir.functor import collect
 from workbench.ir.stmt import For
 from workbench.ops.conv_packed import conv2d_nchw_packed
 from workbench.ops.conv_rows import conv2d_1x1_nchw
+from workbench.ops.matmul_packed import matmul_packed
 from workbench.ops.softmax_online import online_softmax, online_softmax_lanes
 
 LANES = vector_lanes("float32")
@@ -29,6 +30,7 @@ FUNCS = {
     ("matmul", "parallel_vectorize"): lambda: ops.matmul(8, 16, 12),
     ("matmul", "packed"): lambda: ops.matmul(8, 2 * 4 * LANES, 256),
     ("matmul", "register_tile"): lambda: ops.matmul(16, 2 * LANES, 24),
+    ("matmul_packed", "panels"): lambda: matmul_packed(13, 6 * LANES, 40, tj=3 * LANES),
     ("softmax", "fused"): lambda: ops.softmax(6, 2 * REDUCE),
     ("softmax", "online"): lambda: online_softmax(6, 40),
     ("softmax", "online_lanes"): lambda: online_softmax_lanes(6, 4 * LANES),

@@ -9,7 +9,11 @@
 - ``conv2d_1x1`` (``anchor``): a 1x1 ``conv2d`` (stride 1, no padding) on ``(K, C)``
   weights, NCHW data and output, optional bias; with ``scaled=True`` its inputs are
   ``(x, scale, w[, b])`` and it convolves ``x * scale`` (``scale`` of shape ``(N, C, 1, 1)``:
-  a squeeze-excitation product folded into the conv's input read).
+  a squeeze-excitation product folded into the conv's input read);
+- ``pack_columns`` (``layout``): a ``(K, N)`` matmul weight as ``(N // tj, K, tj)`` column
+  panels (``graph.passes.pack_matmul``; constant-folded at compile time);
+- ``matmul_packed`` (``anchor``): ``matmul`` by a weight in those panels (any leading axes
+  of the activation, as ``matmul``'s).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.ops.conv_packed import pack_depthwise, pack_kcrs, unpack_kcrs
+from workbench.ops.matmul_packed import pack_columns as _pack_columns
+from workbench.ops.matmul_packed import unpack_columns
 
 
 def pack_weights(w, kb: int = 16, depthwise: bool = False):
@@ -45,12 +51,23 @@ def conv2d_1x1(x, *args, scaled: bool = False):
     return conv2d(x, w.reshape(w.shape + (1, 1)), b)
 
 
+def pack_columns(w, tj: int = 48):
+    return _pack_columns(np.asarray(w), tj)
+
+
+def matmul_packed(a, w):
+    return np.matmul(a, unpack_columns(np.asarray(w)))
+
+
 PACKED_OPS = {
     "pack_weights": (pack_weights, "layout"),
     "conv2d_packed": (conv2d_packed, "anchor"),
     "depthwise_conv2d_packed": (depthwise_conv2d_packed, "anchor"),
     "conv2d_1x1": (conv2d_1x1, "anchor"),
+    "pack_columns": (pack_columns, "layout"),
+    "matmul_packed": (matmul_packed, "anchor"),
 }
 """op name -> (numpy function, kind), merged into ``workbench.graph.ops.OPS``."""
 
-__all__ = ["PACKED_OPS", "conv2d_1x1", "conv2d_packed", "depthwise_conv2d_packed", "pack_weights"]
+__all__ = ["PACKED_OPS", "conv2d_1x1", "conv2d_packed", "depthwise_conv2d_packed",
+           "matmul_packed", "pack_columns", "pack_weights"]

@@ -9,6 +9,9 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   is big (``PACK_BYTES``), the packed recipe (``packed_cpu``: B packed in panels); the
   epilogue is inlined into the tile's write-back (``reverse_compute_inline``) and that
   loop vectorized, so ``gelu(x @ W + b)`` is written once, from registers;
+- ``ops.matmul_packed`` (the cpu layout packs a big constant B in panels once:
+  ``graph.passes.pack_matmul``): the ``("matmul_packed", "panels")`` register tile of 8
+  rows x 3 vectors, the panels in parallel, the epilogue inlined in its write-back;
 - ``ops.softmax``: the fused recipe (one pass per row, reductions ``rfactor``-ed into
   vector lanes) where the row length is a multiple of the lanes, else the rows fused
   without lanes; the epilogue moves into the row loop;
@@ -107,26 +110,34 @@ def row_tile(M: int, most: int) -> int | None:
 
 
 def matmul_columns(M: int, N: int, K: int) -> int | None:
-    """The multiple of ``N`` the tiled matmul rule prefers at ``M x N x K``
-    (``matmul_tiled``): the packed recipe's four vector registers where B is big
-    (``PACK_BYTES``), else the register tile's width; None where the rule keeps the generic
-    schedule whatever ``N``. The cpu layout pads a constant B to it (``passes.pad_matmul``)."""
-    if _packs(M, N, K):
-        return 4 * vector_lanes("float32")
-    return _tile_columns(M, N, K)
+    """The multiple of ``N`` a matmul by a constant B takes at ``M x N x K``: the panel
+    width (``panel_width``) where B is big (``PACK_BYTES``), else the register tile's
+    (``matmul_tiled``); None where the rules keep the generic schedule whatever ``N``. The
+    cpu layout pads a constant B to it (``passes.pad_matmul``)."""
+    return panel_width(M, N, K) or _tile_columns(M, N, K)
+
+
+def panel_width(M: int, N: int, K: int) -> int | None:
+    """The columns of a panel of a big constant B (``PACK_BYTES``; ``recipes.matmul``'s
+    ``PANEL_VECTORS`` vectors), which the cpu layout packs once
+    (``passes.pack_matmul``); None where B stays as it is."""
+    from workbench.recipes.matmul import PANEL_VECTORS
+
+    return PANEL_VECTORS * vector_lanes("float32") if _packs(M, N, K) else None
 
 
 def _packs(M: int, N: int, K: int) -> bool:
     """Whether the packed recipe takes the matmul: B big (``PACK_BYTES``) and two rows or
-    more (a tile of 2 to 4 rows: its four registers of columns hold the accumulators)."""
-    return K * N * 4 >= PACK_BYTES and row_tile(M, 4) is not None
+    more (``row_tile``: a tile of 2 to 4 rows, its four registers of columns hold the
+    accumulators)."""
+    return K * N * 4 >= PACK_BYTES and M >= 2
 
 
 def _tile_columns(M: int, N: int, K: int) -> int | None:
     """The register tile's width (a cache line of float32: two 256-bit or one 512-bit
     register; one 256-bit register was ~1.5x slower on the block's shapes), None where the
     work is too small or ``M`` is one row."""
-    if M * N * K >= TILE_WORK and row_tile(M, 8) is not None:
+    if M * N * K >= TILE_WORK and M >= 2:
         return max(vector_lanes("float32"), cache_line_bytes() // 4)
     return None
 
@@ -150,14 +161,14 @@ def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
     if shape is None:
         return None
     M, N, K = shape
-    columns, tile = matmul_columns(M, N, K), _tile_columns(M, N, K)
+    tile = _tile_columns(M, N, K)
     parallel = parallel and M * N * K >= PARALLEL_WORK * 4
-    if _packs(M, N, K) and N % columns == 0:
+    if _packs(M, N, K) and N % (4 * vector_lanes("float32")) == 0:  # B copied per call
         tk = K if K <= 256 else math.gcd(K, 128)
         sch = _try(recipes.get("matmul", "packed", "cpu"), func, ti=row_tile(M, 4), tk=tk)
         if sch is not None and not parallel:
             sch = _serial_copy(sch)
-    elif tile is not None and N % tile == 0:
+    elif tile is not None and N % tile == 0:  # B too small to pack, or N off the packs
         sch = _try(recipes.get("matmul", "register_tile", "cpu"), func, ti=row_tile(M, 8),
                    tj=tile, parallel=parallel)
     else:
@@ -165,6 +176,24 @@ def matmul_tiled(func, parallel: bool = True) -> Schedule | None:
     if sch is None:
         return None
     _fold_epilogue_inline(sch, "C_local")
+    return sch
+
+
+def matmul_panels(func, parallel: bool = True) -> Schedule | None:
+    """``ops.matmul_packed`` (a constant B the cpu layout packed: ``passes.pack_matmul``;
+    plus an epilogue) with the ``("matmul_packed", "panels")`` recipe, ``row_tile(M, 8)``
+    rows a tile, the epilogue inlined in the write-back."""
+    from workbench import recipes
+
+    head = next((b for b in find_blocks(func) if b.name == "C"), None)
+    if head is None or len(head.iter_vars) != 4 or len(func.params[1].shape) != 3:
+        return None
+    NB, M, tj, K = (int(iv.dom.extent.value) for iv in head.iter_vars)
+    parallel = parallel and M * NB * tj * K >= PARALLEL_WORK * 4 and NB > 1
+    sch = _try(recipes.get("matmul_packed", "panels", "cpu"), func,
+               ti=row_tile(M, 8) or 1, parallel=parallel)
+    if sch is not None:
+        _fold_epilogue_inline(sch, "C_local")
     return sch
 
 
@@ -289,7 +318,7 @@ def avg_pool_direct(func, parallel: bool = True) -> Schedule | None:
     return direct_rule(func, parallel)
 
 
-RULES = (matmul_tiled, attention_rows, softmax_fused, layernorm_fused, conv2d_packed,
+RULES = (matmul_tiled, matmul_panels, attention_rows, softmax_fused, layernorm_fused, conv2d_packed,
          conv2d_1x1_rows, depthwise_plane, avg_pool_direct, conv2d_blocked)
 """Tried in order; the first that returns a schedule wins."""
 
@@ -304,6 +333,7 @@ def recipe_schedule(func, parallel: bool = True) -> Schedule | None:
 
 
 __all__ = ["PACK_BYTES", "PARALLEL_WORK", "RULES", "TILE_WORK", "attention_rows",
-           "layernorm_fused", "matmul_columns", "matmul_tiled", "recipe_schedule", "row_tile",
+           "layernorm_fused", "matmul_columns", "matmul_panels", "matmul_tiled",
+           "panel_width", "recipe_schedule", "row_tile",
            "softmax_fused",
            "vectorize_innermost"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from workbench.backends.common.target import Target
 from workbench.backends.cpu.cpu_facts import target_vector_lanes
 from workbench.ir import PrimFunc
+from workbench.ir.analysis import find_blocks
 from workbench.recipes.registry import register
 from workbench.schedule import Schedule
 
@@ -175,4 +176,50 @@ def register_tile_cpu(func: PrimFunc, *, ti: int = 8, tj: int | None = None,
     sch.unroll(i1)
     sch.vectorize(j1)
     sch.vectorize(sch.get_loops(c_tile)[-1])
+    return sch
+
+
+PANEL_VECTORS = 3
+"""Vector registers of columns in a ``panels`` tile: 8 rows x 3 vectors (24 accumulators)
+measured fastest against 4 x 4 (the ``packed`` recipe's), 8 x 2 and 8 x 4, with 512-bit
+code and with 256-bit code alike (one Emerald Rapids core pair, ``8 x 256 -> 50304``,
+``128 x 1000 -> 1056``, ``512 x 768 -> 3072``; the 256-bit code's 24 accumulators exceed
+its 16 registers and it was still the fastest there)."""
+
+
+@register("matmul_packed", "panels")
+def panels_cpu(func: PrimFunc, *, ti: int = 8, tk: int | None = None, parallel: bool = True,
+               target: Target | str = "cpu") -> Schedule:
+    """B read in its prepacked panels (``ops.matmul_packed``): the ``packed`` recipe's loop
+    nest with no copy of B: ``j_0 (parallel), i_0, k_0, k_1, i_1 (unroll), j_1
+    (vectorize)``, the ``ti x tj`` tile (``tj``: the weight's panel) in a ``local`` buffer
+    written back after ``k``. ``ti`` need not divide the rows (the last tile's are
+    guarded); ``tk`` defaults to ``K`` up to 256, else the largest divisor of ``K`` up to
+    128.
+
+    Example
+    -------
+    >>> from workbench.ops.matmul_packed import matmul_packed
+    >>> sch = panels_cpu(matmul_packed(8, 96, 64, tj=48))
+    >>> "T.parallel" in sch.mod.script()
+    True
+    """
+    del target  # the panel's width, fixed by the weight's layout, is the vector width
+    c = next((b for b in find_blocks(func) if b.name == "C" and len(b.iter_vars) == 4), None)
+    if c is None:
+        raise ValueError(f"matmul_packed panels_cpu: no four-axis block C in {func.name}")
+    K = int(c.iter_vars[3].dom.extent.value)
+    tk = (K if K <= 256 else max(d for d in range(1, 129) if K % d == 0)) if tk is None else tk
+    sch = Schedule(func)
+    block = sch.get_block("C")
+    tile = sch.cache_write(block, 0, "local")
+    j0, i, j1, k = sch.get_loops(block)
+    i0, i1 = sch.split(i, factors=[None, ti])
+    k0, k1 = sch.split(k, factors=[None, tk])
+    sch.reorder(j0, i0, k0, k1, i1, j1)
+    sch.reverse_compute_at(tile, i0)
+    if parallel:
+        sch.parallel(j0)
+    sch.unroll(i1)
+    sch.vectorize(j1)
     return sch

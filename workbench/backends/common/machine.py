@@ -185,13 +185,12 @@ def widen_numba_vectors() -> bool:
     0.65-0.79x eager (bench/RESULTS.md). It holds for every ``njit`` function of the
     process, the user's too.
     """
-    import llvmlite.binding as llvm
     from numba.core import config
 
     if config.CPU_FEATURES is not None or config.CPU_NAME is not None or _codegen_exists():
         return numba_wide_vectors()
-    features = llvm.get_host_cpu_features()
-    if llvm.get_host_cpu_name() in PREFER_256_BIT_CPUS and features.get("avx512f", False):
+    name, features = _llvm_host()
+    if name in PREFER_256_BIT_CPUS and features.get("avx512f", False):
         config.CPU_FEATURES = f"{features.flatten()},{WIDE}"
     return numba_wide_vectors()
 
@@ -294,15 +293,16 @@ def parse_cpuinfo(text: str) -> tuple[str, frozenset[str], float]:
     return model, frozenset(flags), mhz
 
 
-def _llvm_host() -> tuple[frozenset[str], str]:
+def _llvm_host():
+    """(CPU name, feature map) as LLVM sees the host; ``("", {})`` where llvmlite cannot
+    inspect it. The map is llvmlite's ``FeatureMap`` (``flatten()`` gives the features
+    string Numba's codegen takes)."""
     try:
         import llvmlite.binding as llvm
 
-        features = llvm.get_host_cpu_features()
-        simd = frozenset(n for n in ("avx512f", "avx2", "avx") if features.get(n, False))
-        return simd, llvm.get_host_cpu_name()
+        return llvm.get_host_cpu_name(), llvm.get_host_cpu_features()
     except Exception:  # noqa: BLE001 (a platform llvmlite cannot inspect)
-        return frozenset(), ""
+        return "", {}
 
 
 def read_machine_facts(cache_dir: str | Path = CACHE_DIR,
@@ -320,7 +320,9 @@ def read_machine_facts(cache_dir: str | Path = CACHE_DIR,
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
         cores = os.cpu_count() or 1
-    llvm_features, llvm_cpu = _llvm_host()
+    llvm_cpu, host_features = _llvm_host()
+    llvm_features = frozenset(n for n in ("avx512f", "avx2", "avx")
+                              if host_features.get(n, False))
     return MachineFacts(
         caches=caches,
         cache_line_bytes=_read_int(base / "coherency_line_size", 64),

@@ -132,12 +132,14 @@ def cpu_layout(graph: Graph, target="cpu") -> Graph:
     """The cpu target's ``graph_layout`` hook: conv weights packed
     (``layout.pack_conv_weights``), a matmul by a constant whose columns no register tile
     divides padded to one (``pad_matmul``, with the tile of ``graph_cpu_ops.matmul_columns``),
-    then ``sink_transposes`` and ``fold_views`` (the cuda target's hook, ``views_layout``,
-    does the last two only)."""
+    a big one's weight packed in panels (``pack_matmul``), then ``sink_transposes`` and
+    ``fold_views`` (the cuda target's hook, ``views_layout``, does the last two only)."""
     from workbench.graph.passes.layout import pack_conv_weights
+    from workbench.graph.passes.pack_matmul import pack_matmul
     from workbench.graph.passes.pad_matmul import pad_matmul
     from workbench.graph.passes.sink_transposes import sink_transposes
-    from workbench.recipes.graph_cpu_ops import matmul_columns
+    from workbench.recipes.graph_cpu_ops import matmul_columns, panel_width
 
     graph = pad_matmul(pack_conv_weights(graph, target), matmul_columns)
+    graph = pack_matmul(graph, panel_width)
     return fold_views(sink_transposes(graph))
