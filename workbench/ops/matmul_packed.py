@@ -21,8 +21,9 @@ def pack_columns(weight: np.ndarray, tj: int) -> np.ndarray:
 
     Example
     -------
-    >>> pack_columns(np.arange(6).reshape(2, 3 * 1).repeat(2, axis=1)[:, :4], 2)[1].tolist()
-    [[1, 1], [4, 4]]
+    >>> w = np.arange(8).reshape(2, 4)         # K = 2 rows, N = 4 columns
+    >>> pack_columns(w, 2)[1].tolist()          # the second panel: columns 2 and 3
+    [[2, 3], [6, 7]]
     """
     K, N = weight.shape
     if N % tj:
