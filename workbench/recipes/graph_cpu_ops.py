@@ -127,9 +127,8 @@ def panel_width(M: int, N: int, K: int) -> int | None:
 
 
 def _packs(M: int, N: int, K: int) -> bool:
-    """Whether the packed recipe takes the matmul: B big (``PACK_BYTES``) and two rows or
-    more (``row_tile``: a tile of 2 to 4 rows, its four registers of columns hold the
-    accumulators)."""
+    """Whether B is packed in panels (per call, or once where it is a constant): B big
+    (``PACK_BYTES``) and two rows or more (one row reuses no panel: the generic schedule)."""
     return K * N * 4 >= PACK_BYTES and M >= 2
 
 
@@ -318,8 +317,8 @@ def avg_pool_direct(func, parallel: bool = True) -> Schedule | None:
     return direct_rule(func, parallel)
 
 
-RULES = (matmul_tiled, matmul_panels, attention_rows, softmax_fused, layernorm_fused, conv2d_packed,
-         conv2d_1x1_rows, depthwise_plane, avg_pool_direct, conv2d_blocked)
+RULES = (matmul_tiled, matmul_panels, attention_rows, softmax_fused, layernorm_fused,
+         conv2d_packed, conv2d_1x1_rows, depthwise_plane, avg_pool_direct, conv2d_blocked)
 """Tried in order; the first that returns a schedule wins."""
 
 

@@ -1,4 +1,5 @@
-"""Matmul recipes for the ``cpu`` target (``ops.matmul``: block ``C``, loops ``i, j, k``).
+"""Matmul recipes for the ``cpu`` target (``ops.matmul``: block ``C``, loops ``i, j, k``;
+``panels``: ``ops.matmul_packed``, B in prepacked panels, loops ``j0, i, j1, k``).
 
 The tile width ``tj`` defaults to four vector registers of the target
 (``4 * target_vector_lanes(target, dtype)``: 64 float32 on AVX-512, 32 on AVX2), the
