@@ -9,9 +9,10 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   is big (``PACK_BYTES``), the packed recipe (``packed_cpu``: B packed in panels); the
   epilogue is inlined into the tile's write-back (``reverse_compute_inline``) and that
   loop vectorized, so ``gelu(x @ W + b)`` is written once, from registers;
-- ``ops.matmul_packed`` (the cpu layout packs a big constant B in panels once:
+- ``ops.matmul_packed`` (the cpu layout packs a constant B in panels once:
   ``graph.passes.pack_matmul``): the ``("matmul_packed", "panels")`` register tile of 8
-  rows x 3 vectors, the panels in parallel, the epilogue inlined in its write-back;
+  rows x 3 (or 2) vectors, panels x row tiles in parallel, the epilogue inlined in its
+  write-back;
 - ``ops.softmax``: the fused recipe (one pass per row, reductions ``rfactor``-ed into
   vector lanes) where the row length is a multiple of the lanes, else the rows fused
   without lanes; the epilogue moves into the row loop;
@@ -110,25 +111,41 @@ def row_tile(M: int, most: int) -> int | None:
 
 
 def matmul_columns(M: int, N: int, K: int) -> int | None:
-    """The multiple of ``N`` a matmul by a constant B takes at ``M x N x K``: the panel
-    width (``panel_width``) where B is big (``PACK_BYTES``), else the register tile's
-    (``matmul_tiled``); None where the rules keep the generic schedule whatever ``N``. The
-    cpu layout pads a constant B to it (``passes.pad_matmul``)."""
-    return panel_width(M, N, K) or _tile_columns(M, N, K)
+    """The multiple of ``N`` a matmul by a constant B takes at ``M x N x K``: its panel
+    width (``panel_width``); None where the rules keep the generic schedule whatever ``N``
+    (one row, or too little work). The cpu layout pads a constant B to it
+    (``passes.pad_matmul``) and packs it in panels (``passes.pack_matmul``)."""
+    return panel_width(M, N, K)
 
 
 def panel_width(M: int, N: int, K: int) -> int | None:
-    """The columns of a panel of a big constant B (``PACK_BYTES``; ``recipes.matmul``'s
-    ``PANEL_VECTORS`` vectors), which the cpu layout packs once
-    (``passes.pack_matmul``); None where B stays as it is."""
+    """The columns of a panel of a constant B, which the cpu layout packs once
+    (``passes.pack_matmul``): ``recipes.matmul``'s ``PANEL_VECTORS`` vectors, or two where
+    those do not divide ``N`` and two do (1024, 4096, 256: no padding, no slice, the
+    epilogue stays fused), else ``PANEL_VECTORS`` with ``N`` padded (``pad_matmul``); None
+    for one row or too little work (``TILE_WORK``).
+
+    Example
+    -------
+    >>> lanes = vector_lanes("float32")
+    >>> [panel_width(64, n, 64) // lanes for n in (48 * lanes, 64 * lanes, 1000)]
+    [3, 2, 3]
+    >>> panel_width(1, 1024, 1024) is None
+    True
+    """
     from workbench.recipes.matmul import PANEL_VECTORS
 
-    return PANEL_VECTORS * vector_lanes("float32") if _packs(M, N, K) else None
+    if M < 2 or M * N * K < TILE_WORK:
+        return None
+    lanes = vector_lanes("float32")
+    if N % (PANEL_VECTORS * lanes) and N % (2 * lanes) == 0:
+        return 2 * lanes
+    return PANEL_VECTORS * lanes
 
 
 def _packs(M: int, N: int, K: int) -> bool:
-    """Whether B is packed in panels (per call, or once where it is a constant): B big
-    (``PACK_BYTES``) and two rows or more (one row reuses no panel: the generic schedule)."""
+    """Whether ``matmul_tiled`` copies B in panels per call (a B that is not a constant: the
+    cpu layout packs a constant one once): B big (``PACK_BYTES``) and two rows or more."""
     return K * N * 4 >= PACK_BYTES and M >= 2
 
 

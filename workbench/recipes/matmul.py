@@ -219,8 +219,8 @@ def panels_cpu(func: PrimFunc, *, ti: int = 8, tk: int | None = None, parallel: 
     k0, k1 = sch.split(k, factors=[None, tk])
     sch.reorder(j0, i0, k0, k1, i1, j1)
     sch.reverse_compute_at(tile, i0)
-    if parallel:
-        sch.parallel(j0)
+    if parallel:  # panels x row tiles: threads enough where the panels are few
+        sch.parallel(sch.fuse(j0, i0))
     sch.unroll(i1)
     sch.vectorize(j1)
     return sch
