@@ -61,14 +61,21 @@ def test_an_mlp_on_three_axes_keeps_its_epilogues_in_the_panel_kernels():
     assert "pack_columns" not in [n.op for n in compiled.graph.nodes]
 
 
-def test_one_row_keeps_the_matmul_and_a_small_weight_takes_panels_too():
+def test_one_row_and_small_weights_keep_the_matmul():
     torch.manual_seed(2)
     compiled = _compiled(nn.Linear(512, 768), torch.randn(1, 512))  # one row: no tile
     assert [k.pattern for k in compiled.kernels] == ["matmul+add"]
-    compiled = _compiled(nn.Linear(64, 1024), torch.randn(16, 64))  # 256 KB
-    assert [k.pattern for k in compiled.kernels] == ["matmul_packed+add"]  # no slice
+    compiled = _compiled(nn.Linear(64, 96), torch.randn(16, 64))  # 24 KB: stays in cache
+    assert [k.pattern for k in compiled.kernels] == ["matmul+add"]
+
+
+def test_a_width_two_vectors_divide_takes_them_unpadded():
+    torch.manual_seed(2)
+    compiled = _compiled(nn.Sequential(nn.Linear(256, 1024), nn.SiLU()), torch.randn(16, 256))
+    assert [k.pattern for k in compiled.kernels] == ["matmul_packed+add+silu"]  # no slice
     (weight,) = [v for v in compiled.graph.constants.values() if v.ndim == 3]
-    assert weight.shape[1:] == (64, panel_width(16, 1024, 64))  # 1024: two vectors divide
+    tj = panel_width(16, 1024, 256)
+    assert weight.shape == (1024 // tj, 256, tj) and 1024 % tj == 0
 
 
 def _graph(shared: bool = False, n: int = 32, variable: bool = False):
