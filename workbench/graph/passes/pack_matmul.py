@@ -35,13 +35,10 @@ Example
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from workbench.graph.ir import Graph, Node, TensorType
 from workbench.graph.ops import VIEW_ATTRS
-
-Columns = Callable[[int, int, int], "int | None"]
-"""``(M, N, K)`` -> the panel width for a matmul of that shape, None: keep ``matmul``."""
+from workbench.graph.passes.pad_matmul import Columns  # (M, N, K) -> the panel width
 
 
 def _panels(graph: Graph, node: Node, columns: Columns) -> int | None:
