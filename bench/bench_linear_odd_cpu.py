@@ -9,6 +9,10 @@ vocabulary (8 x 256 -> 50257). Each model's output is checked against eager firs
 relative error). Interleaved rounds (``benchlib.interleaved_rounds``), medians of the
 per-round medians; ``vs X`` is X's time over wb's (> 1: wb faster).
 
+``--small``: weights under a MiB (a transformer's 256-wide projections at 2048 rows, 128 ->
+512, 256 -> 768, a 96-wide fused QKV + GELU, the tutorials' 32 -> 128), packed in panels
+since 2026-12-08 where ``register_tile`` read them in place before.
+
 Run: ``.venv/bin/python bench/bench_linear_odd_cpu.py`` (``--quick``: two small shapes, 2
 rounds, prints only).
 """
@@ -41,6 +45,8 @@ import workbench as wb  # noqa: E402
 
 SHAPES = ((16, 512, 1000, False), (128, 1000, 1000, False), (7, 1000, 1000, False),
           (512, 768, 3000, True), (511, 768, 768, False), (8, 256, 50257, False))
+SMALL = ((2048, 256, 256, False), (512, 128, 512, False), (64, 256, 768, False),
+         (128, 96, 288, True), (32, 32, 128, False))
 QUICK = ((16, 64, 1000, False), (7, 100, 100, True))
 
 
@@ -77,11 +83,13 @@ def bench_shape(rows: int, k: int, n: int, gelu: bool, rounds: int) -> dict:
 
 
 def main():
-    args = parser(__doc__.splitlines()[0]).parse_args()
+    cli = parser(__doc__.splitlines()[0])
+    cli.add_argument("--small", action="store_true", help="weights under a MiB (SMALL)")
+    args = cli.parse_args()
     torch.set_num_threads(THREADS)
     rounds = args.rounds or (2 if args.quick else 5)
     rows = []
-    for shape in QUICK if args.quick else SHAPES:
+    for shape in QUICK if args.quick else SMALL if args.small else SHAPES:
         print(f"{shape} (load {load_average()})", flush=True)
         rows.append(bench_shape(*shape, rounds))
         print(rows[-1], flush=True)
@@ -97,13 +105,15 @@ def main():
         return f"{value * 1e3:.3f}" if isinstance(value, float) else str(value)
 
     table = markdown_table(header, [[fmt(r, h) for h in header] for r in rows])
-    body = "\n".join(["## Linear layers of odd widths on the CPU: wb.compile vs eager, Inductor",
+    title = ("Linear layers with weights under a MiB" if args.small
+             else "Linear layers of odd widths")
+    body = "\n".join([f"## {title} on the CPU: wb.compile vs eager, Inductor",
                       "", f"Command: `{command_line()}`", "", *machine_lines(),
                       f"- load average at the end: {load_average()}", "",
                       "Times in ms (medians of per-round medians).", "", table, ""])
     print(body)
     if not (args.quick or args.no_write):
-        write_section("bench_linear_odd_cpu", body)
+        write_section("bench_linear_odd_cpu" + ("_small" if args.small else ""), body)
 
 
 if __name__ == "__main__":

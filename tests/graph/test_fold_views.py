@@ -76,7 +76,7 @@ def _check(model, x, target="cpu"):
 def test_fused_projection_is_read_in_place(seq, width, heads, causal):
     torch.manual_seed(seq)
     compiled = _check(FusedQKV(width, heads, causal), torch.randn(2, seq, width))
-    assert [k.pattern for k in compiled.kernels] == ["matmul+add", "sdpa", "matmul+add"]
+    assert [k.pattern for k in compiled.kernels] == ["matmul_packed+add", "sdpa", "matmul_packed+add"]
     sdpa = compiled.graph.nodes[[n.op for n in compiled.graph.nodes].index("sdpa")]
     assert sdpa.attrs["out_perm"] == [0, 2, 1, 3]
     assert len(set(sdpa.inputs)) == 1  # Q, K and V: the projection's output

@@ -61,12 +61,14 @@ def test_an_mlp_on_three_axes_keeps_its_epilogues_in_the_panel_kernels():
     assert "pack_columns" not in [n.op for n in compiled.graph.nodes]
 
 
-def test_one_row_and_small_weights_keep_the_matmul():
+def test_one_row_keeps_the_matmul_and_a_small_weight_takes_panels_too():
     torch.manual_seed(2)
     compiled = _compiled(nn.Linear(512, 768), torch.randn(1, 512))  # one row: no tile
     assert [k.pattern for k in compiled.kernels] == ["matmul+add"]
-    compiled = _compiled(nn.Linear(64, 96), torch.randn(16, 64))  # 24 KB: stays in cache
-    assert [k.pattern for k in compiled.kernels] == ["matmul+add"]
+    compiled = _compiled(nn.Linear(64, 96), torch.randn(16, 64))  # 24 KB
+    assert [k.pattern for k in compiled.kernels][0] == "matmul_packed+add"
+    (weight,) = [v for v in compiled.graph.constants.values() if v.ndim == 3]
+    assert weight.shape[1] == 64 and weight.shape[0] * weight.shape[2] >= 96
 
 
 def test_a_width_two_vectors_divide_takes_them_unpadded():

@@ -18,7 +18,7 @@ from workbench.graph.builder import GraphBuilder  # noqa: E402
 from workbench.graph.interpreter import run  # noqa: E402
 from workbench.graph.ir import TensorType  # noqa: E402
 from workbench.graph.passes.pad_matmul import pad_matmul  # noqa: E402
-from workbench.recipes.graph_cpu_ops import matmul_columns, matmul_tiled, row_tile  # noqa: E402
+from workbench.recipes.graph_cpu_ops import matmul_columns, matmul_panels, row_tile  # noqa: E402
 
 
 def test_row_tile_takes_the_most_rows_that_divide():
@@ -28,7 +28,7 @@ def test_row_tile_takes_the_most_rows_that_divide():
 
 
 @pytest.mark.parametrize("rows", [7, 12, 13])
-def test_a_classifier_of_odd_widths_runs_on_the_register_tile(rng, rows):
+def test_a_classifier_of_odd_widths_runs_on_the_panel_tile(rng, rows):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(48, 1000), nn.GELU(), nn.Linear(1000, 10)).eval()
     x = torch.randn(rows, 48)
@@ -37,9 +37,10 @@ def test_a_classifier_of_odd_widths_runs_on_the_register_tile(rng, rows):
         want = model(x).numpy()
     np.testing.assert_allclose(compiled(x.numpy()), want, rtol=1e-4, atol=1e-5)
     matmuls = [k for k in compiled.kernels if k.pattern.startswith("matmul")]
-    assert [k.pattern for k in matmuls] == ["matmul+add+gelu", "matmul+add"]
-    for kernel in matmuls:  # padded to the tile (1008 or 1024, 16 columns): tiled
-        assert matmul_tiled(kernel.schedule.func_before) is not None, kernel.node
+    assert [k.pattern for k in matmuls] == ["matmul_packed+add+gelu", "matmul_packed+add"]
+    for kernel in matmuls:  # padded to the panels (1000 and 10 columns: 3 vectors each)
+        assert matmul_panels(kernel.schedule.func_before) is not None, kernel.node
+        assert kernel.schedule.func_before.params[1].shape[-1] == matmul_columns(rows, 10, 1000)
     assert [k.pattern for k in compiled.kernels].count("slice") == 2
 
 

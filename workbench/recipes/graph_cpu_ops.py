@@ -9,7 +9,7 @@ library, so a matmul head is block ``C`` of ``ops.matmul``); the matching recipe
   is big (``PACK_BYTES``), the packed recipe (``packed_cpu``: B packed in panels); the
   epilogue is inlined into the tile's write-back (``reverse_compute_inline``) and that
   loop vectorized, so ``gelu(x @ W + b)`` is written once, from registers;
-- ``ops.matmul_packed`` (the cpu layout packs a big constant B in panels once:
+- ``ops.matmul_packed`` (the cpu layout packs a constant B in panels once:
   ``graph.passes.pack_matmul``): the ``("matmul_packed", "panels")`` register tile of 8
   rows x 3 (or 2) vectors, panels x row tiles in parallel, the epilogue inlined in its
   write-back;
@@ -111,31 +111,31 @@ def row_tile(M: int, most: int) -> int | None:
 
 
 def matmul_columns(M: int, N: int, K: int) -> int | None:
-    """The multiple of ``N`` a matmul by a constant B takes at ``M x N x K``: the panel
-    width (``panel_width``) where B is big (``PACK_BYTES``), else the register tile's
-    (``matmul_tiled``); None where the rules keep the generic schedule whatever ``N``. The
-    cpu layout pads a constant B to it (``passes.pad_matmul``)."""
-    return panel_width(M, N, K) or _tile_columns(M, N, K)
+    """The multiple of ``N`` a matmul by a constant B takes at ``M x N x K``: its panel
+    width (``panel_width``); None where the rules keep the generic schedule whatever ``N``
+    (one row, or too little work). The cpu layout pads a constant B to it
+    (``passes.pad_matmul``) and packs it in panels (``passes.pack_matmul``)."""
+    return panel_width(M, N, K)
 
 
 def panel_width(M: int, N: int, K: int) -> int | None:
-    """The columns of a panel of a big constant B (``PACK_BYTES``), which the cpu layout
-    packs once (``passes.pack_matmul``): ``recipes.matmul``'s ``PANEL_VECTORS`` vectors,
-    or two where those do not divide ``N`` and two do (1024, 4096: no padding, no slice, the
+    """The columns of a panel of a constant B, which the cpu layout packs once
+    (``passes.pack_matmul``): ``recipes.matmul``'s ``PANEL_VECTORS`` vectors, or two where
+    those do not divide ``N`` and two do (1024, 4096, 256: no padding, no slice, the
     epilogue stays fused), else ``PANEL_VECTORS`` with ``N`` padded (``pad_matmul``); None
-    where B stays as it is (small: ``register_tile`` reads it in place; one row).
+    for one row or too little work (``TILE_WORK``).
 
     Example
     -------
     >>> lanes = vector_lanes("float32")
-    >>> [panel_width(64, n, 1024) // lanes for n in (48 * lanes, 64 * lanes, 1000)]
+    >>> [panel_width(64, n, 64) // lanes for n in (48 * lanes, 64 * lanes, 1000)]
     [3, 2, 3]
-    >>> panel_width(1, 1024, 1024), panel_width(64, 64, 64)
-    (None, None)
+    >>> panel_width(1, 1024, 1024) is None
+    True
     """
     from workbench.recipes.matmul import PANEL_VECTORS
 
-    if not _packs(M, N, K):
+    if M < 2 or M * N * K < TILE_WORK:
         return None
     lanes = vector_lanes("float32")
     if N % (PANEL_VECTORS * lanes) and N % (2 * lanes) == 0:
@@ -144,9 +144,8 @@ def panel_width(M: int, N: int, K: int) -> int | None:
 
 
 def _packs(M: int, N: int, K: int) -> bool:
-    """Whether B is read from panels: B big (``PACK_BYTES``) and two rows or more (copied
-    per call by ``matmul_tiled`` where B is not a constant; the cpu layout packs a constant
-    one once)."""
+    """Whether ``matmul_tiled`` copies B in panels per call (a B that is not a constant: the
+    cpu layout packs a constant one once): B big (``PACK_BYTES``) and two rows or more."""
     return K * N * 4 >= PACK_BYTES and M >= 2
 
 

@@ -1,23 +1,22 @@
-"""``pack_matmul``: a matmul by a big constant weight reads it in column panels packed once,
-at compile time.
+"""``pack_matmul``: a matmul by a constant weight reads it in column panels packed once, at
+compile time.
 
-The cpu target's matmul schedule for a big ``B`` (``PACK_BYTES``) computes a tile of rows x
-``tj`` columns from a panel of ``B``'s ``tj`` columns contiguous along ``k``; the ``packed``
-recipe (``recipes.matmul.packed_cpu``) copies each panel out of ``B`` on every call, which
-for a constant weight repeats the same copy at every call: eight rows by GPT-2's vocabulary
-(``8 x 256 -> 50257``) took 5.4 ms, 4.2 of them the copy. Here ``B`` becomes a
-``pack_columns`` node folded into a constant ``(N // tj, K, tj)`` and the matmul a
-``matmul_packed`` reading it (``ops.matmul_packed``): ::
+The cpu target's matmul schedules compute a tile of rows x ``tj`` columns from a panel of
+``B``'s ``tj`` columns contiguous along ``k``; the ``packed`` recipe
+(``recipes.matmul.packed_cpu``) copies each panel out of ``B`` on every call, which for a
+constant weight repeats the same copy at every call (eight rows by GPT-2's vocabulary,
+``8 x 256 -> 50257``: 5.4 ms, 4.2 of them the copy), and ``register_tile`` reads a small
+``B`` in place, a row of ``B`` per ``k`` (``2048 x 256 -> 256``: 2.0-3.1 ms, 1.1-1.4 from
+panels). Here ``B`` becomes a ``pack_columns`` node folded into a constant
+``(N // tj, K, tj)`` and the matmul a ``matmul_packed`` reading it
+(``ops.matmul_packed``): ::
 
     matmul(A, B)  ->  matmul_packed(A, pack_columns(B, tj))      # pack_columns: a constant
 
-``tj`` is the target's ``columns(M, N, K)`` (``graph_cpu_ops.panel_width`` where B is big:
-three vectors, or two where they divide ``N`` and three do not); a matmul whose ``N`` it
-does not divide is left alone (``pad_matmul``, run first, pads a constant ``B`` to it). A
-weight several matmuls read is packed once. A small ``B`` (below ``PACK_BYTES``) keeps
-``register_tile``, which reads it in place (measured slower than panels at ``2048 x 256 ->
-256``, 1.8-3.1 ms against 1.1-1.4, but the tutorials' small models show that schedule:
-moving them is a change of its own).
+``tj`` is the target's ``columns(M, N, K)`` (``graph_cpu_ops.panel_width``: three vectors,
+or two where they divide ``N`` and three do not); a matmul whose ``N`` it does not divide
+is left alone (``pad_matmul``, run first, pads a constant ``B`` to it). A weight several
+matmuls read is packed once.
 
 Example
 -------
