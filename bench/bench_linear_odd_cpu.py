@@ -11,7 +11,9 @@ per-round medians; ``vs X`` is X's time over wb's (> 1: wb faster).
 
 ``--small``: weights under a MiB (a transformer's 256-wide projections at 2048 rows, 128 ->
 512, 256 -> 768, a 96-wide fused QKV + GELU, the tutorials' 32 -> 128), packed in panels
-since 2026-12-08 where ``register_tile`` read them in place before.
+since 2026-12-08 where ``register_tile`` read them in place before. ``--one-row``: batch 1
+(a classifier head, a decoder's token against a 3072-wide MLP, a 2048-wide layer, GPT-2's
+vocabulary).
 
 Run: ``.venv/bin/python bench/bench_linear_odd_cpu.py`` (``--quick``: two small shapes, 2
 rounds, prints only).
@@ -47,6 +49,8 @@ SHAPES = ((16, 512, 1000, False), (128, 1000, 1000, False), (7, 1000, 1000, Fals
           (512, 768, 3000, True), (511, 768, 768, False), (8, 256, 50257, False))
 SMALL = ((2048, 256, 256, False), (512, 128, 512, False), (64, 256, 768, False),
          (128, 96, 288, True), (32, 32, 128, False))
+ONE_ROW = ((1, 512, 1000, False), (1, 768, 3072, True), (1, 2048, 2048, False),
+           (1, 256, 50257, False))
 QUICK = ((16, 64, 1000, False), (7, 100, 100, True))
 
 
@@ -84,12 +88,15 @@ def bench_shape(rows: int, k: int, n: int, gelu: bool, rounds: int) -> dict:
 
 def main():
     cli = parser(__doc__.splitlines()[0])
-    cli.add_argument("--small", action="store_true", help="weights under a MiB (SMALL)")
+    sets = cli.add_mutually_exclusive_group()
+    sets.add_argument("--small", action="store_true", help="weights under a MiB (SMALL)")
+    sets.add_argument("--one-row", action="store_true", help="batch 1 (ONE_ROW)")
     args = cli.parse_args()
     torch.set_num_threads(THREADS)
     rounds = args.rounds or (2 if args.quick else 5)
     rows = []
-    for shape in QUICK if args.quick else SMALL if args.small else SHAPES:
+    shapes = QUICK if args.quick else SMALL if args.small else ONE_ROW if args.one_row else SHAPES
+    for shape in shapes:
         print(f"{shape} (load {load_average()})", flush=True)
         rows.append(bench_shape(*shape, rounds))
         print(rows[-1], flush=True)
@@ -106,14 +113,15 @@ def main():
 
     table = markdown_table(header, [[fmt(r, h) for h in header] for r in rows])
     title = ("Linear layers with weights under a MiB" if args.small
-             else "Linear layers of odd widths")
+             else "Linear layers at batch 1" if args.one_row else "Linear layers of odd widths")
     body = "\n".join([f"## {title} on the CPU: wb.compile vs eager, Inductor",
                       "", f"Command: `{command_line()}`", "", *machine_lines(),
                       f"- load average at the end: {load_average()}", "",
                       "Times in ms (medians of per-round medians).", "", table, ""])
     print(body)
     if not (args.quick or args.no_write):
-        write_section("bench_linear_odd_cpu" + ("_small" if args.small else ""), body)
+        suffix = "_small" if args.small else "_one_row" if args.one_row else ""
+        write_section("bench_linear_odd_cpu" + suffix, body)
 
 
 if __name__ == "__main__":

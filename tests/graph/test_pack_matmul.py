@@ -61,10 +61,16 @@ def test_an_mlp_on_three_axes_keeps_its_epilogues_in_the_panel_kernels():
     assert "pack_columns" not in [n.op for n in compiled.graph.nodes]
 
 
-def test_one_row_keeps_the_matmul_and_a_small_weight_takes_panels_too():
+def test_one_row_and_a_small_weight_take_panels_too():
     torch.manual_seed(2)
-    compiled = _compiled(nn.Linear(512, 768), torch.randn(1, 512))  # one row: no tile
-    assert [k.pattern for k in compiled.kernels] == ["matmul+add"]
+    compiled = _compiled(nn.Linear(512, 768), torch.randn(1, 512))  # one row: a panel each
+    assert [k.pattern for k in compiled.kernels] == ["matmul_packed+add"]
+    head = nn.Linear(300, 1000)  # a classifier at batch 1: 1000 columns padded to panels
+    compiled = _compiled(head, torch.randn(1, 300))
+    assert [k.pattern for k in compiled.kernels] == ["matmul_packed+add", "slice"]
+    (weight,) = [v for v in compiled.graph.constants.values() if v.ndim == 3]
+    assert weight.shape[2] == panel_width(1, 1000, 300)
+    np.testing.assert_array_equal(unpack_columns(weight)[:, :1000], head.weight.detach().numpy().T)
     compiled = _compiled(nn.Linear(64, 96), torch.randn(16, 64))  # 24 KB
     assert [k.pattern for k in compiled.kernels][0] == "matmul_packed+add"
     (weight,) = [v for v in compiled.graph.constants.values() if v.ndim == 3]

@@ -24,7 +24,8 @@ from workbench.recipes.graph_cpu_ops import matmul_columns, matmul_panels, row_t
 def test_row_tile_takes_the_most_rows_that_divide():
     assert [row_tile(m, 8) for m in (512, 7, 12, 511, 509, 3, 1)] == [8, 7, 6, 7, 8, 3, None]
     assert [row_tile(m, 4) for m in (30, 7, 511)] == [3, 4, 4]  # 7, 511: the last tile guarded
-    assert matmul_columns(1, 1000, 64) is None  # one row: the generic schedule
+    assert matmul_columns(1, 1000, 64) is not None  # one row: panels too (a tile of 1 row)
+    assert matmul_columns(1, 16, 16) is None  # too little work: the generic schedule
 
 
 @pytest.mark.parametrize("rows", [7, 12, 13])
