@@ -103,7 +103,8 @@ def row_tile(M: int, most: int) -> int | None:
     """Rows of the register tile for ``M`` rows: the most rows up to ``most`` that divide
     ``M``; where none from 2 does (a prime 7, 509), ``most`` rows with the last tile's
     rows guarded (the guard does not depend on the vector loop: ``backends.cpu.unswitch``
-    moves it out); None for one row (no load of B to reuse: the generic schedule)."""
+    moves it out); None for one row (no load of B to reuse: ``matmul_tiled`` keeps the generic
+    schedule; ``matmul_panels`` runs a 1-row tile, a panel per thread)."""
     if M < 2:
         return None
     rows = next(t for t in range(min(most, M), 0, -1) if M % t == 0)
